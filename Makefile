@@ -1,0 +1,76 @@
+# volcanoweb: the commands humans and CI run. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+PORT ?= 8000
+STAMP := $(VENV)/.installed
+WITH_SERVICES := scripts/with-services.sh
+
+.PHONY: help install run stack test test-fast check lint fmt type test-scheduler test-web bench bench-smoke worker beat web up clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install the project with its dev tools
+
+run: $(STAMP)  ## set up and start the product (embedded: SQLite, sim cluster, in-process loops) on :8000
+	$(PY) manage.py runembedded --port $(PORT)
+
+stack: $(STAMP)  ## start web (ASGI), Celery worker and beat against PostgreSQL and Redis
+	$(PY) manage.py runstack --port $(PORT)
+
+web: $(STAMP)  ## the ASGI server alone (stack mode)
+	$(BIN)/daphne -b 127.0.0.1 -p $(PORT) volcanoweb.asgi:application
+
+worker: $(STAMP)  ## a Celery worker (stack mode)
+	$(BIN)/celery -A volcanoweb worker --pool=threads --concurrency=4 --loglevel=INFO
+
+beat: $(STAMP)  ## Celery beat (stack mode)
+	$(BIN)/celery -A volcanoweb beat --loglevel=INFO --schedule var/celerybeat-schedule
+
+up:  ## the same topology in Docker (needs a Docker engine)
+	docker compose up --build
+
+fmt: $(STAMP)  ## format and autofix
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+lint: $(STAMP)  ## ruff, formatting and import contracts
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+type: $(STAMP)  ## mypy (strict on scheduler/)
+	$(BIN)/mypy
+
+check: lint type  ## lint, types, Django system checks and migrations
+	$(PY) manage.py check --fail-level WARNING
+	$(PY) manage.py makemigrations --check --dry-run
+
+test: $(STAMP)  ## everything: checks, then the whole pytest suite on PostgreSQL and Redis
+	scripts/ensure-chromium.sh
+	$(MAKE) --no-print-directory check
+	$(WITH_SERVICES) $(BIN)/pytest
+
+test-fast: $(STAMP)  ## the pytest suite without the end-to-end and browser tests
+	$(WITH_SERVICES) $(BIN)/pytest -m "not e2e and not browser"
+
+test-scheduler: $(STAMP)  ## the scheduling core alone (no Django, no services)
+	$(BIN)/pytest tests/scheduler -p no:django
+
+bench: $(STAMP)  ## the benchmarks; JSON report in bench/results/
+	$(WITH_SERVICES) $(PY) -m bench all --out bench/results/latest.json
+
+bench-smoke: $(STAMP)  ## a quick run of the benchmarks at size S, checking correctness only
+	$(PY) -m bench smoke
+
+clean:  ## remove the venv and local state
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

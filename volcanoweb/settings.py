@@ -1,0 +1,190 @@
+"""Django settings for volcanoweb, read from the environment (see .env.example).
+
+With no variables set this is the embedded mode: SQLite, an in-memory channel
+layer, Celery tasks run eagerly and the scheduling and controller loops run
+in-process against the simulated cluster. Setting REDIS_URL (and usually
+DATABASE_URL) switches to the stack mode: Redis channel layer and Celery broker,
+with a separate worker and beat.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from volcanoweb.core.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_secret,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env_secret("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY: must be set when DEBUG is off")
+    SECRET_KEY = "insecure-dev-key-change-me"  # noqa: S105 - development default only
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "channels",
+    "volcanoweb.core",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "volcanoweb.urls"
+WSGI_APPLICATION = "volcanoweb.wsgi.application"
+ASGI_APPLICATION = "volcanoweb.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database -------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
+try:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+except Exception as exc:  # dj_database_url raises several types for bad URLs
+    raise ImproperlyConfigured(f"DATABASE_URL: cannot parse {DATABASE_URL!r}: {exc}") from exc
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"].update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- redis, channels, celery ---------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "")
+EMBEDDED = not REDIS_URL
+if EMBEDDED:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+else:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [env_str("CHANNELS_REDIS_URL", REDIS_URL)], "capacity": 1000},
+        }
+    }
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "memory://")
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL or "cache+memory://")
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", EMBEDDED)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+
+# --- the scheduler and the cluster ---------------------------------------
+SCHEDULE_PERIOD = env_float("SCHEDULE_PERIOD", 1.0, positive=True)
+CONTROLLER_RESYNC_PERIOD = env_float("CONTROLLER_RESYNC_PERIOD", 5.0, positive=True)
+CLUSTER_BACKEND = env_choice("CLUSTER_BACKEND", ("sim", "kubernetes"), "sim")
+KUBECONFIG = env_str("KUBECONFIG", "")
+KUBE_CONTEXT = env_str("KUBE_CONTEXT", "")
+KUBE_IN_CLUSTER = env_bool("KUBE_IN_CLUSTER", False)
+if CLUSTER_BACKEND == "kubernetes" and KUBE_IN_CLUSTER and KUBECONFIG:
+    raise ImproperlyConfigured("KUBE_IN_CLUSTER: cannot be combined with KUBECONFIG; choose one")
+SIM_NODE_POOL = env_str("SIM_NODE_POOL", "cpu:8x16c64Gi,gpu:4x32c256Gi4gpu")
+SIM_CLOCK_SPEED = env_float("SIM_CLOCK_SPEED", 10.0, positive=True)
+SIM_DEFAULT_DURATION = env_float("SIM_DEFAULT_DURATION", 60.0, positive=True)
+RUN_LOOPS_IN_PROCESS = env_bool("RUN_LOOPS_IN_PROCESS", EMBEDDED)
+MAX_MANIFEST_BYTES = env_int("MAX_MANIFEST_BYTES", 1_048_576, minimum=1024)
+
+# --- auth, i18n, static ----------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "volcanoweb API",
+    "DESCRIPTION": "Control plane API for Volcano-style batch scheduling.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LOG_LEVEL = env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO")
+LOG_FORMAT = env_choice("LOG_FORMAT", ("text", "json"), "text")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "volcanoweb.core.logging.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "daphne": {"level": "WARNING"},
+        "celery": {"level": "INFO"},
+    },
+}
+
+try:
+    from volcanoweb.local_settings import *  # noqa: F403 - optional, gitignored operator overrides
+except ImportError:
+    pass
