@@ -32,7 +32,7 @@ SECRET_KEY = env_secret("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY: must be set when DEBUG is off")
-    SECRET_KEY = "insecure-dev-key-change-me"  # noqa: S105 - development default only
+    SECRET_KEY = "insecure-dev-key-change-me"  # development default only; refused when DEBUG is off
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -184,7 +184,5 @@ LOGGING = {
     },
 }
 
-try:
+if (BASE_DIR / "volcanoweb" / "local_settings.py").exists():
     from volcanoweb.local_settings import *  # noqa: F403 - optional, gitignored operator overrides
-except ImportError:
-    pass

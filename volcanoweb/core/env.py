@@ -47,9 +47,7 @@ def env_bool(name: str, default: bool = False, environ: Mapping[str, str] | None
     raise ImproperlyConfigured(f"{name}: expected a boolean (true/false, 1/0, yes/no, on/off), got {value!r}")
 
 
-def env_int(
-    name: str, default: int, environ: Mapping[str, str] | None = None, *, minimum: int | None = None
-) -> int:
+def env_int(name: str, default: int, environ: Mapping[str, str] | None = None, *, minimum: int | None = None) -> int:
     """Return the variable as an integer, checking an optional lower bound."""
     value = _raw(name, environ)
     if value is None or value.strip() == "":
@@ -63,9 +61,7 @@ def env_int(
     return number
 
 
-def env_float(
-    name: str, default: float, environ: Mapping[str, str] | None = None, *, positive: bool = False
-) -> float:
+def env_float(name: str, default: float, environ: Mapping[str, str] | None = None, *, positive: bool = False) -> float:
     """Return the variable as a float; with positive=True it must be greater than zero."""
     value = _raw(name, environ)
     if value is None or value.strip() == "":
@@ -86,9 +82,7 @@ def env_float(
     return number
 
 
-def env_choice(
-    name: str, choices: tuple[str, ...], default: str, environ: Mapping[str, str] | None = None
-) -> str:
+def env_choice(name: str, choices: tuple[str, ...], default: str, environ: Mapping[str, str] | None = None) -> str:
     """Return the variable if it is one of the choices."""
     value = env_str(name, default, environ).strip()
     if value not in choices:
