@@ -25,7 +25,9 @@ run: $(STAMP)  ## set up and start the product (embedded: SQLite, sim cluster, i
 	$(PY) manage.py runembedded --port $(PORT)
 
 stack: $(STAMP)  ## start web (ASGI), Celery worker and beat against PostgreSQL and Redis
-	$(PY) manage.py runstack --port $(PORT)
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/volcanoweb} \
+	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
+	$(PY) manage.py runstack --seed --port $(PORT)
 
 web: $(STAMP)  ## the ASGI server alone (stack mode)
 	$(BIN)/daphne -b 127.0.0.1 -p $(PORT) volcanoweb.asgi:application

@@ -1,0 +1,74 @@
+"""Start and stop real server processes for end-to-end tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def database_url(db_settings: Mapping[str, object]) -> str:
+    """Return a DATABASE_URL for Django's DATABASES entry (the test database, under pytest)."""
+    if db_settings["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db_settings['NAME']}"
+    user = db_settings.get("USER") or "postgres"
+    password = f":{db_settings['PASSWORD']}" if db_settings.get("PASSWORD") else ""
+    host = db_settings.get("HOST") or "127.0.0.1"
+    port = db_settings.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{db_settings['NAME']}"
+
+
+def wait_http(url: str, timeout: float = 60.0, proc: subprocess.Popen[str] | None = None) -> httpx.Response:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
+        try:
+            response = httpx.get(url, timeout=2)
+            if response.status_code < 500:
+                return response
+        except httpx.HTTPError as exc:
+            last = exc
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")
+
+
+@contextlib.contextmanager
+def running(cmd: list[str], env: Mapping[str, str], log_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Run a command in its own process group; stop the whole group afterwards."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=dict(env), stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
+        try:
+            yield proc
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+
+def manage(*args: str) -> list[str]:
+    return [sys.executable, "manage.py", *args]

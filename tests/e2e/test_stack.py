@@ -1,0 +1,65 @@
+"""`make stack` topology: ASGI server, Celery worker and beat on PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import websocket
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from tests.e2e.procs import database_url, free_port, manage, running, wait_http
+from volcanoweb.live import groups
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def test_stack_serves_runs_celery_and_pushes_channels_messages(tmp_path: Path) -> None:
+    if settings.EMBEDDED:
+        pytest.skip("needs REDIS_URL (make test provides it)")
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(settings.DATABASES["default"]),
+        "VAR_DIR": str(tmp_path),
+        "DEBUG": "true",
+        "SCHEDULE_PERIOD": "1",
+    }
+    with running(manage("runstack", "--port", str(port)), env, tmp_path / "stack.log") as proc:
+        ready = wait_http(f"http://127.0.0.1:{port}/readyz", proc=proc)
+        assert ready.status_code == 200, ready.text
+        assert ready.json()["checks"]["database"]["vendor"] == settings.DATABASES["default"]["ENGINE"].split(".")[-1]
+
+        # A Celery round trip through the Redis broker to the real worker.
+        from volcanoweb.celery import app
+
+        app.conf.task_always_eager = False
+        assert app.send_task("volcanoweb.ping").get(timeout=60) == "pong"
+
+        # A Channels message through Redis to a real WebSocket client of the ASGI server.
+        user = get_user_model().objects.create_user("wsuser", password="pw-123456")
+        client = Client()
+        client.force_login(user)
+        cookie = f"sessionid={client.cookies['sessionid'].value}"
+        ws = websocket.create_connection(
+            f"ws://127.0.0.1:{port}/ws/live/",
+            header=[f"Cookie: {cookie}"],
+            origin=f"http://127.0.0.1:{port}",
+            timeout=20,
+        )
+        try:
+            async_to_sync(get_channel_layer().group_send)(
+                groups.cluster_group(), {"type": "live.message", "payload": {"kind": "ping", "n": 1}}
+            )
+            assert json.loads(ws.recv()) == {"kind": "ping", "n": 1}
+        finally:
+            ws.close()
+    log = (tmp_path / "stack.log").read_text()
+    for role in ("web", "worker", "beat"):
+        assert f"started {role}" in log

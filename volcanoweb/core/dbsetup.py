@@ -1,0 +1,30 @@
+"""Create the configured PostgreSQL database when it does not exist yet."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+
+def ensure_database() -> bool:
+    """Create the default database on a PostgreSQL server if missing; return True if created."""
+    cfg = settings.DATABASES["default"]
+    if cfg["ENGINE"] != "django.db.backends.postgresql":
+        return False
+    import psycopg
+    from psycopg import sql
+
+    params = {
+        "host": cfg.get("HOST") or "127.0.0.1",
+        "port": cfg.get("PORT") or 5432,
+        "user": cfg.get("USER") or None,
+        "password": cfg.get("PASSWORD") or None,
+        "dbname": "postgres",
+        "autocommit": True,
+        "connect_timeout": 5,
+    }
+    with psycopg.connect(**params) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [cfg["NAME"]]).fetchone()
+        if exists:
+            return False
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(cfg["NAME"])))
+        return True

@@ -1,0 +1,65 @@
+"""Set up and start the whole product in one process (the embedded mode)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from volcanoweb.core.loops import LoopRunner
+
+log = logging.getLogger(__name__)
+
+
+class Command(BaseCommand):
+    help = "Migrate, seed the demo once, and serve HTTP + WebSockets with the loops running in-process."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-seed", action="store_true", help="do not create the demo data")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from daphne.endpoints import build_endpoint_list
+        from daphne.server import Server
+
+        from volcanoweb.asgi import application
+
+        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=0)
+        logins: list[str] = []
+        if not options["no_seed"]:
+            logins = call_command("seed_demo", verbosity=0) or ""
+            logins = [line for line in str(logins).splitlines() if line.strip()]
+        runner = LoopRunner() if settings.RUN_LOOPS_IN_PROCESS else None
+        if runner:
+            runner.start()
+        host, port = options["host"], options["port"]
+        url = f"http://{host}:{port}/"
+
+        def ready() -> None:
+            self.stdout.write(self.style.SUCCESS(f"volcanoweb is up at {url}"))
+            mode = "embedded (SQLite, in-memory channel layer)" if settings.EMBEDDED else "stack services"
+            self.stdout.write(f"mode: {mode}; cluster backend: {settings.CLUSTER_BACKEND}")
+            for line in logins:
+                self.stdout.write(f"  {line}")
+            self.stdout.write("Press Ctrl-C to stop.")
+            self.stdout.flush()
+
+        try:
+            Server(
+                application=application,
+                endpoints=build_endpoint_list(host, port),
+                ready_callable=ready,
+                verbosity=0,
+                application_close_timeout=5,
+            ).run()
+        except OSError as exc:
+            raise CommandError(f"cannot listen on {host}:{port}: {exc}; set PORT to another port") from exc
+        finally:
+            if runner:
+                runner.stop()
+            self.stdout.write("stopped.")
