@@ -9,7 +9,8 @@
 set -euo pipefail
 
 PY="${PYTHON:-.venv/bin/python}"
-export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/volcanoweb}"
+# A per-run database name, so that concurrent runs on one server never share the test database.
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/volcanoweb_run$$}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 TMP_ROOT=""
 PG_DATA=""
@@ -71,7 +72,7 @@ if ! probe postgres "$DATABASE_URL" 2>/dev/null; then
   "${AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -A trust -U postgres --no-sync >/dev/null
   "${AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$TMP_ROOT/pg.log" -w \
     -o "-p $PORT -k $TMP_ROOT -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
-  export DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/volcanoweb"
+  export DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/volcanoweb_run$$"
   echo "Started a throw-away PostgreSQL on port $PORT" >&2
 fi
 
