@@ -1,0 +1,212 @@
+"""The preempt and reclaim actions: evict running pods so starving jobs can be placed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from scheduler import vec
+from scheduler.framework import Action, ArgSpec
+from scheduler.info import JobInfo, QueueInfo, TaskInfo
+from scheduler.model import TaskStatus
+from scheduler.pq import PriorityQueue
+from scheduler.statement import Statement
+
+if TYPE_CHECKING:
+    from scheduler.session import Session
+
+__all__ = ["PreemptAction", "ReclaimAction"]
+
+_VICTIM_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING)
+
+
+def _fits_with(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo]) -> bool:
+    avail = ssn.nodes.future_of(node)
+    for v in victims:
+        vec.iadd(avail, v.req)
+    return vec.le_on(task.req, avail, task.req)
+
+
+def _candidates(ssn: Session, task: TaskInfo, scored: bool) -> list[int]:
+    mask = ssn.predicate_mask(task, unresolvable_only=True)
+    nodes = np.flatnonzero(mask)
+    if not scored or len(nodes) <= 1:
+        return [int(i) for i in nodes]
+    scores = ssn.node_scores(task, nodes)
+    order = np.argsort(-scores, kind="stable")
+    return [int(nodes[i]) for i in order]
+
+
+def _collect(
+    ssn: Session,
+) -> tuple[
+    PriorityQueue[QueueInfo],
+    dict[str, PriorityQueue[JobInfo]],
+    dict[str, PriorityQueue[TaskInfo]],
+    dict[str, list[JobInfo]],
+    list[QueueInfo],
+]:
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_less)
+    seen: set[str] = set()
+    all_queues: list[QueueInfo] = []
+    preemptors: dict[str, PriorityQueue[JobInfo]] = {}
+    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+    starving: dict[str, list[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.is_pending() or ssn.job_valid(job) is not None:
+            continue
+        queue = ssn.queues[job.queue]
+        if queue.name not in seen:
+            seen.add(queue.name)
+            all_queues.append(queue)
+        if not ssn.job_starving(job):
+            continue
+        if queue.name not in preemptors:
+            preemptors[queue.name] = PriorityQueue(ssn.job_less)
+        preemptors[queue.name].push(job)
+        starving.setdefault(queue.name, []).append(job)
+        tasks[job.key] = PriorityQueue(ssn.task_less, job.pending_tasks())
+    for q in all_queues:
+        queues.push(q)
+    return queues, preemptors, tasks, starving, all_queues
+
+
+class PreemptAction(Action):
+    """Within a queue: starving jobs evict lower-priority (per the preemptable vote) running
+    tasks; the preemptor is pipelined and bound in a later cycle."""
+
+    name = "preempt"
+    arguments: ClassVar[Mapping[str, ArgSpec]] = {
+        "enableTopologyAwarePreemption": ArgSpec("bool", False, "accepted; must stay false"),
+        "topologyAwarePreemptWorkerNum": ArgSpec("int", 16, "accepted, no effect"),
+        "minCandidateNodesPercentage": ArgSpec("int", 10, "accepted, no effect"),
+        "minCandidateNodesAbsolute": ArgSpec("int", 1, "accepted, no effect"),
+        "maxCandidateNodesAbsolute": ArgSpec("int", 100, "accepted, no effect"),
+    }
+
+    def execute(self, session: Session) -> None:
+        """Run preemption."""
+        queues, preemptors, tasks, starving, _ = _collect(session)
+        while queues:
+            queue = queues.pop()
+            jobs = preemptors.get(queue.name)
+            while jobs:
+                pjob = jobs.pop()
+                stmt = Statement(session, "preempt")
+                pending = tasks[pjob.key]
+                while session.job_starving(pjob) and pending:
+                    t = pending.pop()
+                    self._preempt(session, stmt, t, self._between_jobs(t, pjob))
+                if session.job_pipelined(pjob):
+                    stmt.commit()
+                else:
+                    stmt.discard()
+            for job in starving.get(queue.name, []):
+                order = PriorityQueue(session.task_less, job.pending_tasks())
+                while order:
+                    t = order.pop()
+                    stmt = Statement(session, "preempt")
+                    if not self._preempt(session, stmt, t, self._within_job(t, job)):
+                        stmt.discard()
+                        break
+                    stmt.commit()
+
+    @staticmethod
+    def _base(t: TaskInfo, v: TaskInfo) -> bool:
+        return v.status in _VICTIM_STATUSES and v.preemptable and (not t.best_effort or v.best_effort)
+
+    def _between_jobs(self, t: TaskInfo, pjob: JobInfo) -> Callable[[TaskInfo], bool]:
+        return lambda v: self._base(t, v) and v.job is not pjob and v.job.queue == pjob.queue and v.job.key != ""
+
+    def _within_job(self, t: TaskInfo, job: JobInfo) -> Callable[[TaskInfo], bool]:
+        return lambda v: self._base(t, v) and v.job is job
+
+    def _preempt(self, ssn: Session, stmt: Statement, preemptor: TaskInfo, allowed: Callable[[TaskInfo], bool]) -> bool:
+        if preemptor.task.preemption_policy == "Never":
+            return False
+        queue = ssn.queues[preemptor.job.queue]
+        table = ssn.nodes
+        for node in _candidates(ssn, preemptor, scored=True):
+            preemptees = [v for v in table.tasks[node].values() if allowed(v)]
+            victims = ssn.preemptable(preemptor, preemptees)
+            if not _fits_with(ssn, preemptor, node, victims):
+                continue
+            sub = Statement(ssn, "preempt")
+            order = PriorityQueue(lambda a, b: ssn.victim_less(a, b, preemptor), victims)
+            while True:
+                if ssn.allocatable(queue, preemptor) and ssn.fits_now(preemptor, node):
+                    break
+                if not order:
+                    break
+                sub.evict(order.pop(), "preempt", preemptor)
+            if ssn.allocatable(queue, preemptor) and ssn.fits_now(preemptor, node):
+                sub.pipeline(preemptor, node)
+                stmt.merge(sub)
+                return True
+            sub.discard()
+        return False
+
+
+class ReclaimAction(Action):
+    """Across queues: starving jobs of queues that may reclaim (preemptive) evict running,
+    preemptable tasks of other, reclaimable queues that the reclaimable vote selects."""
+
+    name = "reclaim"
+
+    def execute(self, session: Session) -> None:
+        """Run reclaim."""
+        queues, preemptors, tasks, _, _ = _collect(session)
+        while queues:
+            queue = queues.pop()
+            if session.overused(queue):
+                continue
+            jobs = preemptors.get(queue.name)
+            while jobs:
+                job = jobs.pop()
+                stmt = Statement(session, "reclaim")
+                pending = tasks[job.key]
+                while session.job_starving(job) and pending:
+                    t = pending.pop()
+                    if t.task.preemption_policy == "Never":
+                        continue
+                    if not session.preemptive(queue, t):
+                        continue
+                    self._reclaim(session, stmt, t, job)
+                if session.job_pipelined(job):
+                    stmt.commit()
+                else:
+                    stmt.discard()
+
+    @staticmethod
+    def _reclaim(ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
+        table = ssn.nodes
+        for node in _candidates(ssn, task, scored=False):
+            reclaimees = [
+                v
+                for v in table.tasks[node].values()
+                if v.status == TaskStatus.RUNNING
+                and v.preemptable
+                and v.job.key
+                and v.job.queue != job.queue
+                and ssn.queues[v.job.queue].reclaimable
+            ]
+            if not reclaimees:
+                continue
+            victims = ssn.reclaimable(task, reclaimees)
+            if not victims or not _fits_with(ssn, task, node, victims):
+                continue
+            sub = Statement(ssn, "reclaim")
+            order = PriorityQueue(lambda a, b: ssn.victim_less(a, b, task), victims)
+            available = table.future_of(node)
+            while order and not vec.le_on(task.req, available, task.req):
+                v = order.pop()
+                sub.evict(v, "reclaim", task)
+                vec.iadd(available, v.req)
+            if vec.le_on(task.req, available, task.req) and ssn.fits_now(task, node):
+                sub.pipeline(task, node)
+                stmt.merge(sub)
+                return True
+            sub.discard()
+        return False

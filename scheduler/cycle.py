@@ -1,0 +1,55 @@
+"""run_cycle: one scheduling cycle as a pure function of its inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scheduler.config import DEFAULT_CONFIG, ConfigError, SchedulerConfig
+from scheduler.registry import Registry, default_registry
+from scheduler.result import CycleResult
+from scheduler.session import Session
+from scheduler.snapshot import Snapshot
+
+__all__ = ["run_cycle"]
+
+
+def run_cycle(
+    snapshot: Snapshot,
+    config: SchedulerConfig = DEFAULT_CONFIG,
+    registry: Registry | None = None,
+    timer: Callable[[], float] | None = None,
+) -> CycleResult:
+    """Open a session over ``snapshot``, run the configured actions, close it.
+
+    The result depends only on the arguments: ties are broken by name/uid, nothing reads the
+    clock or a random source. ``timer`` (e.g. ``time.perf_counter``) is only used to fill
+    ``CycleResult.timings`` (keys ``open``, each action name, ``close``); it never influences a
+    decision. Raises :class:`ConfigError` if the config names an action or plugin missing
+    from ``registry``.
+    """
+    reg = registry if registry is not None else default_registry()
+    for i, name in enumerate(config.actions):
+        if name not in reg.actions:
+            raise ConfigError(f"actions[{i}]", f"failed to find Action {name}")
+    for ti, tier in enumerate(config.tiers):
+        for pi, opt in enumerate(tier.plugins):
+            if opt.name not in reg.plugins:
+                raise ConfigError(f"tiers[{ti}].plugins[{pi}].name", f"unknown plugin {opt.name!r}")
+    timings: dict[str, float] = {}
+    start = timer() if timer else 0.0
+    session = Session(snapshot, config, reg)
+    if timer:
+        now = timer()
+        timings["open"] = now - start
+        start = now
+    for name in config.actions:
+        action = reg.actions[name](config.action_args.get(name, {}))
+        action.execute(session)
+        if timer:
+            now = timer()
+            timings[name] = now - start
+            start = now
+    result = session.close(timings)
+    if timer:
+        timings["close"] = timer() - start
+    return result

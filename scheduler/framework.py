@@ -1,0 +1,363 @@
+"""Plugin and action bases, capability classes (extension points), votes and fit results."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from scheduler.info import JobInfo, QueueInfo, TaskInfo
+    from scheduler.session import Session
+
+__all__ = [
+    "Action",
+    "Allocatable",
+    "AllocateHandler",
+    "ArgSpec",
+    "Capability",
+    "ExtensionPoint",
+    "Filter",
+    "Fit",
+    "JobEnqueueable",
+    "JobEnqueued",
+    "JobOrder",
+    "JobPipelined",
+    "JobReady",
+    "JobStarving",
+    "JobValid",
+    "NodeOrder",
+    "Overused",
+    "Plugin",
+    "Predicate",
+    "Preemptable",
+    "Preemptive",
+    "QueueOrder",
+    "Reclaimable",
+    "SessionClose",
+    "TaskOrder",
+    "VictimQueueOrder",
+    "Vote",
+]
+
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+
+
+class Vote(IntEnum):
+    """A plugin's vote on jobEnqueueable / jobPipelined."""
+
+    REJECT = -1
+    ABSTAIN = 0
+    PERMIT = 1
+
+
+class ExtensionPoint(StrEnum):
+    """Extension points; the values are the names used in ``disabled:`` lists."""
+
+    QUEUE_ORDER = "queue_order"
+    VICTIM_QUEUE_ORDER = "victim_queue_order"
+    JOB_ORDER = "job_order"
+    TASK_ORDER = "task_order"
+    JOB_VALID = "job_valid"
+    JOB_ENQUEUEABLE = "job_enqueueable"
+    JOB_ENQUEUED = "job_enqueued"
+    JOB_READY = "job_ready"
+    JOB_PIPELINED = "job_pipelined"
+    JOB_STARVING = "job_starving"
+    PREDICATE = "predicate"
+    NODE_ORDER = "node_order"
+    BEST_NODE = "best_node"
+    PREEMPTABLE = "preemptable"
+    RECLAIMABLE = "reclaimable"
+    PREEMPTIVE = "preemptive"
+    OVERUSED = "overused"
+    ALLOCATABLE = "allocatable"
+    VICTIM_TASKS = "victim_tasks"
+    TARGET_JOB = "target_job"
+    RESERVED_NODES = "reserved_nodes"
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """A failed check: which plugin said no, a machine ``reason`` code and a human message."""
+
+    plugin: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """One predicate's verdict for a task over **all** session nodes.
+
+    ``passed[i]`` is whether node ``i`` passes. ``reason`` is the Kubernetes-style message for
+    failing nodes (e.g. ``node(s) didn't match Pod's node affinity/selector``); ``reasons``
+    optionally gives a per-node message (overrides ``reason``). ``unresolvable`` marks
+    UnschedulableAndUnresolvable failures, the only ones preempt and reclaim honour.
+    """
+
+    plugin: str
+    passed: BoolArray
+    reason: str
+    unresolvable: bool = True
+    reasons: Sequence[str] | None = None
+
+    def reason_at(self, index: int) -> str:
+        """Return the failure message for node ``index``."""
+        if self.reasons is not None:
+            return self.reasons[index]
+        return self.reason
+
+
+@dataclass(frozen=True, slots=True)
+class ArgSpec:
+    """The type and default of a plugin or action argument.
+
+    ``kind`` is ``int`` (YAML int), ``float`` (int or float), ``bool`` (bool or "true"/"false")
+    or ``str``.
+    """
+
+    kind: str
+    default: Any = None
+    doc: str = ""
+
+
+class Capability:
+    """Marker base of capability classes; a plugin inherits the ones it implements."""
+
+    point: ClassVar[ExtensionPoint]
+
+
+class QueueOrder(Capability, ABC):
+    """``queue_order(a, b) -> int``: negative ⇒ a first. Combine: first non-zero over tiers and
+    plugins; fallback: earlier creation, then smaller uid/name."""
+
+    point = ExtensionPoint.QUEUE_ORDER
+
+    @abstractmethod
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int: ...
+
+
+class VictimQueueOrder(Capability, ABC):
+    """``victim_queue_order(a, b, preemptor_queue) -> int``: negative ⇒ evict from a first.
+    Combine: first non-zero; fallback: reverse queue order (least favoured queue first)."""
+
+    point = ExtensionPoint.VICTIM_QUEUE_ORDER
+
+    @abstractmethod
+    def victim_queue_order(self, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo | None) -> int: ...
+
+
+class JobOrder(Capability, ABC):
+    """``job_order(a, b) -> int``: negative ⇒ a first. Combine: first non-zero; fallback:
+    earlier creation, then smaller uid."""
+
+    point = ExtensionPoint.JOB_ORDER
+
+    @abstractmethod
+    def job_order(self, a: JobInfo, b: JobInfo) -> int: ...
+
+
+class TaskOrder(Capability, ABC):
+    """``task_order(a, b) -> int``: negative ⇒ a first. Combine: first non-zero; fallback:
+    pod-name index, then creation, then uid."""
+
+    point = ExtensionPoint.TASK_ORDER
+
+    @abstractmethod
+    def task_order(self, a: TaskInfo, b: TaskInfo) -> int: ...
+
+
+class JobValid(Capability, ABC):
+    """``job_valid(job) -> Fit | None``: None = valid. Combine: the first failure wins (no
+    switch can disable it)."""
+
+    point = ExtensionPoint.JOB_VALID
+
+    @abstractmethod
+    def job_valid(self, job: JobInfo) -> Fit | None: ...
+
+
+class JobEnqueueable(Capability, ABC):
+    """``job_enqueueable(job) -> Vote``. Combine: any REJECT ⇒ no; at the end of a tier, a
+    PERMIT in that tier ⇒ yes; all tiers abstain ⇒ yes. A rejecting plugin may record the reason
+    with ``session.record_enqueue_failure``."""
+
+    point = ExtensionPoint.JOB_ENQUEUEABLE
+
+    @abstractmethod
+    def job_enqueueable(self, job: JobInfo) -> Vote: ...
+
+
+class JobEnqueued(Capability, ABC):
+    """``job_enqueued(job)``: notification after admission; every enabled plugin is called."""
+
+    point = ExtensionPoint.JOB_ENQUEUED
+
+    @abstractmethod
+    def job_enqueued(self, job: JobInfo) -> None: ...
+
+
+class JobReady(Capability, ABC):
+    """``job_ready(job) -> bool``. Combine: AND over all plugins; nobody ⇒ true."""
+
+    point = ExtensionPoint.JOB_READY
+
+    @abstractmethod
+    def job_ready(self, job: JobInfo) -> bool: ...
+
+
+class JobPipelined(Capability, ABC):
+    """``job_pipelined(job) -> Vote``. Combine: as job_enqueueable."""
+
+    point = ExtensionPoint.JOB_PIPELINED
+
+    @abstractmethod
+    def job_pipelined(self, job: JobInfo) -> Vote: ...
+
+
+class JobStarving(Capability, ABC):
+    """``job_starving(job) -> bool``. Combine: AND within the first tier that has a plugin
+    implementing it; that tier decides; nobody ⇒ false."""
+
+    point = ExtensionPoint.JOB_STARVING
+
+    @abstractmethod
+    def job_starving(self, job: JobInfo) -> bool: ...
+
+
+class Predicate(Capability, ABC):
+    """``predicate(task) -> filters`` over all nodes. Combine: a node must pass every filter of
+    every plugin; the first failing filter (tier, plugin, filter order) is the node's reason.
+
+    Resource fit (``request ≤ future idle``) is checked by the actions, as in Volcano.
+    Implementations should cache static filters per task signature.
+    """
+
+    point = ExtensionPoint.PREDICATE
+
+    @abstractmethod
+    def predicate(self, task: TaskInfo) -> Sequence[Filter]: ...
+
+
+class NodeOrder(Capability, ABC):
+    """``node_order(task, nodes) -> scores`` for the node indices ``nodes``. Combine: sum over
+    plugins (each plugin applies its own configured weights); the highest total wins, ties go to
+    the first candidate in scan order."""
+
+    point = ExtensionPoint.NODE_ORDER
+
+    @abstractmethod
+    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray: ...
+
+
+class Preemptable(Capability, ABC):
+    """``preemptable(preemptor, candidates) -> list | None`` (None = abstain). Combine: within a
+    tier the first non-abstaining list seeds the set and later ones intersect it; an empty
+    result discards the tier; the first tier with a non-empty set decides; else no victims."""
+
+    point = ExtensionPoint.PREEMPTABLE
+
+    @abstractmethod
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
+
+
+class Reclaimable(Capability, ABC):
+    """``reclaimable(reclaimer, candidates) -> list | None``. Combine: as preemptable."""
+
+    point = ExtensionPoint.RECLAIMABLE
+
+    @abstractmethod
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
+
+
+class Preemptive(Capability, ABC):
+    """``preemptive(queue, task) -> bool``: may this queue reclaim for ``task``. Combine: AND."""
+
+    point = ExtensionPoint.PREEMPTIVE
+
+    @abstractmethod
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool: ...
+
+
+class Overused(Capability, ABC):
+    """``overused(queue) -> bool``. Combine: OR; nobody ⇒ false."""
+
+    point = ExtensionPoint.OVERUSED
+
+    @abstractmethod
+    def overused(self, queue: QueueInfo) -> bool: ...
+
+
+class Allocatable(Capability, ABC):
+    """``allocatable(queue, task) -> bool``: may ``task`` be allocated within the queue's quota.
+    Combine: AND; nobody ⇒ true. A refusing plugin records why via
+    ``session.record_quota_failure``."""
+
+    point = ExtensionPoint.ALLOCATABLE
+
+    @abstractmethod
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool: ...
+
+
+class AllocateHandler(ABC):
+    """Event handler: called after a task is allocated/pipelined (``allocate``) and after it is
+    evicted, unallocated or unpipelined (``deallocate``). Not switchable, as in Volcano."""
+
+    @abstractmethod
+    def on_allocate(self, task: TaskInfo) -> None: ...
+
+    @abstractmethod
+    def on_deallocate(self, task: TaskInfo) -> None: ...
+
+
+class SessionClose(ABC):
+    """``on_session_close(session)``: called once when the session closes."""
+
+    @abstractmethod
+    def on_session_close(self, session: Session) -> None: ...
+
+
+class Plugin:
+    """Base of scheduler plugins. A fresh instance is built for every session.
+
+    Subclasses set ``name``, declare their ``arguments`` (exact keys) and ``argument_prefixes``
+    (keys starting with a prefix, e.g. ``binpack.resources.``), and register session state in
+    :meth:`on_session_open`.
+    """
+
+    name: ClassVar[str] = ""
+    arguments: ClassVar[Mapping[str, ArgSpec]] = {}
+    argument_prefixes: ClassVar[Mapping[str, ArgSpec]] = {}
+
+    def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:
+        merged = {k: spec.default for k, spec in self.arguments.items()}
+        merged.update(args)
+        self.args: Mapping[str, Any] = merged
+        self.hierarchy = hierarchy
+
+    def on_session_open(self, session: Session) -> None:
+        """Build per-session state. The default does nothing."""
+
+
+class Action(ABC):
+    """Base of actions. ``arguments`` declares the keys accepted under ``configurations``."""
+
+    name: ClassVar[str] = ""
+    arguments: ClassVar[Mapping[str, ArgSpec]] = {}
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        merged = {k: spec.default for k, spec in self.arguments.items()}
+        merged.update(args)
+        self.args: Mapping[str, Any] = merged
+
+    @abstractmethod
+    def execute(self, session: Session) -> None:
+        """Run the action over ``session``."""

@@ -1,0 +1,504 @@
+"""Kubernetes / Volcano manifests (Node, Pod, PodGroup, Queue, PriorityClass) → Snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from scheduler.model import (
+    Job,
+    JobPhase,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    PriorityClass,
+    Queue,
+    QueueState,
+    Resource,
+    Taint,
+    Task,
+    TaskStatus,
+    Toleration,
+)
+from scheduler.quantity import QuantityError, parse_resource
+from scheduler.snapshot import Snapshot
+
+__all__ = ["ManifestError", "load_manifests", "snapshot_from_manifests"]
+
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+ALT_GROUP_ANNOTATION = "scheduling.volcano.sh/group-name"
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+PREEMPTABLE = "volcano.sh/preemptable"
+TASK_SPEC = "volcano.sh/task-spec"
+TASK_PRIORITY = "volcano.sh/task-priority"
+VOLCANO_SCHEDULERS = frozenset({"volcano"})
+
+_KINDS = {
+    ("v1", "Node"),
+    ("v1", "Pod"),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"),
+    ("scheduling.volcano.sh/v1beta1", "Queue"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+}
+
+
+class ManifestError(ValueError):
+    """A manifest cannot be turned into scheduler input; names document, object and field."""
+
+    def __init__(self, document: int, obj: str, field: str, message: str) -> None:
+        self.document = document
+        self.object = obj
+        self.field = field
+        self.detail = message
+        where = f"document {document}"
+        if obj:
+            where += f" ({obj})"
+        if field:
+            where += f", field {field}"
+        super().__init__(f"{where}: {message}")
+
+
+class _Ctx:
+    def __init__(self, index: int, obj: str) -> None:
+        self.index = index
+        self.obj = obj
+
+    def error(self, field: str, message: str) -> ManifestError:
+        return ManifestError(self.index, self.obj, field, message)
+
+    def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.error(field, f"expected a mapping, got {type(value).__name__}")
+        return value
+
+    def seq(self, value: Any, field: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.error(field, f"expected a list, got {type(value).__name__}")
+        return value
+
+    def string(self, value: Any, field: str, default: str = "") -> str:
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.error(field, f"expected a string, got {value!r}")
+        return value
+
+    def integer(self, value: Any, field: str, default: int) -> int:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(field, f"expected an integer, got {value!r}")
+        return value
+
+    def boolean(self, value: Any, field: str, default: bool) -> bool:
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(field, f"expected a boolean, got {value!r}")
+        return value
+
+    def resources(self, value: Any, field: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for name, q in self.mapping(value, field).items():
+            try:
+                out[str(name)] = parse_resource(str(name), q)
+            except QuantityError as exc:
+                raise self.error(f"{field}.{name}", str(exc)) from None
+        return out
+
+    def labels(self, value: Any, field: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for k, v in self.mapping(value, field).items():
+            if not isinstance(v, str):
+                raise self.error(f"{field}.{k}", f"expected a string value, got {v!r}")
+            out[str(k)] = v
+        return out
+
+
+def load_manifests(text: str) -> list[tuple[int, Mapping[str, Any]]]:
+    """Return ``(document index, object)`` for every object in multi-document YAML/JSON
+    (``kind: List`` documents are expanded; empty documents skipped)."""
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ManifestError(0, "", "", f"invalid YAML{line}: {exc}") from None
+    out: list[tuple[int, Mapping[str, Any]]] = []
+    for i, doc in enumerate(docs, start=1):
+        if doc is None:
+            continue
+        if not isinstance(doc, Mapping):
+            raise ManifestError(i, "", "", "expected a Kubernetes object (a mapping)")
+        if doc.get("kind") == "List":
+            items = doc.get("items")
+            if not isinstance(items, list):
+                raise ManifestError(i, "List", "items", "expected a list")
+            for item in items:
+                if not isinstance(item, Mapping):
+                    raise ManifestError(i, "List", "items", "expected objects")
+                out.append((i, item))
+        else:
+            out.append((i, doc))
+    return out
+
+
+def _requirements(ctx: _Ctx, value: Any, field: str) -> tuple[NodeSelectorRequirement, ...]:
+    out = []
+    for j, req in enumerate(ctx.seq(value, field)):
+        f = f"{field}[{j}]"
+        req = ctx.mapping(req, f)
+        op = ctx.string(req.get("operator"), f"{f}.operator")
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            raise ctx.error(f"{f}.operator", f"unsupported operator {op!r}")
+        values = tuple(ctx.string(v, f"{f}.values") for v in ctx.seq(req.get("values"), f))
+        out.append(NodeSelectorRequirement(ctx.string(req.get("key"), f"{f}.key"), op, values))
+    return tuple(out)
+
+
+def _term(ctx: _Ctx, value: Any, field: str) -> NodeSelectorTerm:
+    m = ctx.mapping(value, field)
+    return NodeSelectorTerm(
+        _requirements(ctx, m.get("matchExpressions"), f"{field}.matchExpressions"),
+        _requirements(ctx, m.get("matchFields"), f"{field}.matchFields"),
+    )
+
+
+def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    status = ctx.mapping(doc.get("status"), "status")
+    alloc = ctx.resources(status.get("allocatable"), "status.allocatable")
+    alloc.setdefault("pods", 110)
+    taints = []
+    for j, t in enumerate(ctx.seq(spec.get("taints"), "spec.taints")):
+        f = f"spec.taints[{j}]"
+        t = ctx.mapping(t, f)
+        effect = ctx.string(t.get("effect"), f"{f}.effect")
+        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ctx.error(f"{f}.effect", f"unsupported taint effect {effect!r}")
+        taints.append(Taint(ctx.string(t.get("key"), f"{f}.key"), ctx.string(t.get("value"), f"{f}.value"), effect))
+    return Node(
+        ctx.string(meta.get("name"), "metadata.name"),
+        Resource.from_dict(alloc),
+        ctx.labels(meta.get("labels"), "metadata.labels"),
+        tuple(taints),
+        ctx.boolean(spec.get("unschedulable"), "spec.unschedulable", False),
+    )
+
+
+def _pod_requests(ctx: _Ctx, spec: Mapping[str, Any]) -> Resource:
+    total: dict[str, int] = {}
+    for j, c in enumerate(ctx.seq(spec.get("containers"), "spec.containers")):
+        f = f"spec.containers[{j}]"
+        c = ctx.mapping(c, f)
+        res = ctx.mapping(c.get("resources"), f"{f}.resources")
+        for k, v in ctx.resources(res.get("requests"), f"{f}.resources.requests").items():
+            total[k] = total.get(k, 0) + v
+    sidecars: dict[str, int] = {}
+    for j, c in enumerate(ctx.seq(spec.get("initContainers"), "spec.initContainers")):
+        f = f"spec.initContainers[{j}]"
+        c = ctx.mapping(c, f)
+        res = ctx.mapping(c.get("resources"), f"{f}.resources")
+        req = ctx.resources(res.get("requests"), f"{f}.resources.requests")
+        if c.get("restartPolicy") == "Always":
+            for k, v in req.items():
+                sidecars[k] = sidecars.get(k, 0) + v
+            continue
+        for k, v in req.items():
+            total[k] = max(total.get(k, 0), v + sidecars.get(k, 0))
+    for k, v in sidecars.items():
+        total[k] = total.get(k, 0) + v
+    for k, v in ctx.resources(spec.get("overhead"), "spec.overhead").items():
+        total[k] = total.get(k, 0) + v
+    total["pods"] = 1
+    return Resource.from_dict(total)
+
+
+def _affinity(
+    ctx: _Ctx, spec: Mapping[str, Any]
+) -> tuple[tuple[NodeSelectorTerm, ...], tuple[PreferredSchedulingTerm, ...]]:
+    aff = ctx.mapping(
+        ctx.mapping(spec.get("affinity"), "spec.affinity").get("nodeAffinity"), "spec.affinity.nodeAffinity"
+    )
+    base = "spec.affinity.nodeAffinity"
+    req = ctx.mapping(
+        aff.get("requiredDuringSchedulingIgnoredDuringExecution"),
+        f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
+    )
+    rf = f"{base}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    required = tuple(_term(ctx, t, f"{rf}[{j}]") for j, t in enumerate(ctx.seq(req.get("nodeSelectorTerms"), rf)))
+    pf = f"{base}.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred = []
+    for j, p in enumerate(ctx.seq(aff.get("preferredDuringSchedulingIgnoredDuringExecution"), pf)):
+        p = ctx.mapping(p, f"{pf}[{j}]")
+        preferred.append(
+            PreferredSchedulingTerm(
+                ctx.integer(p.get("weight"), f"{pf}[{j}].weight", 1),
+                _term(ctx, p.get("preference"), f"{pf}[{j}].preference"),
+            )
+        )
+    return required, tuple(preferred)
+
+
+def _flag(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    return value.strip().lower() in ("true", "1", "t")
+
+
+_POD_STATUS = {
+    "Pending": TaskStatus.PENDING,
+    "Running": TaskStatus.RUNNING,
+    "Succeeded": TaskStatus.SUCCEEDED,
+    "Failed": TaskStatus.FAILED,
+    "Unknown": TaskStatus.UNKNOWN,
+}
+
+
+def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, str]:
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    status = ctx.mapping(doc.get("status"), "status")
+    name = ctx.string(meta.get("name"), "metadata.name")
+    ns = ctx.string(meta.get("namespace"), "metadata.namespace", "default")
+    labels = ctx.labels(meta.get("labels"), "metadata.labels")
+    ann = ctx.labels(meta.get("annotations"), "metadata.annotations")
+    group = ann.get(GROUP_ANNOTATION) or ann.get(ALT_GROUP_ANNOTATION) or ""
+    phase = ctx.string(status.get("phase"), "status.phase", "Pending")
+    if phase not in _POD_STATUS:
+        raise ctx.error("status.phase", f"unknown pod phase {phase!r}")
+    node = ctx.string(spec.get("nodeName"), "spec.nodeName")
+    st = _POD_STATUS[phase]
+    if st == TaskStatus.PENDING and node:
+        st = TaskStatus.BOUND
+    if meta.get("deletionTimestamp") and st in (TaskStatus.BOUND, TaskStatus.RUNNING):
+        st = TaskStatus.RELEASING
+    pre = _flag(ann.get(PREEMPTABLE))
+    if pre is None:
+        pre = _flag(labels.get(PREEMPTABLE))
+    priority: int | None = (
+        ctx.integer(spec.get("priority"), "spec.priority", 0) if spec.get("priority") is not None else None
+    )
+    if TASK_PRIORITY in ann:
+        try:
+            priority = int(ann[TASK_PRIORITY])
+        except ValueError:
+            raise ctx.error(f"metadata.annotations.{TASK_PRIORITY}", "expected an integer") from None
+    tolerations = []
+    for j, t in enumerate(ctx.seq(spec.get("tolerations"), "spec.tolerations")):
+        f = f"spec.tolerations[{j}]"
+        t = ctx.mapping(t, f)
+        op = ctx.string(t.get("operator"), f"{f}.operator", "Equal")
+        if op not in ("Equal", "Exists"):
+            raise ctx.error(f"{f}.operator", f"unsupported operator {op!r}")
+        tolerations.append(
+            Toleration(
+                ctx.string(t.get("key"), f"{f}.key"),
+                op,
+                ctx.string(t.get("value"), f"{f}.value"),
+                ctx.string(t.get("effect"), f"{f}.effect"),
+            )
+        )
+    required, preferred = _affinity(ctx, spec)
+    scheduler_name = ctx.string(spec.get("schedulerName"), "spec.schedulerName", "volcano")
+    policy = ctx.string(spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority")
+    task = Task(
+        uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
+        name=name,
+        namespace=ns,
+        job=f"{ns}/{group}" if group else "",
+        requests=_pod_requests(ctx, spec),
+        status=st,
+        node_name=node,
+        priority=priority,
+        priority_class_name=ctx.string(spec.get("priorityClassName"), "spec.priorityClassName"),
+        preemption_policy=policy,
+        preemptable=pre if pre is not None else True,
+        role=ann.get(TASK_SPEC) or labels.get(TASK_SPEC, ""),
+        node_selector=ctx.labels(spec.get("nodeSelector"), "spec.nodeSelector"),
+        required_affinity=required,
+        preferred_affinity=preferred,
+        tolerations=tuple(tolerations),
+        scheduling_gated=bool(ctx.seq(spec.get("schedulingGates"), "spec.schedulingGates")),
+        nominated_node=ctx.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
+        creation=creation,
+    )
+    return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
+
+
+def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    status = ctx.mapping(doc.get("status"), "status")
+    name = ctx.string(meta.get("name"), "metadata.name")
+    ns = ctx.string(meta.get("namespace"), "metadata.namespace", "default")
+    phase = ctx.string(status.get("phase"), "status.phase", "Pending") or "Pending"
+    try:
+        job_phase = JobPhase(phase)
+    except ValueError:
+        raise ctx.error("status.phase", f"unknown PodGroup phase {phase!r}") from None
+    minimum = ctx.integer(spec.get("minMember"), "spec.minMember", 0)
+    if minimum < 0:
+        raise ctx.error("spec.minMember", "must not be negative")
+    task_min = {}
+    for k, v in ctx.mapping(spec.get("minTaskMember"), "spec.minTaskMember").items():
+        task_min[str(k)] = ctx.integer(v, f"spec.minTaskMember.{k}", 0)
+    mres = None
+    if spec.get("minResources") is not None:
+        mres = Resource.from_dict(ctx.resources(spec.get("minResources"), "spec.minResources"))
+    labels = ctx.labels(meta.get("labels"), "metadata.labels")
+    ann = ctx.labels(meta.get("annotations"), "metadata.annotations")
+    pre = _flag(ann.get(PREEMPTABLE))
+    if pre is None:
+        pre = _flag(labels.get(PREEMPTABLE))
+    return Job(
+        uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
+        name=name,
+        namespace=ns,
+        queue=ctx.string(spec.get("queue"), "spec.queue", "default") or "default",
+        min_member=minimum,
+        min_task_member=task_min,
+        min_resources=mres,
+        priority_class_name=ctx.string(spec.get("priorityClassName"), "spec.priorityClassName"),
+        phase=job_phase,
+        preemptable=bool(pre),
+        creation=creation,
+    )
+
+
+def _queue(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Queue:
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    status = ctx.mapping(doc.get("status"), "status")
+    name = ctx.string(meta.get("name"), "metadata.name")
+    weight = ctx.integer(spec.get("weight"), "spec.weight", 1)
+    if not 0 <= weight <= 65535:
+        raise ctx.error("spec.weight", "must be between 1 and 65535")
+    state = ctx.string(status.get("state"), "status.state", "Open") or "Open"
+    try:
+        qstate = QueueState(state)
+    except ValueError:
+        raise ctx.error("status.state", f"unknown queue state {state!r}") from None
+
+    def res(field: str, value: Any) -> Resource | None:
+        if value is None:
+            return None
+        return Resource.from_dict(ctx.resources(value, field))
+
+    guarantee = ctx.mapping(spec.get("guarantee"), "spec.guarantee")
+    ann = ctx.labels(meta.get("annotations"), "metadata.annotations")
+    return Queue(
+        name=name,
+        weight=weight or 1,
+        capability=res("spec.capability", spec.get("capability")),
+        guarantee=res("spec.guarantee.resource", guarantee.get("resource")),
+        deserved=res("spec.deserved", spec.get("deserved")),
+        parent=ctx.string(spec.get("parent"), "spec.parent"),
+        reclaimable=ctx.boolean(spec.get("reclaimable"), "spec.reclaimable", True),
+        state=qstate,
+        priority=ctx.integer(spec.get("priority"), "spec.priority", 0),
+        hierarchy=ann.get("volcano.sh/hierarchy", ""),
+        hierarchy_weights=ann.get("volcano.sh/hierarchy-weights", ""),
+        creation=creation,
+        uid=ctx.string(meta.get("uid"), "metadata.uid", name),
+    )
+
+
+def _priority_class(ctx: _Ctx, doc: Mapping[str, Any]) -> PriorityClass:
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    if doc.get("value") is None:
+        raise ctx.error("value", "required")
+    return PriorityClass(
+        ctx.string(meta.get("name"), "metadata.name"),
+        ctx.integer(doc.get("value"), "value", 0),
+        ctx.boolean(doc.get("globalDefault"), "globalDefault", False),
+        ctx.string(doc.get("preemptionPolicy"), "preemptionPolicy", "PreemptLowerPriority"),
+    )
+
+
+def _describe(doc: Mapping[str, Any]) -> str:
+    kind = doc.get("kind", "?")
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+    assert isinstance(meta, Mapping)
+    name = meta.get("name", "?")
+    ns = meta.get("namespace")
+    if kind in ("Pod", "PodGroup"):
+        return f"{kind} {ns or 'default'}/{name}"
+    return f"{kind} {name}"
+
+
+def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) -> Snapshot:
+    """Return the snapshot described by ``objects`` (from :func:`load_manifests`).
+
+    Missing ``default`` and ``root`` queues are added as Volcano does at start-up. A Volcano
+    pod without a group annotation gets its own PodGroup ``podgroup-<uid>`` (minMember 1,
+    minResources its request), as Volcano's pg-controller does. Pods of other schedulers only
+    count toward node usage. Raises :class:`ManifestError`.
+    """
+    nodes: list[Node] = []
+    tasks: list[Task] = []
+    jobs: list[Job] = []
+    queues: list[Queue] = []
+    classes: list[PriorityClass] = []
+    seen: dict[tuple[str, str], int] = {}
+    for order, (index, doc) in enumerate(objects):
+        api, kind = doc.get("apiVersion"), doc.get("kind")
+        ctx = _Ctx(index, _describe(doc))
+        if (api, kind) not in _KINDS:
+            raise ctx.error(
+                "kind" if kind not in {k for _, k in _KINDS} else "apiVersion",
+                f"unsupported object {api}/{kind}; expected one of " + ", ".join(f"{a} {k}" for a, k in sorted(_KINDS)),
+            )
+        meta = ctx.mapping(doc.get("metadata"), "metadata")
+        if not isinstance(meta.get("name"), str) or not meta.get("name"):
+            raise ctx.error("metadata.name", "required")
+        ident = (str(kind), ctx.obj)
+        if ident in seen:
+            raise ctx.error("metadata.name", f"duplicate of document {seen[ident]}")
+        seen[ident] = index
+        if kind == "Node":
+            nodes.append(_node(ctx, doc))
+        elif kind == "Pod":
+            task, scheduler_name, queue = _pod(ctx, doc, order)
+            if scheduler_name not in VOLCANO_SCHEDULERS:
+                from dataclasses import replace
+
+                task = replace(task, job="")
+            elif not task.job:
+                from dataclasses import replace
+
+                pg = f"podgroup-{task.uid.replace('/', '-')}"
+                jobs.append(
+                    Job(
+                        uid=f"{task.namespace}/{pg}",
+                        name=pg,
+                        namespace=task.namespace,
+                        queue=queue or "default",
+                        min_member=1,
+                        min_resources=task.requests,
+                        priority_class_name=task.priority_class_name,
+                        creation=order,
+                    )
+                )
+                task = replace(task, job=f"{task.namespace}/{pg}")
+            tasks.append(task)
+        elif kind == "PodGroup":
+            jobs.append(_podgroup(ctx, doc, order))
+        elif kind == "Queue":
+            queues.append(_queue(ctx, doc, order))
+        else:
+            classes.append(_priority_class(ctx, doc))
+    names = {q.name for q in queues}
+    if "root" not in names:
+        queues.append(Queue("root", reclaimable=False, creation=-2))
+    if "default" not in names:
+        queues.append(Queue("default", creation=-1))
+    return Snapshot.of(nodes, queues, jobs, tasks, classes)

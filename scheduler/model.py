@@ -1,0 +1,387 @@
+"""The scheduler's input model: frozen, slotted value types for nodes, pods, PodGroups and queues."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+__all__ = [
+    "EMPTY",
+    "Job",
+    "JobPhase",
+    "Node",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "PreferredSchedulingTerm",
+    "PriorityClass",
+    "Queue",
+    "QueueState",
+    "Resource",
+    "Taint",
+    "Task",
+    "TaskStatus",
+    "Toleration",
+]
+
+_NO_SCALARS: Mapping[str, int] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A resource vector: cpu in millicores, memory in bytes, pod count, and scalar resources.
+
+    Scalar resources (``nvidia.com/gpu``, ``ephemeral-storage``, ...) are whole units (bytes for
+    byte-valued ones), keyed by their Kubernetes name. A missing scalar is zero. Instances are
+    immutable and hashable; arithmetic returns new instances.
+    """
+
+    cpu: int = 0
+    memory: int = 0
+    pods: int = 0
+    scalars: Mapping[str, int] = field(default_factory=lambda: _NO_SCALARS)
+
+    def __hash__(self) -> int:
+        return hash((self.cpu, self.memory, self.pods, tuple(sorted(self.scalars.items()))))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Resource):
+            return NotImplemented
+        return (
+            self.cpu == other.cpu
+            and self.memory == other.memory
+            and self.pods == other.pods
+            and {k: v for k, v in self.scalars.items() if v} == {k: v for k, v in other.scalars.items() if v}
+        )
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, int]) -> Resource:
+        """Return a Resource from ``{"cpu": millicores, "memory": bytes, "pods": n, name: n}``."""
+        scalars = {k: int(v) for k, v in values.items() if k not in ("cpu", "memory", "pods")}
+        return cls(
+            int(values.get("cpu", 0)),
+            int(values.get("memory", 0)),
+            int(values.get("pods", 0)),
+            MappingProxyType(scalars) if scalars else _NO_SCALARS,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """Return the non-zero dimensions as a plain dict (scheduler units)."""
+        out: dict[str, int] = {}
+        if self.cpu:
+            out["cpu"] = self.cpu
+        if self.memory:
+            out["memory"] = self.memory
+        if self.pods:
+            out["pods"] = self.pods
+        for k in sorted(self.scalars):
+            if self.scalars[k]:
+                out[k] = self.scalars[k]
+        return out
+
+    def get(self, name: str) -> int:
+        """Return the amount of dimension ``name`` (0 when absent)."""
+        if name == "cpu":
+            return self.cpu
+        if name == "memory":
+            return self.memory
+        if name == "pods":
+            return self.pods
+        return self.scalars.get(name, 0)
+
+    def names(self) -> tuple[str, ...]:
+        """Return the names of the non-zero dimensions (cpu, memory, pods, then scalars sorted)."""
+        return tuple(self.to_dict())
+
+    def __add__(self, other: Resource) -> Resource:
+        if not other.scalars and not self.scalars:
+            return Resource(self.cpu + other.cpu, self.memory + other.memory, self.pods + other.pods)
+        scalars = dict(self.scalars)
+        for k, v in other.scalars.items():
+            scalars[k] = scalars.get(k, 0) + v
+        return Resource(
+            self.cpu + other.cpu,
+            self.memory + other.memory,
+            self.pods + other.pods,
+            MappingProxyType(scalars),
+        )
+
+    def __sub__(self, other: Resource) -> Resource:
+        if not other.scalars and not self.scalars:
+            return Resource(self.cpu - other.cpu, self.memory - other.memory, self.pods - other.pods)
+        scalars = dict(self.scalars)
+        for k, v in other.scalars.items():
+            scalars[k] = scalars.get(k, 0) - v
+        return Resource(
+            self.cpu - other.cpu,
+            self.memory - other.memory,
+            self.pods - other.pods,
+            MappingProxyType(scalars),
+        )
+
+    def scale(self, factor: int) -> Resource:
+        """Return this vector multiplied by an integer ``factor``."""
+        return Resource(
+            self.cpu * factor,
+            self.memory * factor,
+            self.pods * factor,
+            MappingProxyType({k: v * factor for k, v in self.scalars.items()}),
+        )
+
+    def less_equal(self, other: Resource) -> bool:
+        """Return whether every dimension of self is ≤ other's (a missing dimension is 0)."""
+        if self.cpu > other.cpu or self.memory > other.memory or self.pods > other.pods:
+            return False
+        return all(v <= other.scalars.get(k, 0) for k, v in self.scalars.items())
+
+    def fits_in(self, other: Resource) -> tuple[str, ...]:
+        """Return the dimensions requested by self (pods excluded) that exceed ``other``.
+
+        This is Volcano's ``LessEqualWithDimension``: only dimensions where self is > 0 are
+        compared; an empty result means self fits.
+        """
+        failing: list[str] = []
+        if self.cpu > 0 and self.cpu > other.cpu:
+            failing.append("cpu")
+        if self.memory > 0 and self.memory > other.memory:
+            failing.append("memory")
+        for k in sorted(self.scalars):
+            v = self.scalars[k]
+            if v > 0 and v > other.scalars.get(k, 0):
+                failing.append(k)
+        return tuple(failing)
+
+    def is_empty(self) -> bool:
+        """Return whether every dimension except ``pods`` is zero (a BestEffort request)."""
+        return self.cpu <= 0 and self.memory <= 0 and all(v <= 0 for v in self.scalars.values())
+
+
+EMPTY = Resource()
+
+
+class TaskStatus(StrEnum):
+    """Scheduler-side status of a pod (Volcano's TaskStatus)."""
+
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+class JobPhase(StrEnum):
+    """PodGroup phase."""
+
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+class QueueState(StrEnum):
+    """Queue ``status.state``."""
+
+    OPEN = "Open"
+    CLOSED = "Closed"
+    CLOSING = "Closing"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """A node taint; ``effect`` is NoSchedule, PreferNoSchedule or NoExecute."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """A pod toleration; ``operator`` is Equal (default) or Exists; empty effect matches all."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Return whether this toleration tolerates ``taint`` (Kubernetes rules)."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if not self.key and self.operator != "Exists":
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    """One ``matchExpressions``/``matchFields`` entry: operator In, NotIn, Exists, DoesNotExist,
+    Gt or Lt."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Return whether ``labels`` satisfy this requirement."""
+        op = self.operator
+        present = self.key in labels
+        if op == "In":
+            return present and labels[self.key] in self.values
+        if op == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if op == "Exists":
+            return present
+        if op == "DoesNotExist":
+            return not present
+        if op in ("Gt", "Lt") and present and len(self.values) == 1:
+            try:
+                actual, bound = int(labels[self.key]), int(self.values[0])
+            except ValueError:
+                return False
+            return actual > bound if op == "Gt" else actual < bound
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """A node selector term: all expressions (on labels) and fields (``metadata.name``) must match."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+    def matches(self, node: Node) -> bool:
+        """Return whether ``node`` satisfies this term (an empty term matches nothing)."""
+        if not self.match_expressions and not self.match_fields:
+            return False
+        if not all(req.matches(node.labels) for req in self.match_expressions):
+            return False
+        fields = {"metadata.name": node.name}
+        return all(req.matches(fields) for req in self.match_fields)
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    """A weighted preferred node affinity term (scored by nodeorder's ``nodeaffinity.weight``)."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A cluster node as the scheduler sees it."""
+
+    name: str
+    allocatable: Resource
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A pod (Volcano's TaskInfo).
+
+    ``job`` is the PodGroup key ``namespace/name`` (empty when the pod has no group).
+    ``priority`` None means: resolve ``priority_class_name`` (then the global default class,
+    then 0) at session open. ``node_name`` is set for pods placed on a node. ``creation`` orders
+    pods created at the same time; ``uid`` breaks remaining ties.
+    """
+
+    uid: str
+    name: str
+    namespace: str = "default"
+    job: str = ""
+    requests: Resource = EMPTY
+    status: TaskStatus = TaskStatus.PENDING
+    node_name: str = ""
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    preemptable: bool = True
+    role: str = ""
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_affinity: tuple[NodeSelectorTerm, ...] = ()
+    preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    scheduling_gated: bool = False
+    nominated_node: str = ""
+    creation: int = 0
+
+    @property
+    def key(self) -> str:
+        """Return ``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A PodGroup (Volcano's JobInfo without its tasks; tasks refer to it by ``key``).
+
+    ``min_resources`` None means "no minResources" (always enqueueable). ``priority`` None means:
+    resolve ``priority_class_name`` at session open.
+    """
+
+    uid: str
+    name: str
+    namespace: str = "default"
+    queue: str = "default"
+    min_member: int = 1
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    min_resources: Resource | None = None
+    priority: int | None = None
+    priority_class_name: str = ""
+    phase: JobPhase = JobPhase.PENDING
+    preemptable: bool = False
+    creation: int = 0
+
+    @property
+    def key(self) -> str:
+        """Return ``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """A Volcano queue. ``capability`` None means unlimited; ``parent`` "" means root.
+
+    ``hierarchy``/``hierarchy_weights`` are the ``volcano.sh/hierarchy`` and
+    ``volcano.sh/hierarchy-weights`` annotations used by hierarchical drf.
+    """
+
+    name: str
+    weight: int = 1
+    capability: Resource | None = None
+    guarantee: Resource | None = None
+    deserved: Resource | None = None
+    parent: str = ""
+    reclaimable: bool = True
+    state: QueueState = QueueState.OPEN
+    priority: int = 0
+    hierarchy: str = ""
+    hierarchy_weights: str = ""
+    creation: int = 0
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    """A ``scheduling.k8s.io/v1`` PriorityClass."""
+
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = "PreemptLowerPriority"

@@ -1,0 +1,36 @@
+"""Built-in scheduler plugins."""
+
+from __future__ import annotations
+
+from scheduler.framework import Plugin
+from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
+from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
+from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
+
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "BinpackPlugin",
+    "CapacityPlugin",
+    "ConformancePlugin",
+    "DrfPlugin",
+    "GangPlugin",
+    "NodeOrderPlugin",
+    "OvercommitPlugin",
+    "PredicatesPlugin",
+    "PriorityPlugin",
+    "ProportionPlugin",
+]
+
+BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
+    PriorityPlugin,
+    GangPlugin,
+    ConformancePlugin,
+    OvercommitPlugin,
+    DrfPlugin,
+    PredicatesPlugin,
+    ProportionPlugin,
+    CapacityPlugin,
+    NodeOrderPlugin,
+    BinpackPlugin,
+)

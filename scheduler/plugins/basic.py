@@ -1,0 +1,162 @@
+"""The priority, gang and conformance plugins."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scheduler.framework import (
+    Fit,
+    JobOrder,
+    JobPipelined,
+    JobReady,
+    JobStarving,
+    JobValid,
+    Plugin,
+    Preemptable,
+    Reclaimable,
+    SessionClose,
+    TaskOrder,
+    Vote,
+)
+from scheduler.model import TaskStatus
+
+if TYPE_CHECKING:
+    from scheduler.info import JobInfo, TaskInfo
+    from scheduler.session import Session
+
+__all__ = ["ConformancePlugin", "GangPlugin", "PriorityPlugin"]
+
+
+def _cmp(a: int, b: int) -> int:
+    return (a < b) - (a > b)  # higher value first
+
+
+class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, JobStarving):
+    """Orders jobs and tasks by priority; victims must have lower (job or task) priority."""
+
+    name = "priority"
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+
+    def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
+        """Higher task priority first."""
+        return _cmp(a.priority, b.priority)
+
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        """Higher job priority first."""
+        return _cmp(a.priority, b.priority)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Other jobs' tasks with lower job priority; own job's tasks with lower task priority."""
+        pjob = preemptor.job
+        victims = []
+        for c in candidates:
+            if c.job.key not in self.session.jobs:
+                continue
+            if c.job is not pjob:
+                if c.job.priority < pjob.priority:
+                    victims.append(c)
+            elif c.priority < preemptor.priority:
+                victims.append(c)
+        return victims
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """Fewer tasks ready or pipelined than the job has."""
+        return job.ready_num + job.counts[TaskStatus.PIPELINED] < len(job.tasks)
+
+
+class GangPlugin(
+    Plugin, JobValid, Preemptable, Reclaimable, JobOrder, JobReady, JobPipelined, JobStarving, SessionClose
+):
+    """All-or-nothing placement of ``minMember`` tasks (and ``minTaskMember`` per role)."""
+
+    name = "gang"
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+
+    def job_valid(self, job: JobInfo) -> Fit | None:
+        """Enough pods must exist (per role and in total) to ever satisfy the gang."""
+        if not job.check_task_valid():
+            return Fit("gang", "NotEnoughPodsOfTask", "Not enough valid pods of each task for gang-scheduling")
+        valid = job.valid_task_num()
+        if valid < job.min_available:
+            return Fit(
+                "gang",
+                "NotEnoughTasks",
+                f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}",
+            )
+        return None
+
+    def _victims(self, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        occupied: dict[str, int] = {}
+        victims = []
+        for c in candidates:
+            job = c.job
+            if job.key not in self.session.jobs:
+                continue
+            left = occupied.get(job.key)
+            if left is None:
+                left = job.ready_num
+            if left > job.min_available:
+                left -= 1
+                victims.append(c)
+            occupied[job.key] = left
+        return victims
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """At most ``ready - minAvailable`` victims per job."""
+        return self._victims(candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """As preemptable."""
+        return self._victims(candidates)
+
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        """Jobs that are not ready first."""
+        ra, rb = a.is_ready(), b.is_ready()
+        if ra == rb:
+            return 0
+        return 1 if ra else -1
+
+    def job_ready(self, job: JobInfo) -> bool:
+        """Gang satisfied: per-role minimums and minMember."""
+        return job.check_task_ready() and job.is_ready()
+
+    def job_pipelined(self, job: JobInfo) -> Vote:
+        """Permit when the gang is satisfied counting pipelined tasks, else reject."""
+        if job.check_task_pipelined() and job.is_pipelined():
+            return Vote.PERMIT
+        return Vote.REJECT
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """Fewer ready + pipelined tasks than minMember."""
+        return job.is_starving()
+
+    def on_session_close(self, session: Session) -> None:
+        """Mark jobs whose gang is not ready as unschedulable (drives the Unknown phase)."""
+        for job in session.jobs.values():
+            if job.tasks and not self.job_ready(job):
+                session.unschedulable_jobs.add(job.key)
+
+
+_CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+class ConformancePlugin(Plugin, Preemptable, Reclaimable):
+    """Never evicts critical pods (system-*-critical priority classes, kube-system)."""
+
+    name = "conformance"
+
+    @staticmethod
+    def _allowed(candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return [c for c in candidates if c.task.priority_class_name not in _CRITICAL and c.namespace != "kube-system"]
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Every non-critical candidate."""
+        return self._allowed(candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Every non-critical candidate."""
+        return self._allowed(candidates)

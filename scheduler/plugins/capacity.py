@@ -1,0 +1,357 @@
+"""The capacity plugin: per-queue deserved / guarantee / capability, flat or hierarchical."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
+
+from scheduler import vec
+from scheduler.framework import (
+    Allocatable,
+    AllocateHandler,
+    ArgSpec,
+    JobEnqueueable,
+    JobEnqueued,
+    Plugin,
+    Preemptive,
+    QueueOrder,
+    Reclaimable,
+    VictimQueueOrder,
+    Vote,
+)
+from scheduler.plugins.shares import (
+    QueueAttr,
+    account_job,
+    closed_reject,
+    gated_request,
+    quota_refused,
+    quota_reject,
+)
+from scheduler.result import JobReason, ReasonKind
+
+if TYPE_CHECKING:
+    from scheduler.info import JobInfo, QueueInfo, TaskInfo
+    from scheduler.session import Session
+
+__all__ = ["CapacityPlugin"]
+
+INF = float("inf")
+
+
+class CapacityPlugin(
+    Plugin,
+    QueueOrder,
+    VictimQueueOrder,
+    Reclaimable,
+    Allocatable,
+    Preemptive,
+    JobEnqueueable,
+    JobEnqueued,
+    AllocateHandler,
+):
+    """Queues get their ``deserved`` share (reclaimable back), may borrow up to ``capability``
+    and keep ``guarantee``. With ``enableHierarchy`` quotas nest along ``spec.parent``."""
+
+    name = "capacity"
+    arguments: ClassVar[Mapping[str, ArgSpec]] = {
+        "ancestorReclaimLevel": ArgSpec("int", 0, "hierarchy: ancestors checked for reclaim"),
+        "capacity.DynamicResourceAllocationEnable": ArgSpec("bool", False, "accepted, no effect"),
+        "capacity.DRAConsumableCapacityEnable": ArgSpec("bool", False, "accepted, no effect"),
+    }
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        self.attrs: dict[str, QueueAttr] = {}
+        self.parents: dict[str, str] = {}
+        self.leaves: set[str] = set()
+        self.not_ready = ""
+        if self.hierarchy:
+            self._open_hierarchy()
+        else:
+            self._open_flat()
+        for attr in self.attrs.values():
+            self._update_share(attr)
+
+    # -- building ---------------------------------------------------------------------------
+
+    def _spec(self, queue: QueueInfo) -> QueueAttr:
+        s = self.session
+        attr = QueueAttr(queue.name, s.ndims)
+        attr.weight = queue.weight
+        q = queue.queue
+        if q.guarantee is not None:
+            attr.guarantee = list(s.vector(q.guarantee))
+        if q.deserved is not None:
+            attr.deserved = list(s.vector(q.deserved))
+        if q.capability is not None and q.capability.to_dict():
+            attr.capability = s.capability_vector(q.capability)
+        return attr
+
+    def _open_flat(self) -> None:
+        s = self.session
+        total_guarantee = [0.0] * s.ndims
+        for q in s.queues.values():
+            if q.queue.guarantee is not None:
+                vec.iadd(total_guarantee, s.vector(q.queue.guarantee))
+        for job in s.jobs.values():
+            attr = self.attrs.get(job.queue)
+            if attr is None:
+                attr = self._spec(s.queues[job.queue])
+                real = vec.add(vec.exceeded(s.total, total_guarantee), attr.guarantee)
+                attr.real_capability = vec.vmin(real, attr.capability)
+                attr.deserved = vec.vmax(vec.vmin(attr.deserved, attr.real_capability), attr.guarantee)
+                self.attrs[job.queue] = attr
+                self.leaves.add(job.queue)
+                self.parents[job.queue] = ""
+            account_job(attr, job, s.ndims)
+
+    def _open_hierarchy(self) -> None:
+        s = self.session
+        queues = dict(s.queues)
+        for q in queues.values():
+            self.attrs[q.name] = self._spec(q)
+            self.parents[q.name] = "" if q.name == "root" else q.parent
+        if "root" not in self.attrs:
+            self.attrs["root"] = QueueAttr("root", s.ndims)
+            self.parents["root"] = ""
+        children: dict[str, list[str]] = {name: [] for name in self.attrs}
+        for name, parent in self.parents.items():
+            if name == "root":
+                continue
+            if parent not in self.attrs:
+                self.not_ready = f"queue {name} has missing parent {parent!r}"
+                return
+            children[parent].append(name)
+        for name in self.attrs:  # cycle check: every chain must reach root
+            seen: set[str] = set()
+            cur = name
+            while cur != "root":
+                if cur in seen:
+                    self.not_ready = f"queue hierarchy has a cycle through {name}"
+                    return
+                seen.add(cur)
+                cur = self.parents[cur]
+        self.leaves = {n for n, c in children.items() if not c}
+        self.children = children
+        root = self.attrs["root"]
+        root.guarantee = [0.0] * s.ndims
+        root.deserved = [0.0] * s.ndims
+        for c in children["root"]:
+            vec.iadd(root.guarantee, self.attrs[c].guarantee)
+            vec.iadd(root.deserved, self.attrs[c].deserved)
+        root.real_capability = list(root.capability)
+        self._descend("root")
+        for job in s.jobs.values():
+            if job.queue not in self.leaves:
+                self.not_ready = f"job {job.key} is in non-leaf queue {job.queue}"
+                return
+            leaf = QueueAttr(job.queue, s.ndims)
+            account_job(leaf, job, s.ndims)
+            for name in self.chain(job.queue):
+                a = self.attrs[name]
+                for field in ("allocated", "request", "inqueue", "elastic"):
+                    vec.iadd(getattr(a, field), getattr(leaf, field))
+
+    def _descend(self, parent: str) -> None:
+        p = self.attrs[parent]
+        kids = self.children[parent]
+        sibling_guarantee = [0.0] * self.session.ndims
+        for c in kids:
+            vec.iadd(sibling_guarantee, self.attrs[c].guarantee)
+        for c in kids:
+            a = self.attrs[c]
+            a.deserved = vec.vmax(a.deserved, a.guarantee)
+            a.capability = [pc if cc == INF else cc for cc, pc in zip(a.capability, p.capability, strict=True)]
+            real = vec.add(vec.exceeded(p.real_capability, sibling_guarantee), a.guarantee)
+            a.real_capability = vec.vmin(real, a.capability)
+            self._descend(c)
+
+    def chain(self, queue: str) -> list[str]:
+        """Return ``queue`` and its ancestors (hierarchy mode), or just ``queue``."""
+        out = [queue]
+        if not self.hierarchy:
+            return out
+        cur = self.parents.get(queue, "")
+        while cur:
+            out.append(cur)
+            cur = self.parents.get(cur, "")
+        return out
+
+    def _update_share(self, attr: QueueAttr) -> None:
+        if vec.is_empty(attr.deserved):
+            attr.share = 1.0
+            return
+        attr.share = max(
+            (vec.share(a, d) for a, d in zip(attr.allocated, attr.deserved, strict=True) if d >= vec.EPS), default=0.0
+        )
+
+    # -- ordering ---------------------------------------------------------------------------
+
+    def _flat_order(self, a: QueueAttr, b: QueueAttr) -> int:
+        if a.share != b.share:
+            return -1 if a.share < b.share else 1
+        ea, eb = vec.is_empty(a.deserved), vec.is_empty(b.deserved)
+        if ea != eb:
+            return 1 if ea else -1
+        return 0
+
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        """Priority, then (leaf before non-leaf, then at the level below the deepest common
+        ancestor) lower share, then queues with a deserved share first."""
+        if a.priority != b.priority:
+            return -1 if a.priority > b.priority else 1
+        if a.name not in self.attrs or b.name not in self.attrs:
+            return 0
+        if not self.hierarchy:
+            return self._flat_order(self.attrs[a.name], self.attrs[b.name])
+        la, lb = a.name in self.leaves, b.name in self.leaves
+        if la != lb:
+            return -1 if la else 1
+        ca, cb = list(reversed(self.chain(a.name))), list(reversed(self.chain(b.name)))
+        i = 0
+        while i < min(len(ca), len(cb)) and ca[i] == cb[i]:
+            i += 1
+        if i >= len(ca) or i >= len(cb):
+            return 0
+        return self._flat_order(self.attrs[ca[i]], self.attrs[cb[i]])
+
+    def victim_queue_order(self, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo | None) -> int:
+        """Hierarchy: victims from the queue sharing the deepest ancestor with the preemptor."""
+        if not self.hierarchy or preemptor is None:
+            return 0
+
+        def depth(q: str) -> int:
+            mine = set(self.chain(preemptor.name))
+            for n, anc in enumerate(self.chain(q)):
+                if anc in mine:
+                    return -n
+            return -(10**6)
+
+        da, db = depth(a.name), depth(b.name)
+        return (da < db) - (da > db)
+
+    # -- quota checks -----------------------------------------------------------------------
+
+    def _refuse_not_ready(self, job: JobInfo) -> None:
+        self.session.set_reason(
+            job,
+            JobReason(
+                ReasonKind.CAPABILITY_EXCEEDED,
+                f"capacity plugin not ready: {self.not_ready}",
+                self.name,
+                {},
+                {},
+            ),
+        )
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Queue open, a leaf, and ``allocated + request ≤ real capability`` at every level."""
+        if self.not_ready:
+            self._refuse_not_ready(task.job)
+            return False
+        if not queue.is_open:
+            closed_reject(self.session, self.name, task.job, queue)
+            return False
+        if queue.name not in self.leaves:
+            return False
+        for q in self.chain(queue.name):
+            a = self.attrs[q]
+            if not vec.le_on(vec.add(a.allocated, task.req), a.real_capability, task.req):
+                quota_refused(self.session, self.name, task, a, a.real_capability, "capability")
+                return False
+        return True
+
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        """Reject for closed queues or when minResources would exceed real capability."""
+        if self.not_ready:
+            self._refuse_not_ready(job)
+            return Vote.REJECT
+        queue = self.session.queues[job.queue]
+        if not queue.is_open:
+            return closed_reject(self.session, self.name, job, queue)
+        if job.min_resources is None:
+            return Vote.PERMIT
+        for q in self.chain(job.queue):
+            a = self.attrs[q]
+            if quota_reject(self.session, self.name, job, a, a.real_capability) == Vote.REJECT:
+                return Vote.REJECT
+        return Vote.PERMIT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        """Reserve the job's minResources in its queue (and ancestors)."""
+        if job.min_resources is None or self.not_ready:
+            return
+        part = vec.exceeded(job.min_resources, gated_request(job, self.session.ndims))
+        for q in self.chain(job.queue):
+            vec.iadd(self.attrs[q].inqueue, part)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """May reclaim: within capability, and below deserved on some requested dimension."""
+        if self.not_ready or not queue.is_open or queue.name not in self.attrs:
+            return False
+        a = self.attrs[queue.name]
+        for q in self.chain(queue.name):
+            qa = self.attrs[q]
+            if not vec.le_on(vec.add(qa.allocated, task.req), qa.real_capability, task.req):
+                return False
+        want = vec.add(a.allocated, task.req)
+        return any(
+            want[d] <= a.deserved[d]
+            for d, r in enumerate(task.req)
+            if r > 0 and d != vec.PODS and not (want[d] < vec.EPS and a.deserved[d] < vec.EPS)
+        )
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Victims from queues above their deserved share, never below their guarantee."""
+        if self.not_ready:
+            return []
+        ssn = self.session
+
+        def order(x: TaskInfo, y: TaskInfo) -> int:
+            return -1 if ssn.victim_less(x, y, reclaimer) else 1
+
+        ordered = sorted(candidates, key=functools.cmp_to_key(order))
+        running: dict[str, list[float]] = {}
+        victims = []
+        req = reclaimer.req
+        for c in ordered:
+            attr = self.attrs.get(c.job.queue)
+            if attr is None:
+                continue
+            if not any(c.req[d] > 0 and req[d] > 0 for d in range(len(req)) if d != vec.PODS):
+                continue
+            alloc = running.get(attr.name)
+            if alloc is None:
+                alloc = running[attr.name] = list(attr.allocated)
+            after = vec.sub(alloc, c.req)
+            if not vec.le(attr.guarantee, after):
+                continue
+            dims = [d for d, v in enumerate(c.req) if v > 0 and d != vec.PODS]
+            immediate = not any(attr.deserved[d] >= vec.EPS for d in dims)
+            over = any(attr.deserved[d] >= vec.EPS and alloc[d] > attr.deserved[d] for d in dims)
+            if immediate or over:
+                running[attr.name] = after
+                victims.append(c)
+        return victims
+
+    # -- events -----------------------------------------------------------------------------
+
+    def _apply(self, task: TaskInfo, sign: int) -> None:
+        for q in self.chain(task.job.queue):
+            a = self.attrs.get(q)
+            if a is None:
+                return
+            if sign > 0:
+                vec.iadd(a.allocated, task.req)
+            else:
+                vec.isub(a.allocated, task.req)
+            self._update_share(a)
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        """Count the task in its queue (and ancestors)."""
+        self._apply(task, 1)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        """Remove the task from its queue (and ancestors)."""
+        self._apply(task, -1)

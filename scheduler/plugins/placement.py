@@ -1,0 +1,322 @@
+"""The predicates, nodeorder and binpack plugins (vectorised over the session's node table)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from scheduler.framework import (
+    AllocateHandler,
+    ArgSpec,
+    BoolArray,
+    Filter,
+    FloatArray,
+    IntArray,
+    NodeOrder,
+    Plugin,
+    Predicate,
+)
+from scheduler.model import Taint
+
+if TYPE_CHECKING:
+    from scheduler.info import TaskInfo
+    from scheduler.session import Session
+
+__all__ = ["BinpackPlugin", "NodeOrderPlugin", "PredicatesPlugin"]
+
+_UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+_HARD_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def _tolerated(task: TaskInfo, taint: Taint) -> bool:
+    return any(t.tolerates(taint) for t in task.task.tolerations)
+
+
+class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
+    """Kubernetes filters: pod count, unschedulable nodes, node selector and required node
+    affinity, taints and tolerations. Static filters are cached per pod signature."""
+
+    name = "predicates"
+    arguments: ClassVar[Mapping[str, ArgSpec]] = {
+        "predicate.NodeAffinityEnable": ArgSpec("bool", True),
+        "predicate.NodePortsEnable": ArgSpec("bool", True, "accepted, no effect (no ports)"),
+        "predicate.TaintTolerationEnable": ArgSpec("bool", True),
+        "predicate.PodAffinityEnable": ArgSpec("bool", True, "accepted, no effect"),
+        "predicate.NodeVolumeLimitsEnable": ArgSpec("bool", True, "accepted, no effect"),
+        "predicate.VolumeZoneEnable": ArgSpec("bool", True, "accepted, no effect"),
+        "predicate.PodTopologySpreadEnable": ArgSpec("bool", True, "accepted, no effect"),
+        "predicate.VolumeBindingEnable": ArgSpec("bool", True, "accepted, no effect"),
+        "predicate.DynamicResourceAllocationEnable": ArgSpec("bool", False, "accepted, no effect"),
+        "predicate.CacheEnable": ArgSpec("bool", False, "accepted; caching is always on"),
+        "predicate.ProportionalEnable": ArgSpec("bool", False, "accepted, no effect"),
+        "predicate.GPUSharingEnable": ArgSpec("bool", False, "accepted, no effect"),
+        "predicate.GPUNumberEnable": ArgSpec("bool", False, "accepted, no effect"),
+    }
+    argument_prefixes: ClassVar[Mapping[str, ArgSpec]] = {
+        "predicate.resources": ArgSpec("str", "", "accepted, no effect")
+    }
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        table = session.nodes
+        nodes = table.nodes
+        self.affinity = bool(self.args["predicate.NodeAffinityEnable"])
+        self.taints = bool(self.args["predicate.TaintTolerationEnable"])
+        self.unschedulable = np.array([n.unschedulable for n in nodes], dtype=np.bool_)
+        self.hard_taints = [tuple(t for t in n.taints if t.effect in _HARD_EFFECTS) for n in nodes]
+        self.tainted = np.array([bool(t) for t in self.hard_taints], dtype=np.bool_)
+        self.max_pods = table.alloc[2]
+        self._cache: dict[tuple[Any, ...], list[Filter]] = {}
+        self._pods_passed: BoolArray = table.pod_count < self.max_pods
+        self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
+
+    def _static(self, task: TaskInfo) -> list[Filter]:
+        key = task.sig[:3]
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        nodes = self.session.nodes.nodes
+        filters: list[Filter] = []
+        if self.unschedulable.any() and not _tolerated(task, _UNSCHEDULABLE_TAINT):
+            filters.append(Filter(self.name, ~self.unschedulable, "node(s) were unschedulable"))
+        t = task.task
+        if self.affinity and (t.node_selector or t.required_affinity):
+            sel = t.node_selector.items()
+            terms = t.required_affinity
+            passed = np.fromiter(
+                (
+                    all(n.labels.get(k) == v for k, v in sel) and (not terms or any(term.matches(n) for term in terms))
+                    for n in nodes
+                ),
+                dtype=np.bool_,
+                count=len(nodes),
+            )
+            filters.append(Filter(self.name, passed, "node(s) didn't match Pod's node affinity/selector"))
+        if self.taints and self.tainted.any():
+            passed = ~self.tainted
+            reasons: list[str] = [""] * len(nodes)
+            for i in np.flatnonzero(self.tainted):
+                bad = next((tt for tt in self.hard_taints[i] if not _tolerated(task, tt)), None)
+                if bad is None:
+                    passed[i] = True
+                else:
+                    reasons[i] = f"node(s) had untolerated taint {{{bad.key}: {bad.value}}}"
+            if not passed.all():
+                filters.append(Filter(self.name, passed, "node(s) had untolerated taint", reasons=reasons))
+        self._cache[key] = filters
+        return filters
+
+    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+        """Pod count first (resolvable), then the cached static filters (unresolvable)."""
+        static = self._static(task)
+        return [self._pods_filter, *static]
+
+    def _refresh(self, task: TaskInfo) -> None:
+        i = task.node
+        if i >= 0:
+            self._pods_passed[i] = self.session.nodes.pod_count[i] < self.max_pods[i]
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        """Keep the pod-count filter current."""
+        self._refresh(task)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        """Keep the pod-count filter current (the task may already have left its node)."""
+        table = self.session.nodes
+        self._pods_passed[:] = table.pod_count < self.max_pods
+
+
+def _least_requested(requested: FloatArray, alloc: FloatArray, safe: FloatArray) -> FloatArray:
+    """Kubernetes LeastAllocated per resource; ``safe`` is alloc with zeros replaced by 1."""
+    score = np.floor((alloc - requested) * 100.0 / safe)
+    return np.where((alloc > 0) & (requested <= alloc), score, 0.0)
+
+
+def _most_requested(requested: FloatArray, alloc: FloatArray, safe: FloatArray) -> FloatArray:
+    """Kubernetes MostAllocated per resource."""
+    score = np.floor(np.minimum(requested, alloc) * 100.0 / safe)
+    return np.where(alloc > 0, score, 0.0)
+
+
+class NodeOrderPlugin(Plugin, NodeOrder):
+    """Kubernetes scores: least/most requested, balanced allocation, preferred node affinity,
+    PreferNoSchedule taints; each 0-100 score times its weight, summed."""
+
+    name = "nodeorder"
+    arguments: ClassVar[Mapping[str, ArgSpec]] = {
+        "leastrequested.weight": ArgSpec("int", 1),
+        "mostrequested.weight": ArgSpec("int", 0),
+        "balancedresource.weight": ArgSpec("int", 1),
+        "nodeaffinity.weight": ArgSpec("int", 2),
+        "tainttoleration.weight": ArgSpec("int", 3),
+        "podaffinity.weight": ArgSpec("int", 2, "accepted, no effect (no pod affinity model)"),
+        "imagelocality.weight": ArgSpec("int", 1, "accepted, no effect (no images)"),
+        "podtopologyspread.weight": ArgSpec("int", 2, "accepted, no effect"),
+        "selectorspread.weight": ArgSpec("int", 0, "accepted, no effect"),
+        "volumebinding.weight": ArgSpec("int", 1, "accepted, no effect"),
+    }
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        self.w_least = float(self.args["leastrequested.weight"])
+        self.w_most = float(self.args["mostrequested.weight"])
+        self.w_balanced = float(self.args["balancedresource.weight"])
+        self.w_affinity = float(self.args["nodeaffinity.weight"])
+        self.w_taint = float(self.args["tainttoleration.weight"])
+        table = session.nodes
+        self.alloc_cpu = table.alloc[0].astype(np.float64)
+        self.alloc_mem = table.alloc[1].astype(np.float64)
+        self.safe_cpu = np.where(self.alloc_cpu > 0, self.alloc_cpu, 1.0)
+        self.safe_mem = np.where(self.alloc_mem > 0, self.alloc_mem, 1.0)
+        gpu = session.dim_index.get("nvidia.com/gpu")
+        self.gpu = gpu
+        self.prefer_taints = [tuple(t for t in n.taints if t.effect == "PreferNoSchedule") for n in table.nodes]
+        self.any_prefer = any(self.prefer_taints)
+        self._affinity_cache: dict[tuple[Any, ...], FloatArray] = {}
+        self._taint_cache: dict[tuple[Any, ...], FloatArray] = {}
+
+    def _affinity_raw(self, task: TaskInfo) -> FloatArray | None:
+        terms = task.task.preferred_affinity
+        if not terms or not self.w_affinity:
+            return None
+        key = task.sig[3]
+        raw = self._affinity_cache.get(key)
+        if raw is None:
+            raw = np.array(
+                [sum(p.weight for p in terms if p.term.matches(n)) for n in self.session.nodes.nodes], dtype=np.float64
+            )
+            self._affinity_cache[key] = raw
+        return raw
+
+    def _taint_raw(self, task: TaskInfo) -> FloatArray | None:
+        if not self.any_prefer or not self.w_taint:
+            return None
+        key = task.sig[2]
+        raw = self._taint_cache.get(key)
+        if raw is None:
+            raw = np.array(
+                [sum(1 for t in ts if not _tolerated(task, t)) for ts in self.prefer_taints], dtype=np.float64
+            )
+            self._taint_cache[key] = raw
+        return raw
+
+    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+        """Weighted sum of the enabled Kubernetes scores for each of ``nodes``."""
+        table = self.session.nodes
+        total = np.zeros(len(nodes), dtype=np.float64)
+        alloc_cpu = self.alloc_cpu[nodes]
+        alloc_mem = self.alloc_mem[nodes]
+        safe_cpu = self.safe_cpu[nodes]
+        safe_mem = self.safe_mem[nodes]
+        req_cpu = table.nz_requested[0, nodes] + task.nz[0]
+        req_mem = table.nz_requested[1, nodes] + task.nz[1]
+        if self.w_least:
+            s = _least_requested(req_cpu, alloc_cpu, safe_cpu) + _least_requested(req_mem, alloc_mem, safe_mem)
+            total += np.floor(s / 2.0) * self.w_least
+        if self.w_most:
+            s = _most_requested(req_cpu, alloc_cpu, safe_cpu) + _most_requested(req_mem, alloc_mem, safe_mem)
+            total += np.floor(s / 2.0) * self.w_most
+        if self.w_balanced:
+            total += self._balanced(task, nodes, req_cpu, req_mem, safe_cpu, safe_mem)
+        raw = self._affinity_raw(task)
+        if raw is not None:
+            sub = raw[nodes]
+            top = sub.max() if len(sub) else 0.0
+            if top > 0:
+                total += np.floor(sub * 100.0 / top) * self.w_affinity
+        raw = self._taint_raw(task)
+        if raw is not None:
+            sub = raw[nodes]
+            top = sub.max() if len(sub) else 0.0
+            score = 100.0 - np.floor(sub * 100.0 / top) if top > 0 else np.full(len(sub), 100.0)
+            total += score * self.w_taint
+        return total
+
+    def _balanced(
+        self,
+        task: TaskInfo,
+        nodes: IntArray,
+        req_cpu: FloatArray,
+        req_mem: FloatArray,
+        alloc_cpu: FloatArray,
+        alloc_mem: FloatArray,
+    ) -> FloatArray:
+        # Nodes without cpu/memory have safe denominators of 1 and requests > 0: capped at 1.
+        f_cpu = np.minimum(req_cpu / alloc_cpu, 1.0)
+        f_mem = np.minimum(req_mem / alloc_mem, 1.0)
+        if self.gpu is None or not task.req[self.gpu]:
+            std = np.abs(f_cpu - f_mem) / 2.0
+        else:
+            table = self.session.nodes
+            g_alloc = table.alloc[self.gpu, nodes].astype(np.float64)
+            g_req = table.used[self.gpu, nodes] + table.pipelined[self.gpu, nodes] + task.req[self.gpu]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f_gpu = np.where(g_alloc > 0, np.minimum(g_req / g_alloc, 1.0), 0.0)
+            has = g_alloc > 0
+            n = np.where(has, 3.0, 2.0)
+            mean = (f_cpu + f_mem + np.where(has, f_gpu, 0.0)) / n
+            var = ((f_cpu - mean) ** 2 + (f_mem - mean) ** 2 + np.where(has, (f_gpu - mean) ** 2, 0.0)) / n
+            std = np.sqrt(var)
+        out: FloatArray = np.floor((1.0 - std) * 100.0) * self.w_balanced
+        return out
+
+
+def _nonneg(weight: Any) -> float:
+    """Binpack resets negative weights to 1."""
+    return float(weight) if weight >= 0 else 1.0
+
+
+class BinpackPlugin(Plugin, NodeOrder):
+    """Prefers fuller nodes: Σ weight x (used + request) / allocatable over requested
+    resources, normalised to 0-100 and times ``binpack.weight``."""
+
+    name = "binpack"
+    arguments: ClassVar[Mapping[str, ArgSpec]] = {
+        "binpack.weight": ArgSpec("int", 1),
+        "binpack.cpu": ArgSpec("int", 1),
+        "binpack.memory": ArgSpec("int", 1),
+        "binpack.resources": ArgSpec("str", ""),
+    }
+    argument_prefixes: ClassVar[Mapping[str, ArgSpec]] = {"binpack.resources.": ArgSpec("int", 1)}
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        self.weight = float(self.args["binpack.weight"])
+        weights: dict[int, float] = {
+            0: _nonneg(self.args["binpack.cpu"]),
+            1: _nonneg(self.args["binpack.memory"]),
+        }
+        names = [n.strip() for n in str(self.args["binpack.resources"]).split(",") if n.strip()]
+        for name in names:
+            w = self.args.get(f"binpack.resources.{name}", 1)
+            d = session.dim_index.get(name)
+            if d is not None:
+                weights[d] = _nonneg(w)
+        self.weights = weights
+
+    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+        """Binpack score of each of ``nodes`` (0 where the task would not fit)."""
+        if not self.weight:
+            return np.zeros(len(nodes), dtype=np.float64)
+        table = self.session.nodes
+        score = np.zeros(len(nodes), dtype=np.float64)
+        overflow = np.zeros(len(nodes), dtype=np.bool_)
+        weight_sum = 0.0
+        for d, request in enumerate(task.req):
+            if request <= 0 or d not in self.weights:
+                continue
+            w = self.weights[d]
+            alloc = table.alloc[d, nodes].astype(np.float64)
+            used = table.used[d, nodes] + request
+            if w:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    rs = np.where(alloc > 0, used * w / alloc, 0.0)
+                overflow |= (alloc > 0) & (used > alloc)
+                score += rs
+            weight_sum += w
+        if weight_sum > 0:
+            score /= weight_sum
+        score = np.where(overflow, 0.0, score)
+        return score * 100.0 * self.weight

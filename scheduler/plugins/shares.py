@@ -1,0 +1,456 @@
+"""The overcommit, drf and proportion plugins (admission and fair share)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
+
+from scheduler import vec
+from scheduler.framework import (
+    Allocatable,
+    AllocateHandler,
+    ArgSpec,
+    JobEnqueueable,
+    JobEnqueued,
+    JobOrder,
+    Overused,
+    Plugin,
+    Preemptable,
+    Preemptive,
+    QueueOrder,
+    Reclaimable,
+    Vote,
+)
+from scheduler.info import ALLOCATED, JobInfo, QueueInfo, TaskInfo
+from scheduler.model import JobPhase, TaskStatus
+from scheduler.result import JobReason, ReasonKind
+
+if TYPE_CHECKING:
+    from scheduler.session import Session
+
+__all__ = ["DrfPlugin", "OvercommitPlugin", "ProportionPlugin", "QueueAttr", "inqueue_of"]
+
+
+def gated_request(job: JobInfo, ndims: int) -> list[float]:
+    """Σ requests of the job's scheduling-gated Pending tasks."""
+    out = [0.0] * ndims
+    for t in job.tasks.values():
+        if t.status == TaskStatus.PENDING and t.task.scheduling_gated:
+            vec.iadd(out, t.req)
+    return out
+
+
+def allocated_task_count(job: JobInfo) -> int:
+    """Number of tasks in an allocated status."""
+    return sum(job.counts[s] for s in ALLOCATED)
+
+
+def inqueue_of(job: JobInfo, ndims: int, deduct_allocated: bool) -> list[float] | None:
+    """Resources an admitted job still reserves (its minResources not yet allocated)."""
+    if job.min_resources is None:
+        return None
+    running_full = job.phase == JobPhase.RUNNING and allocated_task_count(job) >= job.min_available
+    if job.phase == JobPhase.INQUEUE:
+        base = vec.exceeded(job.min_resources, job.allocated) if deduct_allocated else list(job.min_resources)
+    elif running_full:
+        base = vec.exceeded(job.min_resources, job.allocated)
+    else:
+        return None
+    return vec.exceeded(base, gated_request(job, ndims))
+
+
+def resource_names(session: Session, dims: list[int]) -> str:
+    """Return dimension names joined with commas."""
+    return ", ".join(session.dims[d] for d in dims)
+
+
+class OvercommitPlugin(Plugin, JobEnqueueable, JobEnqueued):
+    """Admits PodGroups while Σ inqueue minResources fit in ``total x factor - used``."""
+
+    name = "overcommit"
+    arguments: ClassVar[Mapping[str, ArgSpec]] = {
+        "overcommit-factor": ArgSpec("float", 1.2, "cluster overcommit factor")
+    }
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        factor = float(self.args["overcommit-factor"])
+        if factor < 1.0:
+            factor = 1.2
+        used = [float(x) for x in session.nodes.used.sum(axis=1)] if len(session.nodes) else [0.0] * session.ndims
+        self.idle = vec.sub([x * factor for x in session.total], used)
+        self.inqueue = [0.0] * session.ndims
+        for job in session.jobs.values():
+            part = inqueue_of(job, session.ndims, deduct_allocated=False)
+            if part is not None:
+                vec.iadd(self.inqueue, part)
+
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        """Permit if the job's minResources still fit in the overcommitted idle resources."""
+        if job.min_resources is None:
+            return Vote.PERMIT
+        want = vec.add(self.inqueue, job.min_resources)
+        failing = vec.failing_on(want, self.idle, job.min_resources)
+        if not failing:
+            return Vote.PERMIT
+        names = resource_names(self.session, failing)
+        numbers = {
+            "requested": self.session.to_dict(job.min_resources),
+            "inqueue": self.session.to_dict(self.inqueue),
+            "idle": self.session.to_dict([max(x, 0.0) for x in self.idle]),
+        }
+        self.session.set_reason(
+            job,
+            JobReason(
+                ReasonKind.ENQUEUE_REJECTED,
+                f"resource in cluster is overused: insufficient {names}",
+                self.name,
+                {},
+                numbers,
+            ),
+        )
+        return Vote.REJECT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        """Reserve the job's minResources."""
+        if job.min_resources is not None:
+            vec.iadd(self.inqueue, vec.exceeded(job.min_resources, gated_request(job, self.session.ndims)))
+
+
+class DrfPlugin(Plugin, JobOrder, Preemptable, AllocateHandler, QueueOrder, Reclaimable):
+    """Dominant resource fairness between jobs (and, with hierarchy, between queues)."""
+
+    name = "drf"
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        self.total = session.total
+        self.share: dict[str, float] = {
+            key: vec.dominant_share(job.allocated, self.total) for key, job in session.jobs.items()
+        }
+        self.hdrf = None
+        if self.hierarchy:
+            from scheduler.plugins.hdrf import HierarchicalDrf
+
+            self.hdrf = HierarchicalDrf(session)
+
+    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+        """Lower dominant share first."""
+        sa, sb = self.share.get(a.key, 0.0), self.share.get(b.key, 0.0)
+        return (sa > sb) - (sa < sb)
+
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        """Hierarchical mode only: compare the queues' paths in the hierarchy tree."""
+        if self.hdrf is None:
+            return 0
+        return self.hdrf.compare_queues(a.name, b.name)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Victims whose job's share (after losing them) stays ≥ the preemptor's share."""
+        pjob = preemptor.job
+        ls = vec.dominant_share(vec.add(pjob.allocated, preemptor.req), self.total)
+        running: dict[str, list[float]] = {}
+        victims = []
+        for c in candidates:
+            alloc = running.get(c.job.key)
+            if alloc is None:
+                alloc = running[c.job.key] = list(c.job.allocated)
+            vec.isub(alloc, c.req)
+            rs = vec.dominant_share(alloc, self.total)
+            if ls < rs or abs(ls - rs) <= 1e-6:
+                victims.append(c)
+        return victims
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Hierarchical mode only: victims whose queue would still rank after the reclaimer's."""
+        if self.hdrf is None:
+            return None
+        return self.hdrf.reclaimable(reclaimer, candidates)
+
+    def _update(self, task: TaskInfo) -> None:
+        job = task.job
+        if job.key in self.share:
+            self.share[job.key] = vec.dominant_share(job.allocated, self.total)
+        if self.hdrf is not None:
+            self.hdrf.update_job(job)
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        """Refresh the job's share."""
+        self._update(task)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        """Refresh the job's share."""
+        self._update(task)
+
+
+class QueueAttr:
+    """Per-queue accounting shared by proportion and capacity."""
+
+    __slots__ = (
+        "allocated",
+        "capability",
+        "deserved",
+        "elastic",
+        "guarantee",
+        "inqueue",
+        "name",
+        "real_capability",
+        "request",
+        "share",
+        "weight",
+    )
+
+    def __init__(self, name: str, ndims: int) -> None:
+        self.name = name
+        self.weight = 1
+        self.allocated = [0.0] * ndims
+        self.request = [0.0] * ndims
+        self.inqueue = [0.0] * ndims
+        self.elastic = [0.0] * ndims
+        self.deserved = [0.0] * ndims
+        self.guarantee = [0.0] * ndims
+        self.capability = [float("inf")] * ndims
+        self.real_capability = [float("inf")] * ndims
+        self.share = 0.0
+
+
+def account_job(attr: QueueAttr, job: JobInfo, ndims: int) -> None:
+    """Add a job's allocated, requested, inqueue and elastic resources to ``attr``."""
+    for t in job.tasks.values():
+        if t.status in ALLOCATED:
+            vec.iadd(attr.allocated, t.req)
+            vec.iadd(attr.request, t.req)
+        elif t.status == TaskStatus.PENDING:
+            vec.iadd(attr.request, t.req)
+    part = inqueue_of(job, ndims, deduct_allocated=True)
+    if part is not None:
+        vec.iadd(attr.inqueue, part)
+    minimum = job.min_resources if job.min_resources is not None else [0.0] * ndims
+    vec.iadd(attr.elastic, vec.exceeded(job.allocated, minimum))
+
+
+def quota_reject(
+    session: Session,
+    plugin: str,
+    job: JobInfo,
+    attr: QueueAttr,
+    limit: list[float],
+) -> Vote:
+    """Check ``minResources + allocated + inqueue - elastic ≤ limit``; record and vote."""
+    assert job.min_resources is not None
+    want = vec.sub(vec.add(vec.add(job.min_resources, attr.allocated), attr.inqueue), attr.elastic)
+    failing = vec.failing_on(want, limit, job.min_resources)
+    if not failing:
+        return Vote.PERMIT
+    session.set_reason(
+        job,
+        JobReason(
+            ReasonKind.ENQUEUE_REJECTED,
+            f"queue resource quota insufficient: insufficient {resource_names(session, failing)} in queue {attr.name}",
+            plugin,
+            {},
+            {
+                "requested": session.to_dict(job.min_resources),
+                "queue_allocated": session.to_dict(attr.allocated),
+                "inqueue": session.to_dict(attr.inqueue),
+                "elastic": session.to_dict(attr.elastic),
+                "capability": session.to_dict(limit),
+            },
+        ),
+    )
+    return Vote.REJECT
+
+
+def closed_reject(session: Session, plugin: str, job: JobInfo, queue: QueueInfo) -> Vote:
+    """Record that ``queue`` is not open and vote reject."""
+    session.set_reason(
+        job,
+        JobReason(
+            ReasonKind.QUEUE_CLOSED,
+            f"queue {queue.name} is {queue.queue.state}, not Open",
+            plugin,
+            {},
+            {"queue": queue.name, "state": str(queue.queue.state)},
+        ),
+    )
+    return Vote.REJECT
+
+
+def quota_refused(
+    session: Session, plugin: str, task: TaskInfo, attr: QueueAttr, limit: list[float], what: str
+) -> None:
+    """Record that ``task`` does not fit the queue's ``limit`` (deserved or capability)."""
+    want = vec.add(attr.allocated, task.req)
+    failing = vec.failing_on(want, limit, task.req)
+    session.set_reason(
+        task.job,
+        JobReason(
+            ReasonKind.CAPABILITY_EXCEEDED,
+            f"queue {attr.name} would exceed its {what} on {resource_names(session, failing)}: "
+            f"task {task.key} requests {session.to_dict(task.req)}, queue has allocated "
+            f"{session.to_dict(attr.allocated)} of {session.to_dict(limit)}",
+            plugin,
+            {},
+            {
+                "queue": attr.name,
+                "requested": session.to_dict(task.req),
+                "queue_allocated": session.to_dict(attr.allocated),
+                "limit": session.to_dict(limit),
+            },
+        ),
+    )
+
+
+class ProportionPlugin(
+    Plugin, QueueOrder, Reclaimable, Overused, Allocatable, Preemptive, JobEnqueueable, JobEnqueued, AllocateHandler
+):
+    """Weighted fair share between queues (deserved by water-filling), capped by capability."""
+
+    name = "proportion"
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        n = session.ndims
+        self.total_guarantee = [0.0] * n
+        for q in session.queues.values():
+            if q.queue.guarantee is not None:
+                vec.iadd(self.total_guarantee, session.vector(q.queue.guarantee))
+        self.attrs: dict[str, QueueAttr] = {}
+        for job in session.jobs.values():
+            attr = self.attrs.get(job.queue)
+            if attr is None:
+                attr = self._new_attr(session.queues[job.queue])
+            account_job(attr, job, n)
+        self._water_fill()
+
+    def _new_attr(self, queue: QueueInfo) -> QueueAttr:
+        s = self.session
+        attr = QueueAttr(queue.name, s.ndims)
+        attr.weight = queue.weight
+        if queue.queue.guarantee is not None:
+            attr.guarantee = list(s.vector(queue.queue.guarantee))
+        real = vec.add(vec.exceeded(s.total, self.total_guarantee), attr.guarantee)
+        if queue.queue.capability is not None and queue.queue.capability.to_dict():
+            attr.capability = s.capability_vector(queue.queue.capability)
+            real = vec.vmin(real, attr.capability)
+        attr.real_capability = real
+        self.attrs[queue.name] = attr
+        return attr
+
+    def _update_share(self, attr: QueueAttr) -> None:
+        best = 0.0
+        for a, d in zip(attr.allocated, attr.deserved, strict=True):
+            if d >= vec.EPS:
+                best = max(best, vec.share(a, d))
+        attr.share = best
+
+    def _water_fill(self) -> None:
+        remaining = list(self.session.total)
+        met: set[str] = set()
+        attrs = list(self.attrs.values())
+        while True:
+            total_weight = sum(a.weight for a in attrs if a.name not in met)
+            if total_weight == 0:
+                break
+            old_remaining = list(remaining)
+            inc = [0.0] * len(remaining)
+            dec = [0.0] * len(remaining)
+            for a in attrs:
+                if a.name in met:
+                    continue
+                old = list(a.deserved)
+                ratio = a.weight / total_weight
+                d = [x + r * ratio for x, r in zip(a.deserved, remaining, strict=True)]
+                d = vec.vmin(d, a.real_capability)
+                d = vec.vmin(d, a.request)
+                d = vec.vmax(d, a.guarantee)
+                a.deserved = d
+                self._update_share(a)
+                if vec.le(a.request, d) or d == old:
+                    met.add(a.name)
+                vec.iadd(inc, vec.exceeded(d, old))
+                vec.iadd(dec, vec.exceeded(old, d))
+            remaining = vec.exceeded(vec.add(remaining, dec), inc)
+            if vec.is_empty(remaining) or remaining == old_remaining:
+                break
+
+    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+        """Higher queue priority first, then lower share."""
+        if a.priority != b.priority:
+            return -1 if a.priority > b.priority else 1
+        sa = self.attrs[a.name].share if a.name in self.attrs else 0.0
+        sb = self.attrs[b.name].share if b.name in self.attrs else 0.0
+        return (sa > sb) - (sa < sb)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Victims from queues whose allocation exceeds their deserved share."""
+        running: dict[str, list[float]] = {}
+        victims = []
+        for c in candidates:
+            attr = self.attrs.get(c.job.queue)
+            if attr is None or c.job.key not in self.session.jobs:
+                continue
+            alloc = running.get(attr.name)
+            if alloc is None:
+                alloc = running[attr.name] = list(attr.allocated)
+            if not vec.le(alloc, attr.deserved):
+                vec.isub(alloc, c.req)
+                victims.append(c)
+        return victims
+
+    def overused(self, queue: QueueInfo) -> bool:
+        """Allocation reached deserved on every dimension."""
+        attr = self.attrs.get(queue.name)
+        return attr is not None and vec.le(attr.deserved, attr.allocated)
+
+    def _fits(self, queue: QueueInfo, req: tuple[float, ...] | list[float]) -> bool:
+        attr = self.attrs.get(queue.name)
+        if attr is None:
+            return True
+        return vec.le_on(vec.add(attr.allocated, req), attr.deserved, req)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Queue open and ``allocated + request ≤ deserved`` on the requested dimensions."""
+        if not queue.is_open:
+            closed_reject(self.session, self.name, task.job, queue)
+            return False
+        if self._fits(queue, task.req):
+            return True
+        quota_refused(
+            self.session, self.name, task, self.attrs[queue.name], self.attrs[queue.name].deserved, "deserved share"
+        )
+        return False
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """May reclaim for ``task`` if it fits the queue's deserved share."""
+        return queue.is_open and self._fits(queue, task.req)
+
+    def job_enqueueable(self, job: JobInfo) -> Vote:
+        """Reject for non-open queues or when minResources would exceed real capability."""
+        queue = self.session.queues[job.queue]
+        if not queue.is_open:
+            return closed_reject(self.session, self.name, job, queue)
+        if job.min_resources is None:
+            return Vote.PERMIT
+        attr = self.attrs[job.queue]
+        return quota_reject(self.session, self.name, job, attr, attr.real_capability)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        """Reserve the job's minResources in its queue."""
+        if job.min_resources is not None:
+            attr = self.attrs[job.queue]
+            vec.iadd(attr.inqueue, vec.exceeded(job.min_resources, gated_request(job, self.session.ndims)))
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        """Count the task in its queue's allocation."""
+        attr = self.attrs.get(task.job.queue)
+        if attr is not None:
+            vec.iadd(attr.allocated, task.req)
+            self._update_share(attr)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        """Remove the task from its queue's allocation."""
+        attr = self.attrs.get(task.job.queue)
+        if attr is not None:
+            vec.isub(attr.allocated, task.req)
+            self._update_share(attr)

@@ -1,0 +1,72 @@
+"""Snapshot: the cluster at cycle start, a read-only value built by structural sharing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from scheduler.model import Job, JobPhase, Node, PriorityClass, Queue, Task, TaskStatus
+
+if TYPE_CHECKING:
+    from scheduler.result import CycleResult
+
+__all__ = ["Snapshot", "advance"]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The scheduler's input: nodes, queues, PodGroups (jobs), pods (tasks), priority classes.
+
+    Holds tuples of immutable objects, so building a new snapshot that changes a few objects
+    shares every other one (no deep copies). Order of each tuple is irrelevant to decisions:
+    the session sorts by name/uid.
+    """
+
+    nodes: tuple[Node, ...] = ()
+    queues: tuple[Queue, ...] = ()
+    jobs: tuple[Job, ...] = ()
+    tasks: tuple[Task, ...] = ()
+    priority_classes: tuple[PriorityClass, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        nodes: Iterable[Node] = (),
+        queues: Iterable[Queue] = (),
+        jobs: Iterable[Job] = (),
+        tasks: Iterable[Task] = (),
+        priority_classes: Iterable[PriorityClass] = (),
+    ) -> Snapshot:
+        """Return a snapshot from any iterables."""
+        return cls(tuple(nodes), tuple(queues), tuple(jobs), tuple(tasks), tuple(priority_classes))
+
+    def replace_tasks(self, tasks: Iterable[Task]) -> Snapshot:
+        """Return a copy with ``tasks`` (other tuples shared)."""
+        return replace(self, tasks=tuple(tasks))
+
+
+def advance(snapshot: Snapshot, result: CycleResult) -> Snapshot:
+    """Return the snapshot of the next cycle after ``result`` was applied by a perfect cluster.
+
+    Bound pods become Running on their node, evicted pods are gone, Releasing pods finish
+    leaving, PodGroup phases take their new values. Unchanged objects are shared.
+    """
+    binds: Mapping[str, str] = result.binds
+    evicted = {e.task for e in result.evictions}
+    tasks: list[Task] = []
+    for t in snapshot.tasks:
+        key = t.key
+        if key in evicted or t.status == TaskStatus.RELEASING:
+            continue
+        node = binds.get(key)
+        if node is not None:
+            t = replace(t, status=TaskStatus.RUNNING, node_name=node, nominated_node="")
+        elif t.status in (TaskStatus.BOUND, TaskStatus.BINDING):
+            t = replace(t, status=TaskStatus.RUNNING)
+        elif key in result.pipelined and t.nominated_node != result.pipelined[key]:
+            t = replace(t, nominated_node=result.pipelined[key])
+        tasks.append(t)
+    phases = result.podgroups
+    jobs = tuple(replace(j, phase=JobPhase(phases[j.key])) if j.key in phases else j for j in snapshot.jobs)
+    return replace(snapshot, tasks=tuple(tasks), jobs=jobs)

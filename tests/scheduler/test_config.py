@@ -1,0 +1,202 @@
+"""Scheduler configuration: Volcano's YAML accepted as written, validated strictly."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from scheduler import DEFAULT_CONFIG, ConfigError, default_registry, dump_config, parse_config
+from scheduler.config import DEFAULT_CONFIG_YAML
+from scheduler.framework import ExtensionPoint, Plugin
+from scheduler.registry import Registry, RegistryError
+
+COOKBOOK = pathlib.Path("/work/shared/manifests/cookbook/12-scheduler-conf.yaml")
+
+
+def test_default_config_mirrors_volcano() -> None:
+    assert DEFAULT_CONFIG.actions == ("enqueue", "allocate", "backfill")
+    assert [[p.name for p in t.plugins] for t in DEFAULT_CONFIG.tiers] == [
+        ["priority", "gang", "conformance"],
+        ["overcommit", "drf", "predicates", "proportion", "nodeorder"],
+    ]
+    assert parse_config(DEFAULT_CONFIG_YAML) == DEFAULT_CONFIG
+    for name in DEFAULT_CONFIG.plugin_names():
+        assert name in default_registry().plugins
+
+
+def test_it_accepts_the_cookbook_config() -> None:
+    text = (
+        COOKBOOK.read_text(encoding="utf-8")
+        if COOKBOOK.exists()
+        else """
+actions: "enqueue, allocate, backfill, reclaim, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
+- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion},
+            {name: nodeorder}, {name: binpack}]
+"""
+    )
+    cfg = parse_config(text)
+    assert cfg.actions == ("enqueue", "allocate", "backfill", "reclaim", "preempt")
+    gang = cfg.tiers[0].plugins[1]
+    assert gang.name == "gang"
+    assert ExtensionPoint.PREEMPTABLE in gang.disabled
+    assert cfg.tiers[1].plugins[-1].name == "binpack"
+
+
+def test_switches_arguments_and_configurations_are_parsed() -> None:
+    cfg = parse_config(
+        """
+actions: "enqueue,allocate"
+tiers:
+- plugins:
+  - name: drf
+    enableHierarchy: true
+    enableJobOrder: "false"
+  - name: nodeorder
+    arguments:
+      leastrequested.weight: 2
+      mostrequested.weight: 0
+  - name: binpack
+    arguments: {binpack.weight: 10, binpack.resources: nvidia.com/gpu, binpack.resources.nvidia.com/gpu: 5}
+configurations:
+- name: allocate
+  arguments: {predicateErrorCacheEnable: false}
+metrics: {type: prometheus}
+"""
+    )
+    drf = cfg.tiers[0].plugins[0]
+    assert drf.hierarchy
+    assert ExtensionPoint.JOB_ORDER in drf.disabled
+    assert cfg.tiers[0].plugins[1].arguments["leastrequested.weight"] == 2
+    assert cfg.tiers[0].plugins[2].arguments["binpack.resources.nvidia.com/gpu"] == 5
+    assert cfg.action_args["allocate"]["predicateErrorCacheEnable"] is False
+
+
+def test_dump_config_round_trips() -> None:
+    cfg = parse_config(
+        """
+actions: "enqueue, allocate, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang, enablePreemptable: false, enableJobStarving: false}]
+- plugins: [{name: binpack, arguments: {binpack.weight: 3}}, {name: capacity, enableHierarchy: true}]
+configurations: [{name: allocate, arguments: {minimumFeasibleNodes: 50}}]
+"""
+    )
+    assert parse_config(dump_config(cfg)) == cfg
+    assert parse_config(dump_config(DEFAULT_CONFIG)) == DEFAULT_CONFIG
+
+
+def test_it_unwraps_a_configmap() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"volcano-scheduler.conf": DEFAULT_CONFIG_YAML}}
+    assert parse_config(cm) == DEFAULT_CONFIG
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "message"),
+    [
+        ('actions: "enqueue, allocat"', "actions[1]", "failed to find Action allocat"),
+        ('actions: "allocate, allocate"', "actions[1]", "listed twice"),
+        ("tiers: []", "actions", "required"),
+        ('actions: ""', "actions", "at least one"),
+        ('actions: "allocate"\ntiers: [{plugins: [{name: gangg}]}]', "tiers[0].plugins[0].name", "unknown plugin"),
+        ('actions: "allocate"\ntiers: [{plugins: [{}]}]', "tiers[0].plugins[0].name", "required"),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: gang}]}, {plugins: [{name: priority}, '
+            "{name: binpack, arguments: {binpack.weight: x}}]}]",
+            "tiers[1].plugins[1].arguments.binpack.weight",
+            "expected an integer",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: binpack, arguments: {binpack.weight: "2"}}]}]',
+            "tiers[0].plugins[0].arguments.binpack.weight",
+            "expected an integer",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: binpack, arguments: {binpack.wieght: 2}}]}]',
+            "tiers[0].plugins[0].arguments.binpack.wieght",
+            "unknown argument",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: gang, enableJobReady: maybe}]}]',
+            "tiers[0].plugins[0].enableJobReady",
+            "expected a boolean",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: gang, enableFoo: true}]}]',
+            "tiers[0].plugins[0].enableFoo",
+            "unknown plugin option",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: gang, disabled: [job_redy]}]}]',
+            "tiers[0].plugins[0].disabled[0]",
+            "unknown extension point",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: gang, enableHierarchy: true}]}]',
+            "tiers[0].plugins[0].enableHierarchy",
+            "no hierarchical mode",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: drf, enableHierarchy: true}, {name: proportion}]}]',
+            "tiers[0].plugins[0].enableHierarchy",
+            "proportion and drf with hierarchy enabled conflicts",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: proportion}]}, {plugins: [{name: capacity}]}]',
+            "tiers[1].plugins[0].name",
+            "proportion and capacity conflict",
+        ),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: gang}]}, {plugins: [{name: gang}]}]',
+            "tiers[1].plugins[0].name",
+            "already configured",
+        ),
+        ('actions: "allocate"\ntier: []', "tier", "unknown key"),
+        (
+            'actions: "allocate"\nconfigurations: [{name: allocate, arguments: {bogus: 1}}]',
+            "configurations[0].arguments.bogus",
+            "unknown argument",
+        ),
+        ('actions: "allocate"\nconfigurations: [{name: nope}]', "configurations[0].name", "failed to find Action"),
+        ("actions: [", "", "invalid YAML"),
+        ("- 1", "", "expected a mapping"),
+        (
+            'actions: "allocate"\ntiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: true}}]}]',
+            "tiers[0].plugins[0].arguments.overcommit-factor",
+            "expected a number",
+        ),
+    ],
+)
+def test_it_rejects_bad_config_naming_the_path(text: str, path: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert info.value.path == path
+    assert message in str(info.value)
+    if path:
+        assert path in str(info.value)
+
+
+def test_float_arguments_accept_ints() -> None:
+    cfg = parse_config(
+        'actions: "enqueue"\ntiers: [{plugins: [{name: overcommit, arguments: {overcommit-factor: 2}}]}]'
+    )
+    assert cfg.tiers[0].plugins[0].arguments["overcommit-factor"] == 2.0
+
+
+def test_a_custom_registry_is_a_value() -> None:
+    class Noop(Plugin):
+        name = "noop"
+
+    base = default_registry()
+    reg = base.with_plugin(Noop)
+    assert "noop" in reg.plugins
+    assert "noop" not in base.plugins
+    cfg = parse_config('actions: "allocate"\ntiers: [{plugins: [{name: noop}]}]', reg)
+    assert cfg.plugin_names() == ("noop",)
+    with pytest.raises(ConfigError):
+        parse_config('actions: "allocate"\ntiers: [{plugins: [{name: noop}]}]')
+    with pytest.raises(RegistryError):
+        reg.with_plugin(Noop)
+    assert Registry().plugins == {}

@@ -1,0 +1,119 @@
+"""Manifests to snapshot: field mapping and error locations."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
+from scheduler.model import JobPhase, QueueState, TaskStatus
+
+DOCS = """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: prod}
+value: 500
+globalDefault: true
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {zone: a}}
+spec:
+  unschedulable: true
+  taints: [{key: k, value: v, effect: NoSchedule}]
+status: {allocatable: {cpu: 1500m, memory: 2Gi, nvidia.com/gpu: "2"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: q, annotations: {volcano.sh/hierarchy: root/a/q, volcano.sh/hierarchy-weights: 1/2/3}}
+spec:
+  weight: 3
+  reclaimable: false
+  capability: {cpu: "4"}
+  guarantee: {resource: {cpu: "1"}}
+  deserved: {cpu: "2"}
+  parent: a
+  priority: 7
+status: {state: Closing}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: pg, namespace: ns, annotations: {volcano.sh/preemptable: "true"}}
+spec: {minMember: 2, minTaskMember: {worker: 2}, queue: q, minResources: {cpu: "2"}}
+status: {phase: Inqueue}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: w-0
+  namespace: ns
+  annotations: {scheduling.k8s.io/group-name: pg, volcano.sh/task-spec: worker, volcano.sh/preemptable: "false"}
+  deletionTimestamp: "2026-01-01T00:00:00Z"
+spec:
+  nodeName: n1
+  priority: 3
+  containers:
+  - {name: a, resources: {requests: {cpu: 500m, memory: 1Gi}}}
+  - {name: b, resources: {requests: {cpu: 250m}}}
+  initContainers:
+  - {name: init, resources: {requests: {cpu: "1"}}}
+  tolerations: [{key: k, operator: Exists}]
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]
+status: {phase: Running}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: other, namespace: ns}
+spec: {schedulerName: default-scheduler, nodeName: n1, containers: [{name: c}]}
+status: {phase: Pending}
+"""
+
+
+def test_fields_are_mapped() -> None:
+    snap = snapshot_from_manifests(load_manifests(DOCS))
+    node = snap.nodes[0]
+    assert node.allocatable.cpu == 1500
+    assert node.allocatable.pods == 110
+    assert node.allocatable.scalars["nvidia.com/gpu"] == 2
+    assert node.unschedulable
+    assert node.taints[0].key == "k"
+    q = next(q for q in snap.queues if q.name == "q")
+    assert (q.weight, q.reclaimable, q.parent, q.priority, q.state) == (3, False, "a", 7, QueueState.CLOSING)
+    assert q.capability is not None
+    assert q.capability.cpu == 4000
+    assert q.hierarchy == "root/a/q"
+    assert {q.name for q in snap.queues} >= {"root", "default"}
+    pg = snap.jobs[0]
+    assert (pg.key, pg.min_member, dict(pg.min_task_member), pg.phase, pg.preemptable) == (
+        "ns/pg",
+        2,
+        {"worker": 2},
+        JobPhase.INQUEUE,
+        True,
+    )
+    w0 = next(t for t in snap.tasks if t.name == "w-0")
+    assert w0.status == TaskStatus.RELEASING
+    assert w0.requests.cpu == 1000  # max(500m + 250m, 1 init)
+    assert w0.requests.memory == 1024**3
+    assert w0.requests.pods == 1
+    assert (w0.role, w0.preemptable, w0.priority, w0.job) == ("worker", False, 3, "ns/pg")
+    assert w0.required_affinity[0].match_expressions[0].values == ("a",)
+    other = next(t for t in snap.tasks if t.name == "other")
+    assert other.job == ""
+    assert other.status == TaskStatus.BOUND
+    assert snap.priority_classes[0].global_default
+
+
+def test_errors_name_document_object_and_field() -> None:
+    with pytest.raises(ManifestError) as info:
+        snapshot_from_manifests(load_manifests(DOCS.replace("weight: 3", 'weight: "3"')))
+    err = info.value
+    assert (err.document, err.object, err.field) == (3, "Queue q", "spec.weight")
+
+
+def test_duplicates_are_rejected() -> None:
+    text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+    with pytest.raises(ManifestError, match="duplicate of document 1"):
+        snapshot_from_manifests(load_manifests(text))
