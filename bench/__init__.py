@@ -1,0 +1,5 @@
+"""volcanoweb benchmarks: the scheduler core in-process (benchmark-anchors §5), later end to end.
+
+``python -m bench smoke`` (size S, correctness only), ``python -m bench core`` and
+``python -m bench all``; see docs/performance.md.
+"""

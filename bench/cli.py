@@ -1,0 +1,167 @@
+"""Command line: ``smoke``, ``core``, ``all`` and the internal ``_case`` (one case in a subprocess)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import targets
+from bench.runner import data_items, machine, measure, run_in_subprocess
+from bench.workloads import DEFAULT_AT, WORKLOADS
+
+E2E_NOT_MEASURED = {
+    "status": "not yet measured: needs runtime",
+    "planned": [
+        "10,000 single-pod jobs over the REST API by 20 concurrent clients on the stack "
+        "(PostgreSQL, Redis, Celery, simulated cluster), first request to last pod bound; target >= 300 jobs/s, "
+        "zero lost or duplicated jobs, API p99 latency reported",
+        "WebSocket fan-out to 100 clients, target p99 delivery <= 500 ms",
+    ],
+    "results": None,
+}
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _write(report: dict[str, Any], out: str | None) -> None:
+    text = json.dumps(report, indent=2, default=str)
+    if out:
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+        print(f"wrote {path}", file=sys.stderr)
+    else:
+        print(text)
+
+
+def _line(rec: dict[str, Any]) -> str:
+    if "pods_per_second" not in rec:
+        return f"{rec['workload']:>8} {rec['size']:>2}  FAILED: {rec.get('skipped') or rec.get('crashed', '')[-300:]}"
+    lat = rec["session_latency_seconds"]
+    return (
+        f"{rec['workload']:>8} {rec['size']:>2}  {rec['pods_per_second']['Perc50']:9.0f} pods/s  "
+        f"session p50 {lat['Perc50'] * 1000:8.1f} ms p99 {lat['Perc99'] * 1000:8.1f} ms  "
+        f"open p50 {rec['actions_seconds']['Perc50']['open'] * 1000:7.1f} ms  "
+        f"rss {rec['memory']['rss_peak_mb']:6.0f} MB"
+        f"  load {rec['loadavg']['before'][0]:.2f}  {'ok' if rec['ok'] else 'FAIL'}"
+    )
+
+
+def cmd_smoke(args: argparse.Namespace) -> int:
+    """Size S, every workload, one repeat in-process; non-zero exit only on a correctness failure."""
+    t0 = time.perf_counter()
+    cases = []
+    for w in WORKLOADS:
+        rec = measure(w, "S", args.seed, repeat=1, warmup=0, trace=False, smoke=True)
+        cases.append(rec)
+        print(_line(rec), file=sys.stderr)
+    failed = [c for c in cases if not c["ok"]]
+    report = {
+        "kind": "bench-smoke",
+        "note": "correctness only; timings at size S are not targets",
+        "machine": machine(),
+        "seconds": time.perf_counter() - t0,
+        "ok": not failed,
+        "failures": {f"{c['workload']}/{c['size']}": c["correctness_errors"] for c in failed},
+        "cases": cases,
+    }
+    _write(report, args.out)
+    return 1 if failed else 0
+
+
+def _core(args: argparse.Namespace) -> dict[str, Any]:
+    sizes = _csv(args.sizes)
+    chosen = _csv(args.workloads) if args.workloads else None
+    unknown = [w for w in chosen or [] if w not in WORKLOADS]
+    if unknown:
+        raise SystemExit(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    t0 = time.perf_counter()
+    records = []
+    for size in sizes:
+        for w in chosen or DEFAULT_AT.get(size, ()):
+            warmup = args.warmup if args.warmup is not None else (1 if size in ("S", "M") else 0)
+            trace = args.tracemalloc or w == "W9"
+            rec = run_in_subprocess(w, size, args.seed, args.repeat, warmup, trace, args.timeout)
+            records.append(rec)
+            print(_line(rec), file=sys.stderr)
+            if args.out:  # keep what finished if a long run is interrupted
+                _write({"kind": "bench-core", "partial": True, "cases": records}, args.out)
+    by = {(r["workload"], r["size"]): r for r in records}
+    items = [i for r in records if "pods_per_second" in r for i in data_items(r)]
+    return {
+        "kind": "bench-core",
+        "version": "v1",
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(["python -m bench", *sys.argv[1:]]),
+        "machine": machine(),
+        "seed": args.seed,
+        "repeat": args.repeat,
+        "seconds": time.perf_counter() - t0,
+        "loadavg_end": os.getloadavg(),
+        "targets": targets.evaluate(by),
+        "dataItems": items,
+        "cases": records,
+        "ok": all(r.get("ok") for r in records),
+    }
+
+
+def cmd_core(args: argparse.Namespace) -> int:
+    """In-process core benchmark, one subprocess per case; exits non-zero only on correctness failures."""
+    report = _core(args)
+    _write(report, args.out)
+    return 0 if report["ok"] else 1
+
+
+def cmd_all(args: argparse.Namespace) -> int:
+    """Core now; the end-to-end part is reported as not yet measured."""
+    report = _core(args)
+    report["kind"] = "bench-all"
+    report["end_to_end"] = E2E_NOT_MEASURED
+    _write(report, args.out)
+    return 0 if report["ok"] else 1
+
+
+def cmd_case(args: argparse.Namespace) -> int:
+    """Internal: run one case and print its record as JSON."""
+    rec = measure(args.workload, args.size, args.seed, args.repeat, args.warmup, args.tracemalloc)
+    print(json.dumps(rec, default=str))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("smoke", help="size S, all workloads, correctness only (CI)")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--out", default=None, help="write JSON here (default: stdout)")
+    s.set_defaults(func=cmd_smoke)
+    for name, func, default_sizes in (("core", cmd_core, "S,M,L"), ("all", cmd_all, "S,M,L")):
+        c = sub.add_parser(name, help="core benchmark" if name == "core" else "core + end-to-end (when available)")
+        c.add_argument("--sizes", default=default_sizes)
+        c.add_argument("--workloads", default="", help=f"comma-separated; known: {','.join(WORKLOADS)}")
+        c.add_argument("--repeat", type=int, default=3)
+        c.add_argument("--warmup", type=int, default=None, help="default 1 at S/M, 0 at L/XL")
+        c.add_argument("--seed", type=int, default=1)
+        c.add_argument("--tracemalloc", action="store_true", help="tracemalloc peak for every case (W9 always)")
+        c.add_argument("--timeout", type=float, default=1800.0, help="per case, seconds")
+        c.add_argument("--out", default=None)
+        c.set_defaults(func=func)
+    k = sub.add_parser("_case", help=argparse.SUPPRESS)
+    k.add_argument("workload")
+    k.add_argument("size")
+    k.add_argument("--seed", type=int, default=1)
+    k.add_argument("--repeat", type=int, default=3)
+    k.add_argument("--warmup", type=int, default=1)
+    k.add_argument("--tracemalloc", action="store_true")
+    k.set_defaults(func=cmd_case)
+    args = p.parse_args(argv)
+    return int(args.func(args))

@@ -1,0 +1,125 @@
+"""The issue-7 targets (and the anchors they come from), checked against a core report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Cases = dict[tuple[str, str], dict[str, Any]]
+
+
+def _get(cases: Cases, w: str, s: str) -> dict[str, Any] | None:
+    c = cases.get((w, s))
+    return c if c and "pods_per_second" in c else None
+
+
+def evaluate(cases: Cases) -> list[dict[str, Any]]:
+    """Return one entry per issue-7 target: measured value, target, met (None = not measured)."""
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, measured: float | None, target: float, unit: str, higher: bool, anchor: str) -> None:
+        met = None if measured is None else (measured >= target if higher else measured <= target)
+        out.append(
+            {
+                "target": name,
+                "measured": None if measured is None else round(measured, 4),
+                "goal": f"{'>=' if higher else '<='} {target} {unit}",
+                "met": met,
+                "anchor": anchor,
+            }
+        )
+
+    def pps(w: str, s: str) -> float | None:
+        c = _get(cases, w, s)
+        return c["pods_per_second"]["Perc50"] if c else None
+
+    add("W1 many small at L", pps("W1", "L"), 680, "pods/s", True, "K1 kube-scheduler CI floor 680 pods/s @5k nodes")
+    add("W1 many small at M", pps("W1", "M"), 1500, "pods/s", True, "anchors §5.5 stretch; K8 792-909 @500 N")
+    for w in ("W3", "W4"):
+        for s in ("M", "L"):
+            add(f"{w} gangs at {s}", pps(w, s), 3000, "pods/s", True, "K3 gang 562-630 pods/s @5k nodes")
+    big = _get(cases, "W4-10k", "L")
+    add(
+        "W4 one 10,000-pod gang placed at L",
+        big["scheduler_wall_seconds"] if big else None,
+        3.0,
+        "s",
+        False,
+        "V3 1x10000 case; anchors stretch ≤ 3 s",
+    )
+    for s in ("M", "L"):
+        w5, w1, base = pps("W5", s), pps("W1", s), pps("W5-base", s)
+        add(
+            f"W5 backlog ratio vs W1 at {s}",
+            w5 / w1 if w5 and w1 else None,
+            0.9,
+            "x",
+            True,
+            "K2 unschedulable interleaved 590/680 ≈ 0.87",
+        )
+        add(
+            f"W5 backlog ratio vs same-fill baseline at {s}",
+            w5 / base if w5 and base else None,
+            0.9,
+            "x",
+            True,
+            "same as above, isolating the backlog from the 90% fill",
+        )
+    w6 = _get(cases, "W6", "M")
+    add(
+        "W6 preemption decisions at M",
+        w6["preemption_decisions_per_second_session"] if w6 else None,
+        300,
+        "decisions/s",
+        True,
+        "K9 ~50/s @20k pods; K2 PreemptionAsync 570 pods/s",
+    )
+    w9 = _get(cases, "W9", "L")
+    add(
+        "W9 session open at L (50k running pods)",
+        w9["actions_seconds"]["Perc50"]["open"] * 1000 if w9 else None,
+        15,
+        "ms",
+        False,
+        "V4 Volcano openSession ~400 ms; KAI1 2.2 s @140k pods",
+    )
+    add(
+        "W9 peak memory at L (peak RSS)",
+        w9["memory"]["rss_peak_mb"] if w9 else None,
+        150,
+        "MB",
+        False,
+        "V14 Huawei sizing ≈ 2.4 GB/1k nodes (provisioning, not measured)",
+    )
+    w8b = _get(cases, "W8b", "M")
+    add(
+        "Every session at M with ~1,000 pending pods, p99",
+        w8b["session_latency_seconds"]["Perc99"] * 1000 if w8b else None,
+        250,
+        "ms",
+        False,
+        "Volcano default schedule period 1 s",
+    )
+    w2 = _get(cases, "W2", "M")
+    add("W2 fair share at M (anchors §5.5 target)", pps("W2", "M"), 500, "pods/s", True, "Q1 (Kueue baseline)")
+    add(
+        "W2 max share error after 10 sessions at M",
+        w2["quality"].get("max_share_error") if w2 else None,
+        0.05,
+        "of capacity",
+        False,
+        "anchors §5.5",
+    )
+    w7 = _get(cases, "W7", "M")
+    add(
+        "W7 sessions until queue B reaches deserved at M",
+        w7["quality"].get("sessions_to_deserved") if w7 else None,
+        3,
+        "sessions",
+        False,
+        "anchors §5.5 (no public anchor)",
+    )
+    w8 = _get(cases, "W8", "M")
+    if w8:
+        lat = w8["quality"]["creation_to_bound_periods"]["Perc99"]
+    add("W8 steady state p99 creation→bound at M", lat if w8 else None, 2, "periods", False, "A1, K10")
+    return out
