@@ -1,5 +1,18 @@
-"""volcanoweb: a control plane and dashboard for Volcano-style batch scheduling."""
+"""volcanoweb: a control plane and dashboard for Volcano-style batch scheduling.
 
-from volcanoweb.celery import app as celery_app
+The Celery app is created when Django starts (``volcanoweb.core`` imports it in
+``ready()``) or when ``celery -A volcanoweb`` loads ``volcanoweb.celery``, not at
+package import, so that the ``vcctl`` client starts without loading Celery.
+"""
 
-__all__ = ["celery_app"]
+from __future__ import annotations
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    if name == "celery_app":
+        from volcanoweb.celery import app
+
+        return app
+    raise AttributeError(f"module 'volcanoweb' has no attribute {name!r}")

@@ -50,6 +50,16 @@ INSTALLED_APPS = [
     "django_htmx",
     "channels",
     "volcanoweb.core",
+    "volcanoweb.tenancy",
+    "volcanoweb.queues",
+    "volcanoweb.jobs",
+    "volcanoweb.workflows",
+    "volcanoweb.audit",
+    "volcanoweb.scheduling",
+    "volcanoweb.clusters",
+    "volcanoweb.runtime",
+    "volcanoweb.demo",
+    "volcanoweb.dashboard",
 ]
 
 MIDDLEWARE = [
@@ -104,7 +114,12 @@ else:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [env_str("CHANNELS_REDIS_URL", REDIS_URL)], "capacity": 1000},
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout by default, which is exactly
+                # channels_redis' blocking-pop timeout: give the socket room above it.
+                "hosts": [{"address": env_str("CHANNELS_REDIS_URL", REDIS_URL), "socket_timeout": 15}],
+                "capacity": 1000,
+            },
         }
     }
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "memory://")
@@ -132,6 +147,20 @@ SIM_NODE_POOL = env_str("SIM_NODE_POOL", "cpu:8x16c64Gi,gpu:4x32c256Gi4gpu")
 SIM_CLOCK_SPEED = env_float("SIM_CLOCK_SPEED", 10.0, positive=True)
 SIM_DEFAULT_DURATION = env_float("SIM_DEFAULT_DURATION", 60.0, positive=True)
 RUN_LOOPS_IN_PROCESS = env_bool("RUN_LOOPS_IN_PROCESS", EMBEDDED)
+# Periodic work: (name, Celery task, period in seconds). Celery beat runs these in the stack
+# mode; the embedded mode calls the same tasks from in-process loops (volcanoweb.core.loops).
+CRONJOB_TICK_PERIOD = env_float("CRONJOB_TICK_PERIOD", 10.0, positive=True)
+PERIODIC_TASKS: list[tuple[str, str, float]] = [
+    ("scheduling-cycle", "volcanoweb.scheduling.tasks.run_cycle", SCHEDULE_PERIOD),
+    ("cluster-sync", "volcanoweb.clusters.tasks.sync_backend", max(SCHEDULE_PERIOD / 2, 0.2)),
+    ("controller-resync", "volcanoweb.runtime.resync_controllers", CONTROLLER_RESYNC_PERIOD),
+    ("cronjob-tick", "volcanoweb.workflows.tasks.tick_cronjobs", CRONJOB_TICK_PERIOD),
+    ("jobflow-sync", "volcanoweb.workflows.tasks.sync_jobflows", CONTROLLER_RESYNC_PERIOD),
+]
+CELERY_BEAT_SCHEDULE = {
+    name: {"task": task, "schedule": period, "options": {"expires": max(period * 2, 1.0)}}
+    for name, task, period in PERIODIC_TASKS
+}
 MAX_MANIFEST_BYTES = env_int("MAX_MANIFEST_BYTES", 1_048_576, minimum=1024)
 
 # --- auth, i18n, static ----------------------------------------------------
@@ -154,8 +183,10 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "volcanoweb.tenancy.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
+    "EXCEPTION_HANDLER": "volcanoweb.api.errors.exception_handler",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

@@ -1,7 +1,7 @@
 """Root URL configuration."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from volcanoweb.core.health import healthz, readyz
 from volcanoweb.core.metrics import metrics_view
@@ -11,4 +11,9 @@ urlpatterns = [
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
+    path("", include("volcanoweb.clusters.urls")),
+    path("", include("volcanoweb.api.urls")),
+    path("", include("volcanoweb.dashboard.urls")),
 ]
+# Keep this the last entry: the Status 404 for unknown /api/v1/ paths.
+urlpatterns += [path("", include("volcanoweb.api.urls_fallback"))]

@@ -1,8 +1,8 @@
 """In-process background loops for the embedded mode.
 
-In the stack mode Celery beat triggers the same periodic work in a worker. In
-the embedded mode there is no broker, so each registered loop runs in a daemon
-thread of the web process and calls the same service functions.
+In the stack mode Celery beat triggers the periodic work (settings.PERIODIC_TASKS)
+in a worker. In the embedded mode there is no broker, so each entry runs in a
+daemon thread of the web process, calling the very same Celery task in-process.
 """
 
 from __future__ import annotations
@@ -26,24 +26,21 @@ class Loop:
     func: Callable[[], object]
 
 
-_LOOPS: dict[str, Loop] = {}
+def periodic_loops() -> list[Loop]:
+    """Return one loop per entry of settings.PERIODIC_TASKS, calling its Celery task in-process."""
+    from django.conf import settings
 
+    from volcanoweb.celery import app
 
-def register_loop(name: str, period: float, func: Callable[[], object]) -> None:
-    """Register periodic work for the embedded mode (apps call this in ready())."""
-    _LOOPS[name] = Loop(name, period, func)
-
-
-def registered_loops() -> list[Loop]:
-    """Return the registered loops, by name."""
-    return [_LOOPS[name] for name in sorted(_LOOPS)]
+    app.loader.import_default_modules()  # make sure every app's tasks are registered
+    return [Loop(name, period, app.tasks[task]) for name, task, period in settings.PERIODIC_TASKS]
 
 
 class LoopRunner:
     """Run every registered loop in its own daemon thread until stopped."""
 
     def __init__(self, loops: list[Loop] | None = None) -> None:
-        self.loops = registered_loops() if loops is None else loops
+        self.loops = periodic_loops() if loops is None else loops
         self.stop_event = threading.Event()
         self.threads: list[threading.Thread] = []
 

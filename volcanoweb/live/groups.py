@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import re
 
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+def tenant_group(tenant_id: int) -> str:
+    """Return the group for one tenant's changes (jobs, pods, podgroups in its namespaces)."""
+    return f"tenant.{int(tenant_id)}"
 
 
-def tenant_group(tenant_id: int | str) -> str:
-    """Return the group for one tenant's changes."""
-    return f"tenant.{_SAFE.sub('_', str(tenant_id))}"
+def admin_group() -> str:
+    """Return the group of platform admins, who see every tenant's changes."""
+    return "admins"
 
 
 def cluster_group() -> str:
-    """Return the group for cluster-wide changes (nodes, cycles, queue shares)."""
+    """Return the group for cluster-wide changes every user may see (nodes, cycles, queue shares)."""
     return "cluster"
-
-
-PING_GROUP = "ping"

@@ -23,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-seed", action="store_true", help="do not create the demo data")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from daphne.endpoints import build_endpoint_list
+        from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
         from volcanoweb.asgi import application
@@ -32,8 +32,11 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         logins: list[str] = []
         if not options["no_seed"]:
-            logins = call_command("seed_demo", verbosity=0) or ""
-            logins = [line for line in str(logins).splitlines() if line.strip()]
+            from volcanoweb.demo.services import logins as demo_logins
+            from volcanoweb.demo.services import seed_demo
+
+            seed_demo()
+            logins = ["demo logins:", *demo_logins()]
         runner = LoopRunner() if settings.RUN_LOOPS_IN_PROCESS else None
         if runner:
             runner.start()
@@ -52,7 +55,7 @@ class Command(BaseCommand):
         try:
             Server(
                 application=application,
-                endpoints=build_endpoint_list(host, port),
+                endpoints=build_endpoint_description_strings(host=host, port=port),
                 ready_callable=ready,
                 verbosity=0,
                 application_close_timeout=5,

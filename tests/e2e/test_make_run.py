@@ -1,0 +1,61 @@
+"""`make run`: the embedded mode starts from the Makefile, seeds the demo and serves it."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.procs import free_port, running, wait_http
+
+pytestmark = pytest.mark.e2e
+
+EMBEDDED_ONLY = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "CHANNELS_REDIS_URL")
+
+
+def _login(client: httpx.Client, base: str, username: str, password: str) -> None:
+    page = client.get(f"{base}/login/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token, page.text[:500]
+    response = client.post(
+        f"{base}/login/",
+        data={"username": username, "password": password, "csrfmiddlewaretoken": token.group(1)},
+        headers={"Referer": f"{base}/login/"},
+    )
+    assert response.status_code in (200, 302), response.text[:500]
+
+
+def test_make_run_serves_the_seeded_demo(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in EMBEDDED_ONLY}
+    env.update({"PORT": str(port), "VAR_DIR": str(tmp_path), "SIM_CLOCK_SPEED": "20"})
+    log_path = tmp_path / "run.log"
+    base = f"http://127.0.0.1:{port}"
+    with running(["make", "--no-print-directory", "run"], env, log_path) as proc:
+        wait_http(f"{base}/healthz", timeout=180, proc=proc)
+        banner = log_path.read_text()
+        assert f"volcanoweb is up at {base}/" in banner
+        assert "alice / volcano-demo" in banner
+        ready = httpx.get(f"{base}/readyz", timeout=10).json()
+        assert ready["checks"]["database"]["vendor"] == "sqlite"
+        assert ready["checks"]["redis"]["mode"] == "embedded"
+        with httpx.Client(follow_redirects=True, timeout=20) as client:
+            _login(client, base, "alice", "volcano-demo")
+            queues = client.get(f"{base}/api/v1/queues").json()
+            names = {item["metadata"]["name"] for item in queues["items"]}
+            assert {"ml-team", "ml-training", "default", "root"} <= names
+            jobs = client.get(f"{base}/api/v1/namespaces/ml/jobs").json()
+            assert "pytorch-distributed" in {item["metadata"]["name"] for item in jobs["items"]}
+            page = client.get(f"{base}/")
+            assert page.status_code == 200
+            assert "pytorch-distributed" in page.text or "ml-team" in page.text
+        # The seed runs once: a second start must not duplicate anything.
+    with running(["make", "--no-print-directory", "run"], env, tmp_path / "run2.log") as proc:
+        wait_http(f"{base}/healthz", timeout=120, proc=proc)
+        time.sleep(0.5)
+        assert "demo logins" in (tmp_path / "run2.log").read_text()
+    assert (tmp_path / "db.sqlite3").exists()

@@ -1,0 +1,114 @@
+"""sync_from_backend mirrors nodes and pods; nodes API; fault injection permissions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.volcanoweb.clusters.helpers import make_gang, pod_spec
+from volcanoweb.clusters import services
+from volcanoweb.clusters.models import Node
+from volcanoweb.jobs.models import Pod, PodGroup
+from volcanoweb.tenancy.access import SYSTEM
+
+
+@pytest.fixture
+def synced(sim: Any, cast: Any) -> Any:
+    services.sync_from_backend()
+    return sim
+
+
+def test_sync_mirrors_nodes_with_integer_resources(synced: Any) -> None:
+    node = Node.objects.get(name="cpu-0")
+    assert node.allocatable == {"cpu": 8000, "memory": 32 * 1024**3, "pods": 110}
+    assert node.ready
+    assert node.kind == "cpu"
+    assert node.labels["sim.volcanoweb.io/pool"] == "cpu"
+    assert Node.objects.count() == 4
+
+
+def test_sync_creates_pods_in_backend_and_mirrors_their_phase(synced: Any, cast: Any) -> None:
+    backend, clock = synced
+    _, pods = make_gang("g", 1, tenant=cast.team_a)
+    services.sync_from_backend()
+    assert backend.get_pod("team-a", "g-0").phase == "Pending"
+    backend.bind("team-a", "g-0", "cpu-1")
+    clock.advance(60)
+    result = services.sync_from_backend()
+    pod = Pod.objects.get(pk=pods[0].pk)
+    assert (pod.phase, pod.node_name, pod.exit_code) == ("Succeeded", "cpu-1", 0)
+    assert pod.started_at is not None
+    assert pod.finished_at is not None
+    assert result.pods_changed == 1
+
+
+def test_plain_volcano_pod_gets_a_podgroup(synced: Any, cast: Any) -> None:
+    pod = Pod.objects.create(
+        namespace="team-a",
+        name="spark-driver",
+        tenant=cast.team_a,
+        scheduler_name="volcano",
+        requests={"cpu": 500},
+        spec=pod_spec("500m"),
+        annotations={"scheduling.volcano.sh/queue-name": "default"},
+    )
+    services.sync_from_backend()
+    pod.refresh_from_db()
+    group = PodGroup.objects.get(namespace="team-a", name=f"podgroup-{pod.uid}")
+    assert (group.min_member, group.queue_name, group.min_resources) == (1, "default", {"cpu": "500m"})
+    assert pod.group_name == group.name
+    assert pod.podgroup_id == group.pk
+    assert pod.annotations["scheduling.k8s.io/group-name"] == group.name
+
+
+def test_nodes_api_for_any_authenticated_user(synced: Any, client_for: Any, cast: Any) -> None:
+    response = client_for(cast.victor).get("/api/v1/nodes")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["kind"] == "NodeList"
+    assert [n["metadata"]["name"] for n in body["items"]] == ["cpu-0", "cpu-1", "cpu-2", "cpu-3"]
+    assert body["items"][0]["status"]["allocatable"] == {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    detail = client_for(cast.victor).get("/api/v1/nodes/cpu-0")
+    assert detail.status_code == 200
+    assert detail.json()["status"]["pods"] == []
+    assert client_for(cast.victor).get("/api/v1/nodes/nope").status_code == 404
+    assert client_for(None).get("/api/v1/nodes").status_code in (401, 403)
+
+
+def test_fail_and_recover_node_platform_admin_only(synced: Any, client_for: Any, cast: Any) -> None:
+    assert client_for(cast.alice).post("/api/v1/nodes/cpu-0/fail").status_code == 403
+    response = client_for(cast.root).post("/api/v1/nodes/cpu-0/fail")
+    assert response.status_code == 200, response.content
+    assert response.json()["status"]["ready"] is False
+    assert not Node.objects.get(name="cpu-0").ready
+    response = client_for(cast.root).post("/api/v1/nodes/cpu-0/recover")
+    assert response.json()["status"]["ready"] is True
+
+
+def test_end_pod_with_exit_code_by_tenant_admin(synced: Any, client_for: Any, cast: Any) -> None:
+    backend, _ = synced
+    make_gang("g", 1, tenant=cast.team_a)
+    services.sync_from_backend()
+    backend.bind("team-a", "g-0", "cpu-0")
+    services.sync_from_backend()
+    url = "/api/v1/namespaces/team-a/pods/g-0/exit"
+    assert client_for(cast.bob).post(url, {"exitCode": 137}, format="json").status_code == 403
+    assert client_for(cast.charlie).post(url, {"exitCode": 137}, format="json").status_code == 404
+    response = client_for(cast.alice).post(url, {"exitCode": 137}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["exitCode"] == 137
+    assert response.json()["phase"] == "Failed"
+    assert client_for(cast.alice).post(url, {"exitCode": "x"}, format="json").status_code == 400
+
+
+def test_evict_pod(synced: Any, cast: Any) -> None:
+    backend, _ = synced
+    make_gang("g", 1, tenant=cast.team_a)
+    services.sync_from_backend()
+    backend.bind("team-a", "g-0", "cpu-0")
+    backend.tick()
+    services.evict_pod(SYSTEM, "team-a", "g-0")
+    with pytest.raises(Exception, match="not found"):
+        backend.get_pod("team-a", "g-0")
+    assert not Pod.objects.filter(namespace="team-a", name="g-0").exists()  # a plain pod is simply gone

@@ -1,0 +1,93 @@
+"""The ORM → scheduler.Snapshot bridge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler import JobPhase, QueueState, Resource, TaskStatus
+from tests.volcanoweb import builders
+from tests.volcanoweb.clusters.helpers import GiB, make_gang
+from volcanoweb.clusters import services as cluster_services
+from volcanoweb.jobs.models import Pod, PriorityClass
+from volcanoweb.scheduling.models import IntentKind, PodIntent
+from volcanoweb.scheduling.snapshots import build_snapshot
+
+
+def test_snapshot_maps_rows(sim: Any, cast: Any) -> None:
+    cluster_services.sync_from_backend()
+    builders.make_queue("ml", capability={"cpu": "4", "memory": "8Gi"}, weight=3)
+    PriorityClass.objects.create(name="high", value=1000)
+    _group, pods = make_gang("train", 3, tenant=cast.team_a, queue="ml", min_member=2, min_resources={"cpu": "2"})
+    Pod.objects.filter(pk=pods[1].pk).update(node_name="cpu-1", phase="Running")
+    Pod.objects.filter(pk=pods[2].pk).update(node_name="cpu-2")
+    PodIntent.objects.create(kind=IntentKind.BIND, namespace="team-a", name="train-2", node="cpu-2")
+    Pod.objects.create(
+        namespace="team-a",
+        name="other",
+        scheduler_name="default-scheduler",
+        node_name="cpu-3",
+        phase="Running",
+        requests={"cpu": 500},
+    )
+    Pod.objects.create(
+        namespace="team-a", name="unbound-other", scheduler_name="default-scheduler", requests={"cpu": 1}
+    )
+
+    info = build_snapshot()
+    snap = info.snapshot
+
+    assert sorted(n.name for n in snap.nodes) == ["cpu-0", "cpu-1", "cpu-2", "cpu-3"]
+    node = next(n for n in snap.nodes if n.name == "cpu-0")
+    assert node.allocatable == Resource(8000, 32 * GiB, 110)
+    queues = {q.name: q for q in snap.queues}
+    assert {"root", "default", "ml"} <= set(queues)
+    assert queues["ml"].capability == Resource(4000, 8 * GiB)
+    assert (queues["ml"].weight, queues["ml"].parent, queues["ml"].state) == (3, "root", QueueState.OPEN)
+    assert queues["ml"].guarantee is None
+    (job,) = snap.jobs
+    assert (job.key, job.queue, job.min_member, job.phase) == ("team-a/train", "ml", 2, JobPhase.PENDING)
+    assert job.min_resources == Resource(2000)
+    tasks = {t.name: t for t in snap.tasks}
+    assert set(tasks) == {"train-0", "train-1", "train-2", "other"}
+    assert tasks["train-0"].status == TaskStatus.PENDING
+    assert tasks["train-0"].job == "team-a/train"
+    assert tasks["train-0"].requests == Resource(1000, GiB, 1)
+    assert (tasks["train-1"].status, tasks["train-1"].node_name) == (TaskStatus.RUNNING, "cpu-1")
+    assert tasks["train-2"].status == TaskStatus.BINDING  # recorded, not yet acknowledged
+    assert tasks["other"].job == ""
+    assert tasks["other"].status == TaskStatus.RUNNING
+    assert [(p.name, p.value) for p in snap.priority_classes] == [("high", 1000)]
+    assert info.pod_ids["team-a/train-0"] == pods[0].pk
+
+
+def test_snapshot_pod_details(sim: Any, cast: Any) -> None:
+    _, (pod,) = make_gang("sel", 1, tenant=cast.team_a)
+    pod.spec = {
+        **pod.spec,
+        "nodeSelector": {"sim.volcanoweb.io/pool": "gpu"},
+        "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]
+                }
+            }
+        },
+    }
+    pod.annotations = {**pod.annotations, "volcano.sh/preemptable": "false", "volcano.sh/task-spec": "ps"}
+    pod.save()
+    Pod.objects.create(
+        namespace="team-a",
+        name="gone",
+        group_name="sel",
+        scheduler_name="volcano",
+        status={"deleted": True},
+        node_name="cpu-0",
+    )
+    Pod.objects.filter(pk=pod.pk).update()
+    (task,) = build_snapshot().snapshot.tasks
+    assert task.node_selector == {"sim.volcanoweb.io/pool": "gpu"}
+    assert task.tolerations[0].operator == "Exists"
+    assert task.required_affinity[0].match_expressions[0].values == ("a",)
+    assert task.preemptable is False
+    assert task.role == "ps"

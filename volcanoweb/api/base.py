@@ -1,0 +1,142 @@
+"""The base of every API view: JSON/YAML rendering, raw manifest bodies, the caller's access."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django.conf import settings
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from volcanoweb.api.schema import ApiSchema
+from volcanoweb.manifests.errors import BadRequest
+from volcanoweb.manifests.parse import parse_documents
+from volcanoweb.tenancy.access import Access, access_for
+
+
+class RawBodyParser(BaseParser):
+    """Return the body as bytes (read at most MAX_MANIFEST_BYTES + 1); the manifests package parses it."""
+
+    media_type = "application/json"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> bytes:
+        if stream is None:
+            return b""
+        data = stream.read(settings.MAX_MANIFEST_BYTES + 1)
+        return data if isinstance(data, bytes) else str(data).encode()
+
+
+class YamlBodyParser(RawBodyParser):
+    """``application/yaml``."""
+
+    media_type = "application/yaml"
+
+
+class XYamlBodyParser(RawBodyParser):
+    """``application/x-yaml``."""
+
+    media_type = "application/x-yaml"
+
+
+class TextYamlBodyParser(RawBodyParser):
+    """``text/yaml``."""
+
+    media_type = "text/yaml"
+
+
+class TextBodyParser(RawBodyParser):
+    """``text/plain``."""
+
+    media_type = "text/plain"
+
+
+class ApplyPatchBodyParser(RawBodyParser):
+    """``application/apply-patch+yaml`` (what kubectl sends for server-side apply)."""
+
+    media_type = "application/apply-patch+yaml"
+
+
+class FormBodyParser(RawBodyParser):
+    """``application/x-www-form-urlencoded``: what ``curl --data-binary @file`` sends by default."""
+
+    media_type = "application/x-www-form-urlencoded"
+
+
+class YamlRenderer(BaseRenderer):
+    """Render responses as YAML for ``Accept: application/yaml`` (or ``?format=yaml``)."""
+
+    media_type = "application/yaml"
+    format = "yaml"
+    charset = "utf-8"
+
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: dict[str, Any] | None = None
+    ) -> bytes:
+        if data is None:
+            return b""
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode()
+
+
+MANIFEST_PARSERS = [
+    RawBodyParser,
+    YamlBodyParser,
+    XYamlBodyParser,
+    TextYamlBodyParser,
+    TextBodyParser,
+    ApplyPatchBodyParser,
+    FormBodyParser,
+]
+
+
+class ApiView(APIView):
+    """Base API view: Kubernetes-style JSON (or YAML) out, raw manifest bodies in."""
+
+    renderer_classes = [JSONRenderer, YamlRenderer]
+    parser_classes = MANIFEST_PARSERS
+    schema = ApiSchema()
+
+    def access(self, request: Request) -> Access:
+        """Return the caller's rights."""
+        return access_for(request.user)
+
+    def body(self, request: Request) -> bytes:
+        """Return the raw request body."""
+        data = request.data
+        if isinstance(data, bytes):
+            return data
+        return b""
+
+    def documents(self, request: Request) -> list[dict[str, Any]]:
+        """Return the parsed documents of the body."""
+        return parse_documents(self.body(request))
+
+    def single_document(self, request: Request, kind: str) -> dict[str, Any]:
+        """Return the one document of the body, which must be of ``kind``."""
+        documents = self.documents(request)
+        if len(documents) != 1:
+            raise BadRequest(f"expected exactly one {kind} object, got {len(documents)}; use /api/v1/apply for several")
+        doc = documents[0]
+        if doc.get("kind") != kind:
+            raise BadRequest(f"expected a {kind} object at this URL, got kind {doc.get('kind')!r}", kind=kind)
+        return doc
+
+    def mapping_body(self, request: Request) -> dict[str, Any]:
+        """Return a small JSON/YAML object body ({} when empty)."""
+        raw = self.body(request)
+        if not raw.strip():
+            return {}
+        try:
+            data = yaml.safe_load(raw.decode("utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError):
+            raise BadRequest("the body must be a JSON or YAML object") from None
+        if not isinstance(data, dict):
+            raise BadRequest("the body must be a JSON or YAML object")
+        return data
+
+
+def list_body(kind: str, items: list[dict[str, Any]], meta: dict[str, Any], api_version: str = "v1") -> dict[str, Any]:
+    """Return a Kubernetes list: ``{"apiVersion", "kind": "<Kind>List", "metadata", "items"}``."""
+    return {"apiVersion": api_version, "kind": f"{kind}List", "metadata": meta, "items": items}

@@ -1,0 +1,243 @@
+"""``POST /api/v1/simulate``: what-if for a manifest against the live cluster state. Changes nothing.
+
+The body is a manifest like ``/api/v1/apply``'s (Jobs, PodGroups, Pods, Queues, PriorityClasses; plus
+``v1`` Nodes as hypothetical extra capacity). The documents are first validated exactly as an apply
+would (a dry run: admission rules and the caller's permissions; rolled back). Then the live snapshot
+(``volcanoweb.scheduling.snapshots.build_snapshot``) is extended with the manifest's objects — a Job
+becomes its PodGroup (the runtime's gang fields) and one pod per replica — and one scheduling cycle of
+the core (``scheduler.run_cycle``) runs with the active scheduler configuration. The answer tells, for
+each job of the manifest: admitted (enqueued) or not, where each pod would go, and why not
+(``CycleResult`` reasons); and which running pods the cycle would evict.
+
+Wire it with ``path("api/v1/simulate", SimulateView.as_view(), name="simulate")``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from scheduler import Snapshot, run_cycle
+from scheduler.manifests import ManifestError, snapshot_from_manifests
+from volcanoweb.api.base import ApiView
+from volcanoweb.api.listing import clean_text
+from volcanoweb.jobs.models import GROUP_NAME_ANNOTATION, Job
+from volcanoweb.manifests.errors import BadRequest, Cause
+from volcanoweb.manifests.services import apply_documents
+from volcanoweb.runtime.podgroups import job_podgroup_fields
+from volcanoweb.scheduling.cycles import active_config
+from volcanoweb.scheduling.snapshots import build_snapshot
+from volcanoweb.tenancy.access import Access
+from volcanoweb.tenancy.models import Namespace
+
+NODE_KEY = ("v1", "Node")
+SIMULATED = ("Job", "PodGroup", "Pod", "Queue", "PriorityClass")
+TASK_SPEC = "volcano.sh/task-spec"
+PODGROUP_API = "scheduling.volcano.sh/v1beta1"
+ADMITTED_PHASES = ("Inqueue", "Running")
+
+
+def _meta(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = doc.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def job_documents(job: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Return the PodGroup and pod documents the job controller would create for a (validated) Job."""
+    meta, spec = _meta(job), job.get("spec") or {}
+    row = Job(
+        name=meta.get("name", ""),
+        namespace=meta.get("namespace", ""),
+        spec=spec,
+        queue_name=spec.get("queue") or "default",
+        priority_class_name=spec.get("priorityClassName") or "",
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+    )
+    fields = job_podgroup_fields(row)
+    group = f"{row.name}-{meta.get('uid') or 'simulated'}"
+    podgroup = {
+        "apiVersion": PODGROUP_API,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": group,
+            "namespace": row.namespace,
+            "labels": fields["labels"],
+            "annotations": fields["annotations"],
+        },
+        "spec": fields["spec"],
+    }
+    pods = []
+    for task in spec.get("tasks") or []:
+        template = task.get("template") or {}
+        template_meta = template.get("metadata") or {}
+        for index in range(int(task.get("replicas") or 0)):
+            pod_spec = dict(template.get("spec") or {})
+            pod_spec.setdefault("schedulerName", spec.get("schedulerName") or "volcano")
+            pods.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{row.name}-{task['name']}-{index}",
+                        "namespace": row.namespace,
+                        "labels": dict(template_meta.get("labels") or {}),
+                        "annotations": {
+                            **(template_meta.get("annotations") or {}),
+                            GROUP_NAME_ANNOTATION: group,
+                            TASK_SPEC: task["name"],
+                        },
+                    },
+                    "spec": pod_spec,
+                }
+            )
+    return podgroup, pods
+
+
+def _visible_namespaces(access: Access) -> set[str] | None:
+    """Return the namespaces whose pod names the caller may see (None: all of them)."""
+    if access.platform_admin:
+        return None
+    return set(Namespace.objects.filter(tenant_id__in=access.readable_tenant_ids()).values_list("name", flat=True))
+
+
+def merge(live: Snapshot, extra: Snapshot, queue_names: set[str], creation: int) -> Snapshot:
+    """Return the live snapshot plus ``extra``'s objects (same-named objects replaced; extras are newest)."""
+    job_keys = {j.key for j in extra.jobs}
+    task_keys = {t.key for t in extra.tasks}
+    node_names = {n.name for n in extra.nodes}
+    class_names = {c.name for c in extra.priority_classes}
+    return Snapshot.of(
+        [n for n in live.nodes if n.name not in node_names] + list(extra.nodes),
+        [q for q in live.queues if q.name not in queue_names] + [q for q in extra.queues if q.name in queue_names],
+        [j for j in live.jobs if j.key not in job_keys]
+        + [replace(j, creation=creation + j.creation) for j in extra.jobs],
+        [t for t in live.tasks if t.key not in task_keys and t.job not in job_keys]
+        + [replace(t, creation=creation + t.creation) for t in extra.tasks],
+        [c for c in live.priority_classes if c.name not in class_names] + list(extra.priority_classes),
+    )
+
+
+class SimulateView(ApiView):
+    """``POST /api/v1/simulate``: would this manifest be admitted, where would its pods go, and why not."""
+
+    @extend_schema(
+        request={"application/yaml": OpenApiTypes.STR, "application/json": OpenApiTypes.OBJECT},
+        parameters=[OpenApiParameter("namespace", str, description="namespace for objects that name none")],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 401: OpenApiTypes.OBJECT},
+    )
+    def post(self, request: Request) -> Response:
+        access = self.access(request)
+        namespace = clean_text(request.query_params.get("namespace"), "namespace", 63)
+        documents = self.documents(request)
+        nodes = [d for d in documents if (d.get("apiVersion"), d.get("kind")) == NODE_KEY]
+        managed = [d for d in documents if (d.get("apiVersion"), d.get("kind")) != NODE_KEY]
+        for index, doc in enumerate(managed):
+            if doc.get("kind") not in SIMULATED:
+                raise BadRequest(
+                    f"document {index + 1}: simulate handles {', '.join(SIMULATED)} and v1 Node, "
+                    f"not {doc.get('kind')!r}",
+                    causes=[Cause("kind", f"Unsupported value: {doc.get('kind')!r}", "FieldValueNotSupported")],
+                )
+        outcomes = apply_documents(
+            access, managed, default_namespace=namespace or access.default_namespace(), dry_run=True
+        )
+        objects: list[dict[str, Any]] = list(nodes)
+        origins: dict[str, tuple[str, str]] = {}  # podgroup key -> (kind, name) of the manifest object
+        queue_names: set[str] = set()
+        for outcome in outcomes:
+            obj = outcome.object
+            if outcome.kind == "Job":
+                podgroup, pods = job_documents(obj)
+                objects += [podgroup, *pods]
+                origins[f"{outcome.namespace}/{podgroup['metadata']['name']}"] = ("Job", outcome.name)
+            else:
+                objects.append(obj)
+                if outcome.kind == "PodGroup":
+                    origins[f"{outcome.namespace}/{outcome.name}"] = ("PodGroup", outcome.name)
+                elif outcome.kind == "Queue":
+                    queue_names.add(outcome.name)
+        try:
+            extra = snapshot_from_manifests(list(enumerate(objects, 1)))
+        except ManifestError as exc:
+            raise BadRequest(str(exc), causes=[Cause(exc.field or "", exc.detail)]) from None
+        for job in extra.jobs:
+            if job.key not in origins:  # a bare pod's own PodGroup
+                pod = next((t for t in extra.tasks if t.job == job.key), None)
+                origins[job.key] = ("Pod", pod.name if pod else job.name)
+        info = build_snapshot()
+        snapshot = merge(info.snapshot, extra, queue_names, int(time.time() * 1_000_000))
+        config, version = active_config()
+        result = run_cycle(snapshot, config)
+        return Response(self._report(access, extra, origins, result, version))
+
+    def _report(
+        self, access: Access, extra: Snapshot, origins: dict[str, tuple[str, str]], result: Any, version: int
+    ) -> dict[str, Any]:
+        jobs = []
+        for job in sorted(extra.jobs, key=lambda j: j.key):
+            kind, name = origins.get(job.key, ("PodGroup", job.name))
+            tasks = sorted((t for t in extra.tasks if t.job == job.key), key=lambda t: t.key)
+            placements = []
+            for task in tasks:
+                if task.key in result.binds:
+                    placements.append({"pod": task.name, "node": result.binds[task.key], "how": "bind"})
+                elif task.key in result.pipelined:
+                    placements.append({"pod": task.name, "node": result.pipelined[task.key], "how": "pipelined"})
+            phase = str(result.podgroups.get(job.key) or job.phase)
+            bound = sum(1 for p in placements if p["how"] == "bind")
+            reason = result.unschedulable.get(job.key)
+            jobs.append(
+                {
+                    "kind": kind,
+                    "name": name,
+                    "namespace": job.namespace,
+                    "podgroup": job.name,
+                    "queue": job.queue,
+                    "minMember": job.min_member,
+                    "pods": len(tasks),
+                    "placed": bound,
+                    "phase": phase,
+                    "admitted": phase in ADMITTED_PHASES,
+                    "scheduled": bool(tasks) and bound >= max(job.min_member, 1),
+                    "placements": placements,
+                    "reason": None
+                    if reason is None
+                    else {
+                        "kind": str(reason.kind),
+                        "message": reason.message,
+                        "plugin": reason.plugin,
+                        "fitErrors": dict(reason.fit_errors),
+                    },
+                }
+            )
+        visible = _visible_namespaces(access)
+        evictions = []
+        for eviction in result.evictions:
+            namespace = eviction.task.split("/", 1)[0]
+            shown = visible is None or namespace in visible
+            evictions.append(
+                {
+                    "pod": eviction.task if shown else "(a pod of another tenant)",
+                    "node": eviction.node,
+                    "action": eviction.action,
+                    "reason": eviction.reason,
+                    "preemptor": eviction.preemptor
+                    if visible is None or eviction.preemptor.split("/", 1)[0] in visible
+                    else "(a pod of another tenant)",
+                }
+            )
+        return {
+            "apiVersion": "v1",
+            "kind": "SimulationResult",
+            "schedulerConfigVersion": version,
+            "jobs": jobs,
+            "evictions": evictions,
+        }

@@ -1,0 +1,541 @@
+"""REST API views under /api/v1/: parse, authorize, call one service or query, render. No writes here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from volcanoweb.api.base import ApiView, list_body
+from volcanoweb.api.listing import apply_filters, apply_ordering, clean_text, paginate
+from volcanoweb.api.resources import NAMESPACED, Resource
+from volcanoweb.audit.models import AuditEntry
+from volcanoweb.jobs import services as jobs
+from volcanoweb.jobs.models import Command, Event, Job, PriorityClass
+from volcanoweb.manifests import parse, render
+from volcanoweb.manifests.errors import BadRequest, Cause, NotFound, not_found
+from volcanoweb.manifests.services import apply_documents
+from volcanoweb.queues import services as queues
+from volcanoweb.queues.models import Queue
+from volcanoweb.scheduling import services as scheduling
+from volcanoweb.scheduling.models import SchedulerProfile
+from volcanoweb.tenancy import services as tenancy
+from volcanoweb.tenancy.access import resolve_namespace, visible_queue_filter
+from volcanoweb.tenancy.models import ApiToken, Namespace
+
+MANIFEST_BODY = {"application/json": OpenApiTypes.OBJECT, "application/yaml": OpenApiTypes.STR}
+ERRORS: dict[int | str, Any] = {
+    400: OpenApiTypes.OBJECT,
+    401: OpenApiTypes.OBJECT,
+    403: OpenApiTypes.OBJECT,
+    404: OpenApiTypes.OBJECT,
+}
+LIST_PARAMS = [
+    OpenApiParameter("limit", int, description="page size (default 100, max 500)"),
+    OpenApiParameter("continue", str, description="token from metadata.continue of the previous page"),
+    OpenApiParameter("labelSelector", str, description="e.g. app=x,tier!=db,env in (a,b)"),
+    OpenApiParameter("q", str, description="text search in names"),
+    OpenApiParameter("ordering", str, description="comma-separated fields, - prefix to reverse"),
+]
+FILTER_PARAMS = [
+    OpenApiParameter("queue", str),
+    OpenApiParameter("phase", str),
+]
+
+
+def _list(request: Request, queryset: Any, resource: Resource, default_order: list[str]) -> dict[str, Any]:
+    queryset = apply_filters(queryset, request.query_params, resource.filters, resource.text_fields)
+    queryset = apply_ordering(queryset, request.query_params.get("ordering"), resource.ordering, default_order)
+    items, meta = paginate(queryset, request.query_params)
+    return list_body(resource.info.kind, [resource.render(obj) for obj in items], meta, resource.info.api_version)
+
+
+def _check_url_identity(doc: dict[str, Any], namespace: str | None, name: str | None) -> None:
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    if namespace and meta.get("namespace") not in (None, "", namespace):
+        raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+    if name and meta.get("name") not in (None, "", name):
+        raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+    if name and not meta.get("name"):
+        doc["metadata"] = {**meta, "name": name}
+
+
+class ApplyView(ApiView):
+    """``POST /api/v1/apply``: multi-document YAML or JSON, all or nothing; ``?dryRun=true`` validates only."""
+
+    @extend_schema(
+        request=MANIFEST_BODY,
+        parameters=[
+            OpenApiParameter("dryRun", str, enum=["true", "false", "All"]),
+            OpenApiParameter("namespace", str, description="namespace for objects that name none"),
+        ],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        dry_run = request.query_params.get("dryRun", "").lower() in ("true", "all", "1")
+        namespace = clean_text(request.query_params.get("namespace"), "namespace", 63)
+        access = self.access(request)
+        outcomes = apply_documents(
+            access, self.documents(request), default_namespace=namespace or access.default_namespace(), dry_run=dry_run
+        )
+        items = [{**o.summary(), "object": o.object} for o in outcomes]
+        return Response({"apiVersion": "v1", "kind": "ApplyResult", "dryRun": dry_run, "items": items})
+
+
+class NamespacedCollectionView(ApiView):
+    """``/api/v1/namespaces/{ns}/<resource>``: list and create."""
+
+    resource_name = "jobs"
+
+    @extend_schema(parameters=[*LIST_PARAMS, *FILTER_PARAMS], responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request, namespace: str) -> Response:
+        resource = NAMESPACED[self.resource_name]
+        resolve_namespace(self.access(request), namespace, "list", resource.info)
+        queryset = resource.model.objects.filter(namespace=namespace)
+        return Response(_list(request, queryset, resource, ["name"]))
+
+    @extend_schema(request=MANIFEST_BODY, responses={201: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request, namespace: str) -> Response:
+        resource = NAMESPACED[self.resource_name]
+        doc = self.single_document(request, resource.info.kind)
+        _check_url_identity(doc, namespace, None)
+        outcome = resource.apply(self.access(request), doc, namespace, mode="create")
+        return Response(outcome.object, status=status.HTTP_201_CREATED)
+
+
+class NamespacedObjectView(ApiView):
+    """``/api/v1/namespaces/{ns}/<resource>/{name}``: get, replace, delete."""
+
+    resource_name = "jobs"
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request, namespace: str, name: str) -> Response:
+        resource = NAMESPACED[self.resource_name]
+        resolve_namespace(self.access(request), namespace, "get", resource.info, name)
+        obj = resource.model.objects.filter(namespace=namespace, name=name).first()
+        if obj is None:
+            raise not_found(resource.info.qualified_resource, name, resource.info.kind, resource.info.group)
+        return Response(resource.render(obj))
+
+    @extend_schema(request=MANIFEST_BODY, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def put(self, request: Request, namespace: str, name: str) -> Response:
+        resource = NAMESPACED[self.resource_name]
+        doc = self.single_document(request, resource.info.kind)
+        _check_url_identity(doc, namespace, name)
+        outcome = resource.apply(self.access(request), doc, namespace, mode="update")
+        return Response(outcome.object)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def delete(self, request: Request, namespace: str, name: str) -> Response:
+        resource = NAMESPACED[self.resource_name]
+        outcome = resource.delete(self.access(request), namespace, name)
+        return Response(outcome.object)
+
+
+class AllNamespacesView(ApiView):
+    """``/api/v1/<resource>``: list across the caller's namespaces (``?namespace=`` filters)."""
+
+    resource_name = "jobs"
+
+    @extend_schema(
+        parameters=[*LIST_PARAMS, *FILTER_PARAMS, OpenApiParameter("namespace", str)],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        resource = NAMESPACED[self.resource_name]
+        queryset = self.access(request).scope(resource.model.objects.all())
+        namespace = clean_text(request.query_params.get("namespace"), "namespace", 63)
+        if namespace:
+            queryset = queryset.filter(namespace=namespace)
+        return Response(_list(request, queryset, resource, ["namespace", "name"]))
+
+
+class JobCommandsView(ApiView):
+    """``/api/v1/namespaces/{ns}/jobs/{name}/commands``: list and issue commands (abort, resume, restart,
+    terminate, complete). Body ``{"action": "AbortJob", "reason": "...", "message": "..."}``."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request, namespace: str, name: str) -> Response:
+        resolve_namespace(self.access(request), namespace, "get", parse.JOB, name)
+        job = Job.objects.filter(namespace=namespace, name=name).first()
+        if job is None:
+            raise not_found(parse.JOB.qualified_resource, name, "Job", parse.JOB.group)
+        items = [jobs.command_manifest(c) for c in Command.objects.filter(job=job).order_by("-created_at", "-id")[:100]]
+        return Response(list_body("Command", items, {}, "bus.volcano.sh/v1alpha1"))
+
+    @extend_schema(
+        request={"application/json": OpenApiTypes.OBJECT},
+        parameters=[OpenApiParameter("action", str, description="alternative to the body's action")],
+        responses={201: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def post(self, request: Request, namespace: str, name: str) -> Response:
+        body = self.mapping_body(request)
+        action = body.get("action") or request.query_params.get("action")
+        reason, message = body.get("reason") or "", body.get("message") or ""
+        if not isinstance(reason, str) or not isinstance(message, str):
+            raise BadRequest("reason and message must be strings")
+        command = jobs.issue_job_command(self.access(request), namespace, name, action, reason, message)
+        return Response(jobs.command_manifest(command), status=status.HTTP_201_CREATED)
+
+
+QUEUE_ORDER = {"name": "name", "created": "created_at", "weight": "weight", "priority": "priority", "state": "state"}
+
+
+class QueueCollectionView(ApiView):
+    """``/api/v1/queues``: list the queues the caller can see; create (platform or tenant admins)."""
+
+    @extend_schema(
+        parameters=[*LIST_PARAMS, OpenApiParameter("state", str), OpenApiParameter("parent", str)],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        access = self.access(request)
+        queryset = Queue.objects.filter(visible_queue_filter(access)).distinct().select_related("parent")
+        queryset = apply_filters(
+            queryset, request.query_params, {"state": "state", "parent": "parent__name"}, ("name",)
+        )
+        queryset = apply_ordering(queryset, request.query_params.get("ordering"), QUEUE_ORDER, ["name"])
+        items, meta = paginate(queryset, request.query_params)
+        return Response(list_body("Queue", [render.queue(q) for q in items], meta, parse.QUEUE.api_version))
+
+    @extend_schema(request=MANIFEST_BODY, responses={201: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request) -> Response:
+        doc = self.single_document(request, "Queue")
+        outcome = queues.apply_queue(self.access(request), doc, mode="create")
+        return Response(outcome.object, status=status.HTTP_201_CREATED)
+
+
+class QueueObjectView(ApiView):
+    """``/api/v1/queues/{name}``: get, replace, delete."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request, name: str) -> Response:
+        return Response(render.queue(queues.get_visible_queue(self.access(request), name)))
+
+    @extend_schema(request=MANIFEST_BODY, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def put(self, request: Request, name: str) -> Response:
+        access = self.access(request)
+        queues.get_visible_queue(access, name)
+        doc = self.single_document(request, "Queue")
+        _check_url_identity(doc, None, name)
+        return Response(queues.apply_queue(access, doc, mode="update").object)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def delete(self, request: Request, name: str) -> Response:
+        return Response(queues.delete_queue(self.access(request), name).object)
+
+
+class QueueOpenView(ApiView):
+    """``POST /api/v1/queues/{name}/open``."""
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request, name: str) -> Response:
+        return Response(render.queue(queues.open_queue(self.access(request), name)))
+
+
+class QueueCloseView(ApiView):
+    """``POST /api/v1/queues/{name}/close``: Closed, or Closing while PodGroups still use it."""
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request, name: str) -> Response:
+        return Response(render.queue(queues.close_queue(self.access(request), name)))
+
+
+class PriorityClassCollectionView(ApiView):
+    """``/api/v1/priorityclasses``: everyone lists; platform admins create."""
+
+    @extend_schema(parameters=LIST_PARAMS, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request) -> Response:
+        queryset = apply_filters(PriorityClass.objects.all(), request.query_params, {}, ("name",))
+        order = {"name": "name", "value": "value", "created": "created_at"}
+        queryset = apply_ordering(queryset, request.query_params.get("ordering"), order, ["-value", "name"])
+        items, meta = paginate(queryset, request.query_params)
+        return Response(
+            list_body("PriorityClass", [render.priorityclass(p) for p in items], meta, parse.PRIORITYCLASS.api_version)
+        )
+
+    @extend_schema(request=MANIFEST_BODY, responses={201: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request) -> Response:
+        doc = self.single_document(request, "PriorityClass")
+        outcome = jobs.apply_priorityclass(self.access(request), doc, mode="create")
+        return Response(outcome.object, status=status.HTTP_201_CREATED)
+
+
+class PriorityClassObjectView(ApiView):
+    """``/api/v1/priorityclasses/{name}``."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request, name: str) -> Response:
+        obj = PriorityClass.objects.filter(name=name).first()
+        if obj is None:
+            raise not_found(parse.PRIORITYCLASS.qualified_resource, name, "PriorityClass", parse.PRIORITYCLASS.group)
+        return Response(render.priorityclass(obj))
+
+    @extend_schema(request=MANIFEST_BODY, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def put(self, request: Request, name: str) -> Response:
+        doc = self.single_document(request, "PriorityClass")
+        _check_url_identity(doc, None, name)
+        return Response(jobs.apply_priorityclass(self.access(request), doc, mode="update").object)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def delete(self, request: Request, name: str) -> Response:
+        return Response(jobs.delete_priorityclass(self.access(request), name).object)
+
+
+def event_manifest(event: Event) -> dict[str, Any]:
+    """Return an Event in the ``v1`` Event shape."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{event.involved_name}.{event.pk:x}", "namespace": event.namespace},
+        "involvedObject": {
+            "kind": event.involved_kind,
+            "namespace": event.involved_namespace,
+            "name": event.involved_name,
+            "uid": str(event.involved_uid or ""),
+        },
+        "type": event.type,
+        "reason": event.reason,
+        "message": event.message,
+        "count": event.count,
+        "firstTimestamp": render.timestamp(event.first_timestamp),
+        "lastTimestamp": render.timestamp(event.last_timestamp),
+        "source": {"component": event.source},
+    }
+
+
+EVENT_FILTERS = {"involvedKind": "involved_kind", "involvedName": "involved_name", "type": "type", "reason": "reason"}
+EVENT_PARAMS = [OpenApiParameter(name, str) for name in EVENT_FILTERS]
+
+
+def _event_list(request: Request, queryset: Any) -> dict[str, Any]:
+    queryset = apply_filters(queryset, request.query_params, EVENT_FILTERS, ("message", "involved_name"))
+    queryset = queryset.order_by("-last_timestamp", "-pk")
+    items, meta = paginate(queryset, request.query_params)
+    return list_body("Event", [event_manifest(e) for e in items], meta)
+
+
+class EventListView(ApiView):
+    """``/api/v1/events``: events of the caller's tenants (cluster-wide ones for platform admins)."""
+
+    @extend_schema(
+        parameters=[*LIST_PARAMS[:2], *EVENT_PARAMS, OpenApiParameter("namespace", str)],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        queryset = self.access(request).scope(Event.objects.all())
+        namespace = clean_text(request.query_params.get("namespace"), "namespace", 63)
+        if namespace:
+            queryset = queryset.filter(namespace=namespace)
+        return Response(_event_list(request, queryset))
+
+
+class NamespacedEventListView(ApiView):
+    """``/api/v1/namespaces/{ns}/events``."""
+
+    @extend_schema(parameters=[*LIST_PARAMS[:2], *EVENT_PARAMS], responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request, namespace: str) -> Response:
+        info = parse.KindInfo("v1", "Event", "events", True)
+        resolve_namespace(self.access(request), namespace, "list", info)
+        return Response(_event_list(request, Event.objects.filter(namespace=namespace)))
+
+
+def audit_manifest(entry: AuditEntry) -> dict[str, Any]:
+    """Return one audit entry."""
+    return {
+        "id": entry.pk,
+        "at": entry.at.isoformat(),
+        "actor": entry.actor_name,
+        "tenant": entry.tenant.name if entry.tenant else None,
+        "action": entry.action,
+        "kind": entry.kind,
+        "objectKey": entry.object_key,
+        "source": entry.source,
+        "message": entry.message,
+        "before": entry.before,
+        "after": entry.after,
+    }
+
+
+AUDIT_FILTERS = {"kind": "kind", "action": "action", "actor": "actor_name", "tenant": "tenant__name"}
+
+
+class AuditListView(ApiView):
+    """``/api/v1/audit``: the audit log of the caller's tenants (everything for platform admins)."""
+
+    @extend_schema(
+        parameters=[*LIST_PARAMS[:2], *(OpenApiParameter(n, str) for n in AUDIT_FILTERS), OpenApiParameter("q", str)],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        queryset = self.access(request).scope(AuditEntry.objects.select_related("tenant"))
+        queryset = apply_filters(queryset, request.query_params, AUDIT_FILTERS, ("object_key",)).order_by("-at", "-pk")
+        items, meta = paginate(queryset, request.query_params)
+        return Response(
+            {
+                "apiVersion": "v1",
+                "kind": "AuditEntryList",
+                "metadata": meta,
+                "items": [audit_manifest(e) for e in items],
+            }
+        )
+
+
+class SchedulerConfigView(ApiView):
+    """``/api/v1/scheduler-config``: GET the active configuration; PUT a new version (YAML body, platform admins)."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request) -> Response:
+        return Response(scheduling.manifest(scheduling.active_profile()))
+
+    @extend_schema(
+        request={"application/yaml": OpenApiTypes.STR, "application/json": OpenApiTypes.OBJECT},
+        parameters=[OpenApiParameter("comment", str)],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def put(self, request: Request) -> Response:
+        text = self._config_text(request)
+        comment = clean_text(request.query_params.get("comment"), "comment", 200) or ""
+        outcome = scheduling.save_config(self.access(request), text, comment=comment)
+        return Response({**outcome.object, "result": outcome.action})
+
+    def _config_text(self, request: Request) -> str:
+        raw = self.body(request)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadRequest("the body must be UTF-8 text") from None
+        if not text.strip():
+            raise BadRequest(
+                "the body must be a scheduler configuration (YAML)",
+                causes=[Cause("", "Required value", "FieldValueRequired")],
+            )
+        data = self.mapping_body(request) if request.content_type.startswith("application/json") else None
+        if isinstance(data, dict) and isinstance(data.get("yaml"), str):
+            return str(data["yaml"])
+        return text
+
+
+class SchedulerConfigVersionsView(ApiView):
+    """``/api/v1/scheduler-config/versions``: every stored version, newest first."""
+
+    @extend_schema(parameters=LIST_PARAMS[:2], responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request) -> Response:
+        items, meta = paginate(
+            SchedulerProfile.objects.select_related("created_by").order_by("-version"), request.query_params
+        )
+        return Response(
+            {
+                "apiVersion": "v1",
+                "kind": "SchedulerConfigList",
+                "metadata": meta,
+                "items": [scheduling.manifest(p) for p in items],
+            }
+        )
+
+
+class SchedulerConfigActivateView(ApiView):
+    """``POST /api/v1/scheduler-config/versions/{version}/activate`` (platform admins)."""
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request, version: int) -> Response:
+        return Response(scheduling.manifest(scheduling.activate_version(self.access(request), version)))
+
+
+class WhoAmIView(ApiView):
+    """``/api/v1/whoami``: the caller, platform-admin flag, tenants with roles and namespaces."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 401: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        access = self.access(request)
+        namespaces: dict[int, list[str]] = {}
+        for ns in Namespace.objects.filter(tenant_id__in=access.readable_tenant_ids()).order_by("name"):
+            namespaces.setdefault(ns.tenant_id or 0, []).append(ns.name)
+        tenants = [
+            {"name": access.tenant_names[tid], "role": role, "namespaces": namespaces.get(tid, [])}
+            for tid, role in sorted(access.roles.items(), key=lambda item: access.tenant_names[item[0]])
+        ]
+        return Response(
+            {
+                "kind": "WhoAmI",
+                "username": access.username,
+                "platformAdmin": access.platform_admin,
+                "tenants": tenants,
+                "defaultNamespace": access.default_namespace(),
+                "authentication": "token" if isinstance(request.auth, ApiToken) else "session",
+            }
+        )
+
+
+class NamespaceListView(ApiView):
+    """``/api/v1/namespaces``: the namespaces the caller may use, with their tenant."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request) -> Response:
+        access = self.access(request)
+        queryset = Namespace.objects.select_related("tenant").order_by("name")
+        if not access.platform_admin:
+            queryset = queryset.filter(tenant_id__in=access.readable_tenant_ids())
+        items = [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": ns.name, "labels": ns.labels, "annotations": ns.annotations},
+                "tenant": ns.tenant.name if ns.tenant else None,
+            }
+            for ns in queryset
+        ]
+        return Response(list_body("Namespace", items, {}))
+
+
+def token_manifest(token: ApiToken) -> dict[str, Any]:
+    """Return a token's public fields (never the secret)."""
+    return {
+        "id": token.pk,
+        "name": token.name,
+        "prefix": token.prefix,
+        "createdAt": token.created_at.isoformat(),
+        "lastUsedAt": token.last_used_at.isoformat() if token.last_used_at else None,
+        "expiresAt": token.expires_at.isoformat() if token.expires_at else None,
+        "revoked": token.revoked_at is not None,
+    }
+
+
+class TokenCollectionView(ApiView):
+    """``/api/v1/tokens``: the caller's API tokens; POST ``{"name": ...}`` creates one (secret shown once)."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 401: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        items = [token_manifest(t) for t in ApiToken.objects.filter(user=request.user).order_by("-created_at")[:100]]
+        return Response({"kind": "ApiTokenList", "items": items})
+
+    @extend_schema(request={"application/json": OpenApiTypes.OBJECT}, responses={201: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request) -> Response:
+        name = self.mapping_body(request).get("name") or "api"
+        if not isinstance(name, str) or "\x00" in name:
+            raise BadRequest("name must be a string")
+        token, raw = tenancy.create_token(request.user, name)
+        return Response({**token_manifest(token), "token": raw}, status=status.HTTP_201_CREATED)
+
+
+class TokenObjectView(ApiView):
+    """``DELETE /api/v1/tokens/{id}``: revoke one of the caller's tokens."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def delete(self, request: Request, token_id: int) -> Response:
+        return Response(token_manifest(tenancy.revoke_token(request.user, token_id)))
+
+
+class NotFoundView(ApiView):
+    """Any other path under /api/v1/: a Status 404 (401 first for anonymous callers)."""
+
+    schema = None
+
+    def _missing(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        raise NotFound(f"the server could not find the requested resource ({request.path})")
+
+    get = post = put = patch = delete = _missing

@@ -1,0 +1,524 @@
+"""Writes for the cluster side: mirror backend events into the database, PodGroups for plain pods,
+and fault injection on the simulated cluster.
+
+:func:`sync_from_backend` is the bridge between the cluster backend and the database: it polls the
+backend's events, mirrors pod phase / node / exit code / timestamps into ``jobs.Pod`` rows and
+nodes into :class:`~volcanoweb.clusters.models.Node`, gives plain ``schedulerName: volcano`` pods a
+PodGroup (semantics §5.2), creates API-submitted plain pods in the backend, and then tells the job
+controller which jobs' pods changed (``volcanoweb.runtime.services.on_pods_changed``, when present).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from scheduler.quantity import format_quantity
+from volcanoweb.audit import services as audit
+from volcanoweb.clusters.backend import get_backend
+from volcanoweb.clusters.backends.base import (
+    GROUP_NAME_ANNOTATION,
+    VOLCANO_SCHEDULER,
+    BackendError,
+    BackendEvent,
+    ClusterBackend,
+    Container,
+    NodeInfo,
+    PodInfo,
+    PodSpec,
+)
+from volcanoweb.clusters.backends.base import Conflict as BackendConflict
+from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
+from volcanoweb.clusters.bulk import bulk_update_rows
+from volcanoweb.clusters.models import Node, NodeKind
+from volcanoweb.clusters.simdb import integer_resources
+from volcanoweb.jobs.models import Pod, PodGroup, PodGroupPhase, PodPhase
+from volcanoweb.live.broadcast import publish
+from volcanoweb.manifests.errors import BadRequest, Conflict, Forbidden, NotFound
+from volcanoweb.tenancy.access import Access
+from volcanoweb.tenancy.models import Namespace
+
+log = logging.getLogger(__name__)
+
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+GPU_RESOURCE = "nvidia.com/gpu"
+FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+
+@dataclass
+class SyncResult:
+    """What one :func:`sync_from_backend` call did."""
+
+    events: int = 0
+    pods_changed: int = 0
+    pods_created: int = 0
+    pods_deleted: int = 0
+    nodes_changed: int = 0
+    podgroups_created: int = 0
+    job_ids: set[int] = field(default_factory=set)
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+def node_fields(info: NodeInfo) -> dict[str, Any]:
+    """Return the :class:`Node` column values for an observed node."""
+    allocatable = integer_resources(info.allocatable, pod_slot=False)
+    allocatable.setdefault("pods", 110)
+    return {
+        "labels": dict(info.labels),
+        "taints": [t.to_dict() for t in info.taints],
+        "unschedulable": info.unschedulable,
+        "ready": info.ready,
+        "conditions": [{"type": "Ready", "status": "True" if info.ready else "False"}],
+        "allocatable": allocatable,
+        "capacity": dict(allocatable),
+        "kind": NodeKind.GPU if allocatable.get(GPU_RESOURCE, 0) > 0 else NodeKind.CPU,
+        "backend_version": info.resource_version,
+    }
+
+
+def _mirror_node(event_type: str, info: NodeInfo) -> bool:
+    if event_type == "DELETED":
+        deleted, _ = Node.objects.filter(name=info.name).delete()
+        publish("node", info.name, action="deleted")
+        return bool(deleted)
+    fields = node_fields(info)
+    node = Node.objects.filter(name=info.name).first()
+    if node is None:
+        Node.objects.create(name=info.name, **fields)
+    else:
+        if all(getattr(node, k) == v for k, v in fields.items() if k != "backend_version"):
+            return False
+        for key, value in fields.items():
+            setattr(node, key, value)
+        node.updated_at = timezone.now()
+        node.save(update_fields=[*fields, "updated_at"])
+    publish("node", info.name, ready=info.ready, unschedulable=info.unschedulable, nodeKind=str(fields["kind"]))
+    return True
+
+
+@transaction.atomic
+def resync_nodes(backend: ClusterBackend | None = None) -> int:
+    """Make the Node mirror equal to the backend's node list; return how many rows changed."""
+    backend = backend or get_backend()
+    infos = {info.name: info for info in backend.list_nodes()}
+    changed = 0
+    for name in Node.objects.exclude(name__in=list(infos)).values_list("name", flat=True):
+        changed += _mirror_node("DELETED", NodeInfo(name=name))
+    for info in infos.values():
+        changed += _mirror_node("MODIFIED", info)
+    return changed
+
+
+# --------------------------------------------------------------------------- pods
+
+
+def _timestamp(value: float | None) -> datetime | None:
+    """Backend times: epoch seconds from Kubernetes; the sim's are simulated seconds (not dates)."""
+    if value is None or value < 1e9:
+        return None
+    return datetime.fromtimestamp(value, tz=UTC)
+
+
+def _observed_status(pod: Pod, info: PodInfo) -> dict[str, Any]:
+    status = dict(pod.status or {})
+    status.update(
+        {
+            "phase": info.phase,
+            "reason": info.reason,
+            "message": info.message,
+            "backendUid": info.uid,
+            "backendVersion": info.resource_version,
+        }
+    )
+    if info.exit_code is not None:
+        status["exitCode"] = info.exit_code
+    if info.deleting:
+        status["deleting"] = True
+    return status
+
+
+def _apply_pod_info(pod: Pod, info: PodInfo, now: datetime) -> list[str]:
+    """Copy observed fields onto a row; return the changed field names."""
+    changed: list[str] = []
+
+    def put(name: str, value: Any) -> None:
+        if getattr(pod, name) != value:
+            setattr(pod, name, value)
+            changed.append(name)
+
+    put("phase", info.phase)
+    if info.node_name:
+        put("node_name", info.node_name)
+    put("exit_code", info.exit_code)
+    if info.phase in (PodPhase.RUNNING, *FINISHED) and pod.started_at is None:
+        put("started_at", _timestamp(info.started_at) or now)
+    if info.phase in FINISHED and pod.finished_at is None:
+        put("finished_at", _timestamp(info.finished_at) or now)
+    if info.deleting and pod.deletion_timestamp is None:
+        put("deletion_timestamp", now)
+    put("status", _observed_status(pod, info))
+    return changed
+
+
+def _new_pod_row(info: PodInfo, tenants: dict[str, int | None]) -> Pod:
+    """A mirror row for a pod created directly in the cluster (another operator's pod)."""
+    spec: dict[str, Any] = {"schedulerName": info.scheduler_name, "containers": []}
+    if info.priority_class_name:
+        spec["priorityClassName"] = info.priority_class_name
+    group = info.group_name or ""
+    return Pod(
+        namespace=info.namespace,
+        name=info.name,
+        tenant_id=tenants.get(info.namespace),
+        labels=dict(info.labels),
+        annotations=dict(info.annotations),
+        group_name=group,
+        scheduler_name=info.scheduler_name,
+        priority_class_name=info.priority_class_name,
+        requests=integer_resources(info.requests, pod_slot=False),
+        spec=spec,
+        phase=info.phase,
+        node_name=info.node_name,
+        exit_code=info.exit_code,
+        owner_references=[info.owner.to_dict()] if info.owner else [],
+        status={"phase": info.phase, "backendUid": info.uid, "origin": "cluster"},
+    )
+
+
+def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
+    latest: dict[tuple[str, str], BackendEvent] = {}
+    for event in events:
+        if event.kind == "pod":
+            assert isinstance(event.object, PodInfo)
+            latest[event.object.key] = event
+    if not latest:
+        return
+    names_by_ns: dict[str, set[str]] = {}
+    for ns, name in latest:
+        names_by_ns.setdefault(ns, set()).add(name)
+    rows: dict[tuple[str, str], Pod] = {}
+    for ns, names in names_by_ns.items():
+        for pod in Pod.objects.filter(namespace=ns, name__in=names):
+            rows[(ns, pod.name)] = pod
+    tenants = dict(Namespace.objects.filter(name__in=list(names_by_ns)).values_list("name", "tenant_id"))
+    now = timezone.now()
+    updated: list[Pod] = []
+    fields: set[str] = set()
+    for key, event in sorted(latest.items()):
+        info = event.object
+        assert isinstance(info, PodInfo)
+        pod = rows.get(key)
+        if event.type == "DELETED":
+            if pod is None:
+                continue
+            if pod.job_id is None:
+                pod.delete()
+                result.pods_deleted += 1
+                publish("pod", pod.key, tenant_id=pod.tenant_id, action="deleted")
+                continue
+            changed = _apply_pod_info(pod, info, now)
+            pod.status = {**pod.status, "deleted": True}
+            if pod.deletion_timestamp is None:
+                pod.deletion_timestamp = now
+            changed += ["status", "deletion_timestamp"]
+        elif pod is None:
+            if info.scheduler_name != VOLCANO_SCHEDULER and not info.node_name:
+                continue  # another scheduler's unbound pod: nothing to schedule or account
+            Pod.objects.bulk_create([_new_pod_row(info, tenants)], ignore_conflicts=True)
+            result.pods_created += 1
+            continue
+        else:
+            changed = _apply_pod_info(pod, info, now)
+        if not changed:
+            continue
+        fields.update(changed)
+        updated.append(pod)
+        if pod.job_id is not None:
+            result.job_ids.add(pod.job_id)
+        publish("pod", pod.key, tenant_id=pod.tenant_id, phase=pod.phase, node=pod.node_name)
+    if updated:
+        bulk_update_rows(Pod, updated, sorted(fields))
+    result.pods_changed += len(updated)
+
+
+def podgroup_name(pod: Pod) -> str:
+    """The PodGroup the PodGroup controller gives a plain pod (semantics §5.2)."""
+    for ref in pod.owner_references or []:
+        if ref.get("controller") and ref.get("uid"):
+            return f"podgroup-{ref['uid']}"
+    return f"podgroup-{pod.uid}"
+
+
+def ensure_plain_pod_groups(backend: ClusterBackend | None = None) -> int:
+    """Give every plain volcano pod without a group annotation its PodGroup (semantics §5.2).
+
+    minMember 1, minResources = the pod's request, queue from the pod annotation
+    ``scheduling.volcano.sh/queue-name`` (else ``default``), phase Pending; the pod is annotated
+    with ``scheduling.k8s.io/group-name`` (in the database and, if it exists there, in the backend).
+    """
+    plain = list(Pod.objects.filter(job__isnull=True, group_name="", scheduler_name=VOLCANO_SCHEDULER)[:1000])
+    created = 0
+    for pod in plain:
+        name = podgroup_name(pod)
+        group = PodGroup.objects.filter(namespace=pod.namespace, name=name).first()
+        if group is None:
+            queue = pod.annotations.get(QUEUE_NAME_ANNOTATION) or "default"
+            min_resources = {k: format_quantity(k, v) for k, v in sorted(pod.requests.items()) if v}
+            spec: dict[str, Any] = {"minMember": 1, "queue": queue}
+            if min_resources:
+                spec["minResources"] = min_resources
+            if pod.priority_class_name:
+                spec["priorityClassName"] = pod.priority_class_name
+            owner = pod.owner_references or [
+                {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": str(pod.uid), "controller": True}
+            ]
+            group = PodGroup.objects.create(
+                namespace=pod.namespace,
+                name=name,
+                tenant_id=pod.tenant_id,
+                queue_name=queue,
+                min_member=1,
+                min_resources=min_resources or None,
+                priority_class_name=pod.priority_class_name,
+                phase=PodGroupPhase.PENDING,
+                spec=spec,
+                status={"phase": PodGroupPhase.PENDING.value},
+                owner_references=owner,
+            )
+            created += 1
+            publish("podgroup", group.key, tenant_id=group.tenant_id, phase=group.phase, action="created")
+        pod.group_name = name
+        pod.podgroup = group
+        pod.annotations = {**pod.annotations, GROUP_NAME_ANNOTATION: name}
+        pod.save(update_fields=["group_name", "podgroup", "annotations"])
+        if backend is not None and (pod.status or {}).get("backendUid"):
+            with contextlib.suppress(BackendNotFound):
+                backend.patch_pod_annotations(pod.namespace, pod.name, {GROUP_NAME_ANNOTATION: name})
+    # pods whose PodGroup was created after them
+    for pod in Pod.objects.filter(podgroup__isnull=True).exclude(group_name="")[:1000]:
+        group = PodGroup.objects.filter(namespace=pod.namespace, name=pod.group_name).first()
+        if group is not None:
+            pod.podgroup = group
+            pod.save(update_fields=["podgroup"])
+    return created
+
+
+def pod_spec_from_row(pod: Pod) -> PodSpec:
+    """Return the backend ``PodSpec`` for a pod row whose ``spec`` has the Kubernetes shape."""
+    spec = pod.spec or {}
+
+    def container(raw: dict[str, Any]) -> Container:
+        resources = raw.get("resources") or {}
+        env = {e["name"]: str(e.get("value", "")) for e in raw.get("env") or [] if isinstance(e, dict) and "name" in e}
+        return Container(
+            name=str(raw.get("name") or "main"),
+            image=str(raw.get("image") or ""),
+            command=list(raw.get("command") or []),
+            args=list(raw.get("args") or []),
+            env=env,
+            requests={k: str(v) for k, v in (resources.get("requests") or {}).items()},
+            limits={k: str(v) for k, v in (resources.get("limits") or {}).items()},
+            ports=list(raw.get("ports") or []),
+        )
+
+    return PodSpec(
+        namespace=pod.namespace,
+        name=pod.name,
+        containers=[container(c) for c in spec.get("containers") or [] if isinstance(c, dict)],
+        init_containers=[container(c) for c in spec.get("initContainers") or [] if isinstance(c, dict)],
+        labels=dict(pod.labels),
+        annotations=dict(pod.annotations),
+        scheduler_name=pod.scheduler_name,
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        tolerations=list(spec.get("tolerations") or []),
+        affinity=spec.get("affinity"),
+        priority_class_name=pod.priority_class_name,
+        restart_policy=str(spec.get("restartPolicy") or "Never"),
+    )
+
+
+def create_plain_pods_in_backend(backend: ClusterBackend) -> int:
+    """Create in the cluster the plain pods submitted through the API (rows not yet in the cluster)."""
+    candidates = Pod.objects.filter(
+        job__isnull=True, phase=PodPhase.PENDING, node_name="", deletion_timestamp__isnull=True
+    )
+    pods = [pod for pod in candidates[:2000] if not (pod.status or {}).get("backendUid")]
+    if not pods:
+        return 0
+    create_many = getattr(backend, "create_pods", None)
+    results: dict[tuple[str, str], PodInfo | BackendError] = {}
+    if create_many is not None:
+        results = create_many([pod_spec_from_row(pod) for pod in pods])
+    else:
+        for pod in pods:
+            try:
+                results[(pod.namespace, pod.name)] = backend.create_pod(pod_spec_from_row(pod))
+            except BackendError as exc:
+                results[(pod.namespace, pod.name)] = exc
+    done: list[Pod] = []
+    for pod in pods:
+        outcome = results.get((pod.namespace, pod.name))
+        if isinstance(outcome, BackendConflict):
+            try:
+                outcome = backend.get_pod(pod.namespace, pod.name)
+            except BackendError as exc:
+                outcome = exc
+        if not isinstance(outcome, PodInfo):
+            log.warning("could not create pod %s in the cluster: %s", pod.key, outcome)
+            continue
+        pod.status = {**(pod.status or {}), "backendUid": outcome.uid, "phase": outcome.phase}
+        done.append(pod)
+    bulk_update_rows(Pod, done, ["status"])
+    return len(done)
+
+
+# --------------------------------------------------------------------------- the sync loop
+
+
+def sync_from_backend(backend: ClusterBackend | None = None, *, timeout: float = 0.0) -> SyncResult:
+    """Poll the backend once and mirror what changed; then notify the job controller.
+
+    Events are consumed and mirrored in one transaction (with the database-backed sim a crash
+    loses nothing: the consumed events come back). Safe to call from several processes at once.
+    """
+    backend = backend or get_backend()
+    result = SyncResult()
+    _sync_once(backend, result, timeout)
+    if result.job_ids:
+        from volcanoweb.runtime import services as runtime  # the runtime calls back into this module
+
+        runtime.on_pods_changed(sorted(result.job_ids))
+    return result
+
+
+def _sync_once(backend: ClusterBackend, result: SyncResult, timeout: float) -> None:
+    with transaction.atomic():
+        if not Node.objects.exists():
+            result.nodes_changed += resync_nodes(backend)
+        create_plain_pods_in_backend(backend)
+        events = backend.poll_events(timeout)
+        result.events = len(events)
+        latest_nodes: dict[str, BackendEvent] = {}
+        for event in events:
+            if event.kind == "node":
+                latest_nodes[event.object.name] = event
+        for event in latest_nodes.values():
+            assert isinstance(event.object, NodeInfo)
+            result.nodes_changed += _mirror_node(event.type, event.object)
+        _mirror_pods(events, result)
+        result.podgroups_created = ensure_plain_pod_groups(backend)
+
+
+# --------------------------------------------------------------------------- fault injection
+
+
+def _require_sim(backend: ClusterBackend, method: str) -> Any:
+    func = getattr(backend, method, None)
+    if func is None:
+        raise BadRequest(f"the {backend.name or 'current'} cluster backend does not support {method.replace('_', ' ')}")
+    return func
+
+
+def _node_or_404(name: str) -> Node:
+    node = Node.objects.filter(name=name).first()
+    if node is None:
+        raise NotFound(f'nodes "{name}" not found', kind="Node", name=name)
+    return node
+
+
+def fail_node(access: Access, name: str, *, evict_pods: bool = True, backend: ClusterBackend | None = None) -> Node:
+    """Make a simulated node fail (NotReady, its pods lost); platform admins only."""
+    if not access.platform_admin:
+        raise Forbidden(
+            f'nodes "{name}" is forbidden: User "{access.username}" cannot fail nodes', kind="Node", name=name
+        )
+    backend = backend or get_backend()
+    _node_or_404(name)
+    _require_sim(backend, "fail_node")(name, evict_pods=evict_pods)
+    with transaction.atomic():
+        audit.record(access.user, "fail", "Node", name, source="api", message=f"evict_pods={evict_pods}")
+    sync_from_backend(backend)
+    return _node_or_404(name)
+
+
+def recover_node(access: Access, name: str, *, backend: ClusterBackend | None = None) -> Node:
+    """Make a failed simulated node Ready again; platform admins only."""
+    if not access.platform_admin:
+        raise Forbidden(
+            f'nodes "{name}" is forbidden: User "{access.username}" cannot recover nodes', kind="Node", name=name
+        )
+    backend = backend or get_backend()
+    _node_or_404(name)
+    _require_sim(backend, "recover_node")(name)
+    with transaction.atomic():
+        audit.record(access.user, "recover", "Node", name, source="api")
+    sync_from_backend(backend)
+    return _node_or_404(name)
+
+
+def _pod_for_injection(access: Access, namespace: str, name: str, verb: str) -> Pod:
+    pod = Pod.objects.filter(namespace=namespace, name=name).first()
+    if pod is None or not access.can_read(pod.tenant_id):
+        raise NotFound(f'pods "{name}" not found', kind="Pod", name=name)
+    if not access.is_tenant_admin(pod.tenant_id):
+        raise Forbidden(
+            f'pods "{name}" is forbidden: User "{access.username}" cannot {verb} pods in the namespace "{namespace}"',
+            kind="Pod",
+            name=name,
+        )
+    return pod
+
+
+def end_pod(access: Access, namespace: str, name: str, exit_code: int, *, backend: ClusterBackend | None = None) -> Pod:
+    """End a running simulated pod now with ``exit_code`` (platform admins, tenant admins of the pod)."""
+    pod = _pod_for_injection(access, namespace, name, "end")
+    backend = backend or get_backend()
+    fail = _require_sim(backend, "fail_pod")
+    try:
+        if exit_code == 0:
+            fail(namespace, name, exit_code=0, reason="Completed")
+        else:
+            fail(namespace, name, exit_code=exit_code, reason="Error")
+    except BackendNotFound:
+        raise Conflict(f'pod "{name}" is not running in the cluster', kind="Pod", name=name) from None
+    except BackendConflict as exc:
+        raise Conflict(str(exc), kind="Pod", name=name) from None
+    with transaction.atomic():
+        audit.record(
+            access.user, "end", "Pod", pod.key, tenant=pod.tenant, source="api", message=f"exitCode={exit_code}"
+        )
+    sync_from_backend(backend)
+    return Pod.objects.filter(pk=pod.pk).first() or pod
+
+
+def evict_pod(access: Access, namespace: str, name: str, *, backend: ClusterBackend | None = None) -> Pod:
+    """Evict a pod through the backend (platform admins, tenant admins of the pod)."""
+    pod = _pod_for_injection(access, namespace, name, "evict")
+    backend = backend or get_backend()
+    try:
+        backend.evict(namespace, name)
+    except BackendNotFound:
+        raise Conflict(f'pod "{name}" is not running in the cluster', kind="Pod", name=name) from None
+    with transaction.atomic():
+        audit.record(access.user, "evict", "Pod", pod.key, tenant=pod.tenant, source="api")
+    sync_from_backend(backend)
+    return Pod.objects.filter(pk=pod.pk).first() or pod
+
+
+def node_summary(nodes: Iterable[Node]) -> dict[str, int]:
+    """Return counts of ready / not-ready / unschedulable nodes (for dashboards)."""
+    counts = {"total": 0, "ready": 0, "notReady": 0, "unschedulable": 0}
+    for node in nodes:
+        counts["total"] += 1
+        counts["ready" if node.ready else "notReady"] += 1
+        counts["unschedulable"] += int(node.unschedulable)
+    return counts

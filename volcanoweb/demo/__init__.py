@@ -1,0 +1,1 @@
+"""Demo tenants, users, queues and cookbook jobs (`manage.py seed_demo`)."""

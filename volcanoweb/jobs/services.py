@@ -1,0 +1,624 @@
+"""Writes for jobs, PodGroups, pods, PriorityClasses, commands and events (the only writers of these models)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from scheduler.quantity import format_quantity
+from volcanoweb.audit import services as audit
+from volcanoweb.jobs.models import (
+    GROUP_NAME_ANNOTATION,
+    Command,
+    CommandAction,
+    Event,
+    Job,
+    JobPhase,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Task,
+)
+from volcanoweb.manifests import parse, render
+from volcanoweb.manifests.admission import check_priority_class, check_submission_queue
+from volcanoweb.manifests.errors import BadRequest, Conflict, Errors, Forbidden, invalid, not_found
+from volcanoweb.manifests.jobs import check_job_name, check_job_spec, check_job_update, task_min_resources
+from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
+from volcanoweb.manifests.pods import check_jdb_annotations, check_pod_spec, pod_requests
+from volcanoweb.manifests.workflows import check_podgroup, check_priorityclass
+from volcanoweb.tenancy.access import Access, forbidden, resolve_namespace
+
+COMMAND_ALIASES = {
+    "abort": CommandAction.ABORT,
+    "resume": CommandAction.RESUME,
+    "restart": CommandAction.RESTART,
+    "terminate": CommandAction.TERMINATE,
+    "complete": CommandAction.COMPLETE,
+}
+JOB_COMMANDS = (
+    CommandAction.ABORT,
+    CommandAction.RESUME,
+    CommandAction.RESTART,
+    CommandAction.TERMINATE,
+    CommandAction.COMPLETE,
+)
+
+
+def _resources_text(vector: dict[str, int]) -> dict[str, str]:
+    return {name: format_quantity(name, amount) for name, amount in sorted(vector.items())}
+
+
+def initial_job_status(spec: dict[str, Any]) -> dict[str, Any]:
+    """Return the status of a just-submitted job, as Volcano's controller initialises it."""
+    now = render.timestamp(timezone.now())
+    return {
+        "state": {"phase": JobPhase.PENDING.value, "lastTransitionTime": now},
+        "minAvailable": spec["minAvailable"],
+        "pending": 0,
+        "running": 0,
+        "succeeded": 0,
+        "failed": 0,
+        "terminating": 0,
+        "unknown": 0,
+        "retryCount": 0,
+        "version": 0,
+        "taskStatusCount": {},
+        "conditions": [{"status": JobPhase.PENDING.value, "lastTransitionTime": now}],
+    }
+
+
+def _sync_tasks(job: Job) -> None:
+    existing = {task.name: task for task in job.tasks.all()}
+    for position, spec in enumerate(job.spec.get("tasks", [])):
+        fields = {
+            "position": position,
+            "replicas": spec.get("replicas", 0),
+            "min_available": spec.get("minAvailable", 0),
+            "max_retry": spec.get("maxRetry", 3),
+            "template": spec.get("template") or {},
+            "policies": spec.get("policies") or [],
+            "depends_on": spec.get("dependsOn"),
+        }
+        task = existing.get(spec["name"])
+        if task is None:
+            Task.objects.create(job=job, name=spec["name"], **fields)
+        else:
+            for key, value in fields.items():
+                setattr(task, key, value)
+            task.save(update_fields=list(fields))
+
+
+def _podgroup_fields(job: Job) -> dict[str, Any]:
+    min_resources = _resources_text(task_min_resources(job.spec))
+    spec: dict[str, Any] = {
+        "minMember": job.min_available,
+        "minTaskMember": {t["name"]: t.get("minAvailable", 0) for t in job.spec.get("tasks", [])},
+        "queue": job.queue_name,
+    }
+    if min_resources:
+        spec["minResources"] = min_resources
+    if job.priority_class_name:
+        spec["priorityClassName"] = job.priority_class_name
+    return {
+        "queue_name": job.queue_name,
+        "min_member": job.min_available,
+        "min_task_member": spec["minTaskMember"],
+        "min_resources": min_resources or None,
+        "priority_class_name": job.priority_class_name,
+        "spec": spec,
+    }
+
+
+def _sync_podgroup(job: Job) -> None:
+    """Create or refresh the job's PodGroup ``<job>-<uid>`` (as Volcano's job controller does)."""
+    fields = _podgroup_fields(job)
+    podgroup = PodGroup.objects.filter(job=job).first()
+    if podgroup is None:
+        owner = {
+            "apiVersion": parse.JOB.api_version,
+            "kind": "Job",
+            "name": job.name,
+            "uid": str(job.uid),
+            "controller": True,
+        }
+        PodGroup.objects.create(
+            job=job,
+            namespace=job.namespace,
+            name=f"{job.name}-{job.uid}",
+            tenant=job.tenant,
+            owner_references=[owner],
+            **fields,
+        )
+        return
+    for key, value in fields.items():
+        setattr(podgroup, key, value)
+    podgroup.save(update_fields=[*fields, *bump(podgroup, spec_changed=True)])
+
+
+def _admit_job(access: Access, meta_name: str, spec: Any, tenant: Any, existing: Job | None) -> dict[str, Any]:
+    errors = Errors()
+    check_job_name(errors, meta_name)
+    defaulted = check_job_spec(errors, spec, meta_name)
+    raise_if(errors, parse.JOB, meta_name)
+    assert defaulted is not None
+    if existing is not None:
+        check_job_update(errors, existing.spec, defaulted)
+    elif not errors:
+        check_submission_queue(errors, access, tenant, defaulted["queue"])
+    if existing is None or defaulted.get("priorityClassName") != existing.priority_class_name:
+        check_priority_class(errors, defaulted.get("priorityClassName"), "spec.priorityClassName")
+    raise_if(errors, parse.JOB, meta_name)
+    return defaulted
+
+
+@transaction.atomic
+def apply_job(
+    access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
+) -> Outcome:
+    """Create or update a Job from its manifest (Volcano defaults and admission; update rules of §1.9.2).
+
+    Creating also writes the Task rows and the job's PodGroup; an update refreshes them. Writes an
+    audit entry and fires ``on_change("Job", ...)`` after commit.
+    """
+    meta, namespace = prepare(access, doc, parse.JOB, default_namespace, name_check="label")
+    assert namespace is not None
+    existing = Job.objects.select_for_update().filter(namespace=namespace.name, name=meta.name).first()
+    check_existence(parse.JOB, meta.name, existing, mode)
+    check_version(parse.JOB, meta, existing)
+    spec = _admit_job(access, meta.name, doc.get("spec"), namespace.tenant, existing)
+    if existing is not None:
+        if existing.deletion_timestamp is not None:
+            raise Conflict(f'jobs.batch.volcano.sh "{meta.name}" is being deleted', kind="Job", name=meta.name)
+        if (existing.spec, existing.labels, existing.annotations) == (spec, meta.labels, meta.annotations):
+            return Outcome("unchanged", "Job", meta.name, namespace.name, render.job(existing))
+        before = render.job(existing)
+        spec_changed = existing.spec != spec
+        existing.spec, existing.labels, existing.annotations = spec, meta.labels, meta.annotations
+        existing.min_available = spec["minAvailable"]
+        existing.priority_class_name = spec.get("priorityClassName") or ""
+        existing.status = {**existing.status, "minAvailable": spec["minAvailable"]}
+        existing.save(
+            update_fields=[
+                "spec",
+                "labels",
+                "annotations",
+                "min_available",
+                "priority_class_name",
+                "status",
+                *bump(existing, spec_changed=spec_changed),
+            ]
+        )
+        _sync_tasks(existing)
+        _sync_podgroup(existing)
+        after = render.job(existing)
+        audit.record(access.user, "update", "Job", existing.key, tenant=namespace.tenant, before=before, after=after)
+        audit.on_change("Job", existing, "update")
+        return Outcome("configured", "Job", meta.name, namespace.name, after)
+    owner_uid = next((o.get("uid") for o in meta.owner_references if isinstance(o, dict) and o.get("controller")), None)
+    job = Job.objects.create(
+        namespace=namespace.name,
+        name=meta.name,
+        tenant=namespace.tenant,
+        labels=meta.labels,
+        annotations=meta.annotations,
+        queue_name=spec["queue"],
+        min_available=spec["minAvailable"],
+        max_retry=spec["maxRetry"],
+        priority_class_name=spec.get("priorityClassName") or "",
+        scheduler_name=spec["schedulerName"],
+        spec=spec,
+        status=initial_job_status(spec),
+        owner_references=meta.owner_references,
+        controller_uid=owner_uid,
+        finalizers=meta.finalizers,
+        created_by=access.user if getattr(access.user, "pk", None) else None,
+    )
+    _sync_tasks(job)
+    _sync_podgroup(job)
+    after = render.job(job)
+    audit.record(access.user, "create", "Job", job.key, tenant=namespace.tenant, after=after)
+    audit.on_change("Job", job, "create")
+    return Outcome("created", "Job", job.name, job.namespace, after)
+
+
+def _get_for_write(access: Access, model: type[Any], info: parse.KindInfo, namespace: str, name: str, verb: str) -> Any:
+    resolve_namespace(access, namespace, verb, info, name)
+    obj = model.objects.select_for_update().filter(namespace=namespace, name=name).first()
+    if obj is None:
+        raise not_found(info.qualified_resource, name, info.kind, info.group)
+    return obj
+
+
+@transaction.atomic
+def delete_job(access: Access, namespace: str, name: str) -> Outcome:
+    """Delete a Job: at once when it has no finalizers (tasks, pods, PodGroup and commands go with it);
+    otherwise set ``deletion_timestamp`` and leave the removal to the runtime's clean-up."""
+    job = _get_for_write(access, Job, parse.JOB, namespace, name, "delete")
+    before = render.job(job)
+    if job.finalizers:
+        if job.deletion_timestamp is None:
+            job.deletion_timestamp = timezone.now()
+            job.save(update_fields=["deletion_timestamp", *bump(job, spec_changed=False)])
+        after: dict[str, Any] | None = render.job(job)
+    else:
+        job.delete()
+        after = None
+    audit.record(access.user, "delete", "Job", f"{namespace}/{name}", tenant=job.tenant, before=before, after=after)
+    audit.on_change("Job", job, "delete")
+    return Outcome("deleted", "Job", name, namespace, after or before)
+
+
+def command_manifest(command: Command) -> dict[str, Any]:
+    """Return a Command in Volcano's ``bus.volcano.sh/v1alpha1`` shape (plus our consumption status)."""
+    return {
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": {
+            "name": f"{command.target_name}-{command.action.lower()}-{str(command.uid)[:5]}",
+            "namespace": command.target_namespace,
+            "uid": str(command.uid),
+            "creationTimestamp": render.timestamp(command.created_at),
+        },
+        "action": command.action,
+        "target": {
+            "apiVersion": parse.JOB.api_version if command.target_kind == "Job" else parse.QUEUE.api_version,
+            "kind": command.target_kind,
+            "name": command.target_name,
+            "uid": str(command.target_uid or ""),
+        },
+        "reason": command.reason,
+        "message": command.message,
+        "status": {
+            "consumed": command.consumed_at is not None,
+            "consumedAt": render.timestamp(command.consumed_at),
+            "result": command.result,
+        },
+    }
+
+
+def normalise_command_action(action: Any) -> str:
+    """Return Volcano's action name for ``abort``/``AbortJob``-style input; raise BadRequest otherwise."""
+    if isinstance(action, str):
+        if action in JOB_COMMANDS:
+            return action
+        if action.lower() in COMMAND_ALIASES:
+            return COMMAND_ALIASES[action.lower()].value
+    allowed = ", ".join([*(a.value for a in JOB_COMMANDS), *COMMAND_ALIASES])
+    errors = Errors()
+    errors.add("action", f"Unsupported value: {action!r}: supported values: {allowed}", "FieldValueNotSupported")
+    raise invalid("Command", "bus.volcano.sh", "", errors)
+
+
+@transaction.atomic
+def issue_job_command(
+    access: Access, namespace: str, name: str, action: Any, reason: str = "", message: str = ""
+) -> Command:
+    """Queue a user command (abort, resume, restart, terminate, complete) for the runtime's job controller.
+
+    Stores a :class:`Command`, bumps the job's resourceVersion so watchers notice, audits, and fires
+    ``on_change("Job", ..., "command")``. The runtime performs the effect and marks the command consumed.
+    """
+    verb_action = normalise_command_action(action)
+    job = _get_for_write(access, Job, parse.JOB, namespace, name, "update")
+    if job.deletion_timestamp is not None:
+        raise Conflict(f'jobs.batch.volcano.sh "{name}" is being deleted', kind="Job", name=name)
+    command = Command.objects.create(
+        action=verb_action,
+        target_kind="Job",
+        target_namespace=namespace,
+        target_name=name,
+        target_uid=job.uid,
+        job=job,
+        tenant=job.tenant,
+        reason=str(reason or "")[:100],
+        message=str(message or ""),
+        issued_by=access.user if getattr(access.user, "pk", None) else None,
+    )
+    job.save(update_fields=bump(job, spec_changed=False))
+    audit.record(
+        access.user, "command", "Job", job.key, tenant=job.tenant, after=command_manifest(command), message=verb_action
+    )
+    audit.on_change("Job", job, "command")
+    return command
+
+
+@transaction.atomic
+def consume_command(command_id: int, result: str = "") -> bool:
+    """Mark a command consumed (at most once); return False when it already was. For the runtime."""
+    updated = Command.objects.filter(pk=command_id, consumed_at__isnull=True).update(
+        consumed_at=timezone.now(), result=result
+    )
+    return updated == 1
+
+
+# --- PodGroups --------------------------------------------------------------
+
+
+@transaction.atomic
+def apply_podgroup(
+    access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
+) -> Outcome:
+    """Create or update a standalone PodGroup (queue must exist, be Open and usable by the tenant)."""
+    info = parse.PODGROUP
+    meta, namespace = prepare(access, doc, info, default_namespace)
+    assert namespace is not None
+    existing = PodGroup.objects.select_for_update().filter(namespace=namespace.name, name=meta.name).first()
+    check_existence(info, meta.name, existing, mode)
+    check_version(info, meta, existing)
+    if existing is not None and existing.job_id is not None:
+        raise Forbidden(
+            f'podgroups.scheduling.volcano.sh "{meta.name}" is managed by its Job and cannot be changed',
+            kind="PodGroup",
+            name=meta.name,
+        )
+    errors = Errors()
+    spec = check_podgroup(errors, doc.get("spec"))
+    raise_if(errors, info, meta.name)
+    assert spec is not None
+    ns_queue = namespace.annotations.get("scheduling.volcano.sh/queue-name")
+    if existing is None and spec["queue"] == "default" and ns_queue:
+        spec["queue"] = ns_queue
+    if existing is None or existing.queue_name != spec["queue"]:
+        check_submission_queue(errors, access, namespace.tenant, spec["queue"], kind="PodGroup")
+    if existing is None or existing.priority_class_name != (spec.get("priorityClassName") or ""):
+        check_priority_class(errors, spec.get("priorityClassName"), "spec.priorityClassName")
+    raise_if(errors, info, meta.name)
+    fields = {
+        "queue_name": spec["queue"],
+        "min_member": spec.get("minMember", 0),
+        "min_task_member": spec.get("minTaskMember") or {},
+        "min_resources": spec.get("minResources"),
+        "priority_class_name": spec.get("priorityClassName") or "",
+        "spec": spec,
+        "labels": meta.labels,
+        "annotations": meta.annotations,
+    }
+    if existing is not None:
+        if all(getattr(existing, k) == v for k, v in fields.items()):
+            return Outcome("unchanged", info.kind, meta.name, namespace.name, render.podgroup(existing))
+        before = render.podgroup(existing)
+        spec_changed = existing.spec != spec
+        for key, value in fields.items():
+            setattr(existing, key, value)
+        existing.save(update_fields=[*fields, *bump(existing, spec_changed=spec_changed)])
+        after = render.podgroup(existing)
+        audit.record(
+            access.user, "update", info.kind, existing.key, tenant=namespace.tenant, before=before, after=after
+        )
+        audit.on_change(info.kind, existing, "update")
+        return Outcome("configured", info.kind, meta.name, namespace.name, after)
+    podgroup = PodGroup.objects.create(
+        namespace=namespace.name,
+        name=meta.name,
+        tenant=namespace.tenant,
+        owner_references=meta.owner_references,
+        **fields,
+    )
+    Pod.objects.filter(namespace=namespace.name, group_name=meta.name, podgroup__isnull=True).update(podgroup=podgroup)
+    after = render.podgroup(podgroup)
+    audit.record(access.user, "create", info.kind, podgroup.key, tenant=namespace.tenant, after=after)
+    audit.on_change(info.kind, podgroup, "create")
+    return Outcome("created", info.kind, meta.name, namespace.name, after)
+
+
+@transaction.atomic
+def delete_podgroup(access: Access, namespace: str, name: str) -> Outcome:
+    """Delete a standalone PodGroup (a job's PodGroup goes with its job); its pods are unlinked."""
+    podgroup = _get_for_write(access, PodGroup, parse.PODGROUP, namespace, name, "delete")
+    if podgroup.job_id is not None:
+        raise Forbidden(
+            f'podgroups.scheduling.volcano.sh "{name}" is managed by its Job; delete the Job',
+            kind="PodGroup",
+            name=name,
+        )
+    before = render.podgroup(podgroup)
+    podgroup.delete()
+    audit.record(access.user, "delete", "PodGroup", f"{namespace}/{name}", tenant=podgroup.tenant, before=before)
+    audit.on_change("PodGroup", podgroup, "delete")
+    return Outcome("deleted", "PodGroup", name, namespace, before)
+
+
+# --- Pods -------------------------------------------------------------------
+
+
+@transaction.atomic
+def apply_pod(
+    access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
+) -> Outcome:
+    """Create a plain pod (or change its labels/annotations); it joins the PodGroup named by its
+    ``scheduling.k8s.io/group-name`` annotation. Pod specs are immutable, as in Kubernetes."""
+    info = parse.POD
+    meta, namespace = prepare(access, doc, info, default_namespace)
+    assert namespace is not None
+    existing = Pod.objects.select_for_update().filter(namespace=namespace.name, name=meta.name).first()
+    check_existence(info, meta.name, existing, mode)
+    check_version(info, meta, existing)
+    errors = Errors()
+    spec = doc.get("spec")
+    check_pod_spec(errors, spec, "spec")
+    check_jdb_annotations(errors, meta.annotations)
+    raise_if(errors, info, meta.name)
+    assert isinstance(spec, dict)
+    spec = {k: v for k, v in spec.items() if k != "nodeName"} if existing is not None else dict(spec)
+    if existing is not None:
+        stored = {k: v for k, v in existing.spec.items() if k != "nodeName"}
+        if stored != spec:
+            errors.add(
+                "spec",
+                "Forbidden: pod updates may not change fields other than labels and annotations",
+                "FieldValueForbidden",
+            )
+            raise_if(errors, info, meta.name)
+        if (existing.labels, existing.annotations) == (meta.labels, meta.annotations):
+            return Outcome("unchanged", info.kind, meta.name, namespace.name, render.pod(existing))
+        before = render.pod(existing)
+        existing.labels, existing.annotations = meta.labels, meta.annotations
+        existing.save(update_fields=["labels", "annotations", *bump(existing, spec_changed=False)])
+        after = render.pod(existing)
+        audit.record(
+            access.user, "update", info.kind, existing.key, tenant=namespace.tenant, before=before, after=after
+        )
+        audit.on_change(info.kind, existing, "update")
+        return Outcome("configured", info.kind, meta.name, namespace.name, after)
+    priority = check_priority_class(errors, spec.get("priorityClassName"), "spec.priorityClassName")
+    raise_if(errors, info, meta.name)
+    group_name = meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+    pod = Pod.objects.create(
+        namespace=namespace.name,
+        name=meta.name,
+        tenant=namespace.tenant,
+        labels=meta.labels,
+        annotations=meta.annotations,
+        group_name=group_name,
+        podgroup=PodGroup.objects.filter(namespace=namespace.name, name=group_name).first() if group_name else None,
+        scheduler_name=spec.get("schedulerName") or "default-scheduler",
+        priority_class_name=spec.get("priorityClassName") or "",
+        priority=priority,
+        requests=pod_requests(spec),
+        spec=spec,
+        node_name="",
+        owner_references=meta.owner_references,
+    )
+    after = render.pod(pod)
+    audit.record(access.user, "create", info.kind, pod.key, tenant=namespace.tenant, after=after)
+    audit.on_change(info.kind, pod, "create")
+    return Outcome("created", info.kind, meta.name, namespace.name, after)
+
+
+@transaction.atomic
+def delete_pod(access: Access, namespace: str, name: str) -> Outcome:
+    """Delete a plain pod. A job's pods belong to its controller: use a job command instead."""
+    pod = _get_for_write(access, Pod, parse.POD, namespace, name, "delete")
+    if pod.job_id is not None:
+        raise Forbidden(
+            f'pods "{name}" is managed by a Job; use a job command (restart, abort...)', kind="Pod", name=name
+        )
+    before = render.pod(pod)
+    pod.delete()
+    audit.record(access.user, "delete", "Pod", f"{namespace}/{name}", tenant=pod.tenant, before=before)
+    audit.on_change("Pod", pod, "delete")
+    return Outcome("deleted", "Pod", name, namespace, before)
+
+
+# --- PriorityClasses ---------------------------------------------------------
+
+
+@transaction.atomic
+def apply_priorityclass(
+    access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
+) -> Outcome:
+    """Create or update a PriorityClass (platform admins only; value is immutable, one global default)."""
+    info = parse.PRIORITYCLASS
+    meta, _ = prepare(access, doc, info, None)
+    if not access.platform_admin:
+        raise forbidden(access, "create", info, None, meta.name)
+    existing = PriorityClass.objects.select_for_update().filter(name=meta.name).first()
+    check_existence(info, meta.name, existing, mode)
+    check_version(info, meta, existing)
+    errors = Errors()
+    fields = check_priorityclass(errors, meta.name, doc)
+    raise_if(errors, info, meta.name)
+    assert fields is not None
+    if existing is not None and existing.value != fields["value"]:
+        errors.add("value", "Forbidden: may not be changed in an update.", "FieldValueForbidden")
+    if fields["globalDefault"]:
+        other = PriorityClass.objects.filter(global_default=True).exclude(name=meta.name).first()
+        if other is not None:
+            errors.add(
+                "globalDefault",
+                f"PriorityClass {other.name} is already marked as default. Only one default can exist",
+                "FieldValueForbidden",
+            )
+    raise_if(errors, info, meta.name)
+    values = {
+        "value": fields["value"],
+        "global_default": fields["globalDefault"],
+        "description": fields["description"],
+        "preemption_policy": fields["preemptionPolicy"],
+        "labels": meta.labels,
+        "annotations": meta.annotations,
+    }
+    if existing is not None:
+        if all(getattr(existing, k) == v for k, v in values.items()):
+            return Outcome("unchanged", info.kind, meta.name, None, render.priorityclass(existing))
+        before = render.priorityclass(existing)
+        for key, value in values.items():
+            setattr(existing, key, value)
+        existing.save(update_fields=[*values, *bump(existing, spec_changed=True)])
+        after = render.priorityclass(existing)
+        audit.record(access.user, "update", info.kind, meta.name, before=before, after=after)
+        audit.on_change(info.kind, existing, "update")
+        return Outcome("configured", info.kind, meta.name, None, after)
+    created = PriorityClass.objects.create(name=meta.name, **values)
+    after = render.priorityclass(created)
+    audit.record(access.user, "create", info.kind, meta.name, after=after)
+    audit.on_change(info.kind, created, "create")
+    return Outcome("created", info.kind, meta.name, None, after)
+
+
+@transaction.atomic
+def delete_priorityclass(access: Access, name: str) -> Outcome:
+    """Delete a PriorityClass (platform admins only)."""
+    info = parse.PRIORITYCLASS
+    if not access.platform_admin:
+        raise forbidden(access, "delete", info, None, name)
+    existing = PriorityClass.objects.select_for_update().filter(name=name).first()
+    if existing is None:
+        raise not_found(info.qualified_resource, name, info.kind, info.group)
+    before = render.priorityclass(existing)
+    existing.delete()
+    audit.record(access.user, "delete", info.kind, name, before=before)
+    audit.on_change(info.kind, existing, "delete")
+    return Outcome("deleted", info.kind, name, None, before)
+
+
+# --- Events (written by the runtime) -----------------------------------------
+
+
+def record_event(
+    involved: Any, kind: str, type_: str, reason: str, message: str, *, source: str = "volcanoweb"
+) -> Event:
+    """Record an event about an object; a repeat of the last (reason, message) bumps its count instead.
+
+    Called by the runtime's services inside their transactions; no audit entry (events are observations).
+    """
+    namespace = getattr(involved, "namespace", "") or ""
+    now = timezone.now()
+    last = (
+        Event.objects.select_for_update()
+        .filter(
+            involved_kind=kind,
+            involved_namespace=namespace,
+            involved_name=involved.name,
+            reason=reason,
+            message=message,
+        )
+        .order_by("-last_timestamp")
+        .first()
+    )
+    if last is not None:
+        last.count += 1
+        last.last_timestamp = now
+        last.save(update_fields=["count", "last_timestamp"])
+        return last
+    return Event.objects.create(
+        namespace=namespace,
+        tenant_id=getattr(involved, "tenant_id", None),
+        involved_kind=kind,
+        involved_namespace=namespace,
+        involved_name=involved.name,
+        involved_uid=getattr(involved, "uid", None),
+        type=type_,
+        reason=reason,
+        message=message,
+        source=source,
+        first_timestamp=now,
+        last_timestamp=now,
+    )
+
+
+def bad_command_body(message: str) -> BadRequest:
+    """Return the error for an unreadable command body."""
+    return BadRequest(message, kind="Command")

@@ -1,0 +1,190 @@
+"""Parse multi-document YAML or JSON manifests with size limits, and recognise their kinds."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from django.conf import settings
+
+from volcanoweb.manifests.errors import BadRequest, Cause
+
+MAX_DOCUMENTS = 100
+MAX_DEPTH = 40
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """A supported kind: API group/version, kind, plural resource name and scope."""
+
+    api_version: str
+    kind: str
+    resource: str
+    namespaced: bool
+
+    @property
+    def group(self) -> str:
+        """Return the API group ("" for the core group)."""
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def qualified_resource(self) -> str:
+        """Return ``<resource>.<group>`` as Kubernetes spells it in messages."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+
+JOB = KindInfo("batch.volcano.sh/v1alpha1", "Job", "jobs", True)
+CRONJOB = KindInfo("batch.volcano.sh/v1alpha1", "CronJob", "cronjobs", True)
+QUEUE = KindInfo("scheduling.volcano.sh/v1beta1", "Queue", "queues", False)
+PODGROUP = KindInfo("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups", True)
+JOBFLOW = KindInfo("flow.volcano.sh/v1alpha1", "JobFlow", "jobflows", True)
+JOBTEMPLATE = KindInfo("flow.volcano.sh/v1alpha1", "JobTemplate", "jobtemplates", True)
+PRIORITYCLASS = KindInfo("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False)
+POD = KindInfo("v1", "Pod", "pods", True)
+#: A Volcano scheduler configuration document (``actions:`` + ``tiers:``, no apiVersion/kind).
+SCHEDULER_CONFIG = KindInfo("volcanoweb.io/v1", "SchedulerConfiguration", "scheduler-config", False)
+
+SUPPORTED_KINDS = (JOB, CRONJOB, QUEUE, PODGROUP, JOBFLOW, JOBTEMPLATE, PRIORITYCLASS, POD)
+_BY_KEY = {(info.api_version, info.kind): info for info in SUPPORTED_KINDS}
+
+
+def supported_kinds_text() -> str:
+    """Return the human list of supported kinds, used in the unsupported-kind message."""
+    listed = [f"{info.kind} ({info.api_version})" for info in SUPPORTED_KINDS]
+    return ", ".join([*listed, "a Volcano scheduler configuration (actions/tiers)"])
+
+
+def _check_values(value: Any, limit: int) -> str | None:
+    """Return why a parsed document cannot be stored as JSON (depth, keys, NUL, dates, NaN, huge ints)."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if level > limit:
+            return f"nested deeper than {limit} levels"
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return f"mapping keys must be strings, got {key!r}"
+                if "\x00" in key:
+                    return "NUL characters are not allowed"
+                stack.append((child, level + 1))
+        elif isinstance(item, list):
+            stack.extend((child, level + 1) for child in item)
+        elif isinstance(item, str):
+            if "\x00" in item:
+                return "NUL characters are not allowed"
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not -(2**63) <= item < 2**63:
+                return f"integer out of range: {item}"
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return "NaN and infinite numbers are not allowed"
+        else:
+            return f"values of type {type(item).__name__} are not allowed (quote dates and binary data)"
+    return None
+
+
+def _decode(data: bytes | str) -> str:
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"the request body is not valid UTF-8: {exc}") from None
+
+
+def _load(text: str) -> list[Any]:
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BadRequest(
+                f"cannot parse JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                causes=[Cause("", f"line {exc.lineno} column {exc.colno}: {exc.msg}", "FieldValueInvalid")],
+            ) from None
+        return loaded if isinstance(loaded, list) else [loaded]
+    try:
+        return list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise BadRequest(
+            f"cannot parse YAML{where}: {problem}",
+            causes=[Cause("", f"{problem}{where}", "FieldValueInvalid")],
+        ) from None
+    except RecursionError:
+        raise BadRequest("cannot parse YAML: the document is nested too deeply") from None
+
+
+def parse_documents(data: bytes | str) -> list[dict[str, Any]]:
+    """Return the non-empty documents of a YAML or JSON body (a ``List`` kind or a JSON array is expanded).
+
+    Raises :class:`BadRequest` for an oversized body, too many documents, unparseable text, a
+    document that is not a mapping, or nesting deeper than ``MAX_DEPTH``.
+    """
+    limit = settings.MAX_MANIFEST_BYTES
+    size = len(data.encode() if isinstance(data, str) else data)
+    if size > limit:
+        raise BadRequest(f"the manifest is too large: {size} bytes, the limit is {limit} bytes")
+    documents: list[dict[str, Any]] = []
+    for index, doc in enumerate(_load(_decode(data))):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise BadRequest(
+                f"document {index + 1}: expected a mapping (an object with apiVersion and kind), "
+                f"got {type(doc).__name__}"
+            )
+        if doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            documents.extend(item for item in doc["items"] if item is not None)
+        else:
+            documents.append(doc)
+    if not documents:
+        raise BadRequest("the manifest contains no objects")
+    if len(documents) > MAX_DOCUMENTS:
+        raise BadRequest(f"too many objects in one request: {len(documents)}, the limit is {MAX_DOCUMENTS}")
+    for index, doc in enumerate(documents):
+        if not isinstance(doc, dict):
+            raise BadRequest(f"document {index + 1}: expected a mapping, got {type(doc).__name__}")
+        problem = _check_values(doc, MAX_DEPTH)
+        if problem:
+            raise BadRequest(f"document {index + 1}: {problem}")
+    return documents
+
+
+def is_scheduler_config(doc: dict[str, Any]) -> bool:
+    """Return True for a bare Volcano scheduler configuration (``actions``/``tiers``, no kind)."""
+    return "kind" not in doc and "apiVersion" not in doc and ("actions" in doc or "tiers" in doc)
+
+
+def identify(doc: dict[str, Any]) -> KindInfo:
+    """Return the kind of a document, or raise :class:`BadRequest` naming it and listing the supported kinds."""
+    if is_scheduler_config(doc):
+        return SCHEDULER_CONFIG
+    kind, api_version = doc.get("kind"), doc.get("apiVersion")
+    if not isinstance(kind, str) or not kind:
+        raise BadRequest(
+            "Object 'Kind' is missing in the document; supported kinds: " + supported_kinds_text(),
+            causes=[Cause("kind", "Required value", "FieldValueRequired")],
+        )
+    if not isinstance(api_version, str) or not api_version:
+        raise BadRequest(
+            f"Object 'apiVersion' is missing in the {kind} document",
+            kind=kind,
+            causes=[Cause("apiVersion", "Required value", "FieldValueRequired")],
+        )
+    info = _BY_KEY.get((api_version, kind))
+    if info is None:
+        raise BadRequest(
+            f'no matches for kind "{kind}" in version "{api_version}": this product manages only '
+            + supported_kinds_text(),
+            kind=kind,
+            causes=[Cause("kind", f'Unsupported value: "{kind}" in "{api_version}"', "FieldValueNotSupported")],
+        )
+    return info

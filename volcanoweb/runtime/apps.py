@@ -1,0 +1,11 @@
+"""App configuration for the runtime controllers."""
+
+from django.apps import AppConfig
+
+
+class RuntimeConfig(AppConfig):
+    """Volcano's controllers: job lifecycle, job plugins, PodGroups for jobs and bare pods, queue states, TTL."""
+
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "volcanoweb.runtime"
+    verbose_name = "Runtime controllers"

@@ -1,0 +1,30 @@
+"""Post-commit reactions to control-plane writes (called from ``audit.services.on_change``).
+
+Each reaction enqueues a runtime task (run in-process when Celery is eager, as in the embedded mode);
+a failure is logged and never reaches the request that made the change.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def on_change(kind: str, obj: Any, action: str) -> None:
+    """Enqueue the controller work a committed change calls for (job submitted/updated/commanded/deleted...)."""
+    from volcanoweb.runtime import tasks
+
+    try:
+        if kind == "Job":
+            if action == "delete":
+                tasks.job_deleted.delay(obj.pk, str(obj.uid))
+            else:
+                tasks.sync_job.delay(obj.pk)
+        elif kind == "Pod" and action == "create" and getattr(obj, "job_id", None) is None:
+            tasks.group_bare_pods.delay()
+        elif kind in ("Queue", "PodGroup") and action in ("create", "delete", "state", "update"):
+            tasks.sync_queues.delay()
+    except Exception:  # a controller hiccup must not break a committed write; the resync catches up
+        log.exception("runtime hook failed for %s %s", kind, getattr(obj, "name", ""))

@@ -1,0 +1,207 @@
+"""PodGroups: the job's gang (semantics §2.7) and groups for bare pods (Volcano's pg-controller, §5.2)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from scheduler.quantity import format_quantity
+from volcanoweb.clusters.backends.base import BackendError, ClusterBackend
+from volcanoweb.jobs.models import GROUP_NAME_ANNOTATION, Job, Pod, PodGroup, PodGroupPhase, PriorityClass
+from volcanoweb.manifests.pods import pod_requests
+from volcanoweb.tenancy.models import Namespace
+
+log = logging.getLogger(__name__)
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+COPIED_POD_ANNOTATIONS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time", "volcano.sh/revocable-zone")
+COPIED_POD_LABELS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+
+
+def podgroup_name(job: Job) -> str:
+    """Return ``<job>-<uid>``."""
+    return f"{job.name}-{job.uid}"
+
+
+def task_min_member(task: dict[str, Any]) -> int:
+    """Return a task's minTaskMember: minAvailable, else minPartitions * partitionSize, else replicas."""
+    if task.get("minAvailable") is not None:
+        return int(task["minAvailable"])
+    partition = task.get("partitionPolicy") or {}
+    if int(partition.get("minPartitions") or 0) > 0 and int(partition.get("partitionSize") or 0) > 0:
+        return int(partition["minPartitions"]) * int(partition["partitionSize"])
+    return int(task.get("replicas") or 0)
+
+
+def _add(total: dict[str, int], amounts: dict[str, int], times: int) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0) + amount * times
+
+
+def min_resources(spec: dict[str, Any], priorities: dict[str, int]) -> dict[str, int]:
+    """Return the gang's minResources with Volcano's algorithm (tasks by template priority, §2.7)."""
+    tasks = sorted(
+        spec.get("tasks") or [],
+        key=lambda t: -priorities.get(((t.get("template") or {}).get("spec") or {}).get("priorityClassName") or "", 0),
+    )
+    wanted = int(spec.get("minAvailable") or 0)
+    task_min = sum(task_min_member(t) for t in tasks)
+    total: dict[str, int] = {}
+    taken = 0
+    if wanted < task_min:
+        for task in tasks:
+            if taken >= wanted:
+                break
+            count = min(wanted - taken, int(task.get("replicas") or 0))
+            _add(total, pod_requests((task.get("template") or {}).get("spec") or {}), count)
+            taken += count
+        return total
+    for task in tasks:
+        if taken >= wanted:
+            break
+        count = min(task_min_member(task), wanted - taken)
+        _add(total, pod_requests((task.get("template") or {}).get("spec") or {}), count)
+        taken += count
+    for task in tasks:
+        if taken >= wanted:
+            break
+        spare = int(task.get("replicas") or 0) - task_min_member(task)
+        if spare <= 0:
+            continue
+        count = min(spare, wanted - taken)
+        _add(total, pod_requests((task.get("template") or {}).get("spec") or {}), count)
+        taken += count
+    return total
+
+
+def resources_text(vector: dict[str, int]) -> dict[str, str]:
+    """Return scheduler-unit integers as Kubernetes quantity strings."""
+    return {name: format_quantity(name, amount) for name, amount in sorted(vector.items()) if amount}
+
+
+def job_podgroup_fields(job: Job) -> dict[str, Any]:
+    """Return the PodGroup columns derived from a job (minMember, minTaskMember, minResources, queue...)."""
+    spec = job.spec
+    names = {((t.get("template") or {}).get("spec") or {}).get("priorityClassName") for t in spec.get("tasks") or []}
+    priorities = dict(PriorityClass.objects.filter(name__in=[n for n in names if n]).values_list("name", "value"))
+    resources = resources_text(min_resources(spec, priorities))
+    pg_spec: dict[str, Any] = {
+        "minMember": int(spec.get("minAvailable") or 0),
+        "minTaskMember": {t["name"]: task_min_member(t) for t in spec.get("tasks") or []},
+        "queue": job.queue_name,
+    }
+    if resources:
+        pg_spec["minResources"] = resources
+    if job.priority_class_name:
+        pg_spec["priorityClassName"] = job.priority_class_name
+    if spec.get("networkTopology"):
+        pg_spec["networkTopology"] = spec["networkTopology"]
+    subgroups = [
+        {
+            "name": t["name"],
+            "subGroupSize": int(t["partitionPolicy"].get("partitionSize") or 1),
+            "minSubGroups": int(t["partitionPolicy"].get("minPartitions") or 0),
+            "labelSelector": {"matchLabels": {"volcano.sh/task-spec": t["name"]}},
+            "matchLabelKeys": ["volcano.sh/partition-id"],
+        }
+        for t in spec.get("tasks") or []
+        if t.get("partitionPolicy")
+    ]
+    if subgroups:
+        pg_spec["subGroupPolicy"] = subgroups
+    return {
+        "queue_name": job.queue_name,
+        "min_member": pg_spec["minMember"],
+        "min_task_member": pg_spec["minTaskMember"],
+        "min_resources": resources or None,
+        "priority_class_name": job.priority_class_name,
+        "spec": pg_spec,
+        "labels": dict(job.labels),
+        "annotations": dict(job.annotations),
+    }
+
+
+def ensure_job_podgroup(job: Job) -> tuple[PodGroup, bool]:
+    """Create the job's PodGroup (phase Pending) or update its derived fields; return (podgroup, created)."""
+    fields = job_podgroup_fields(job)
+    podgroup = PodGroup.objects.select_for_update().filter(job=job).first()
+    if podgroup is None:
+        owner = {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "name": job.name,
+            "uid": str(job.uid),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        podgroup = PodGroup.objects.create(
+            job=job,
+            namespace=job.namespace,
+            name=podgroup_name(job),
+            tenant=job.tenant,
+            owner_references=[owner],
+            phase=PodGroupPhase.PENDING,
+            **fields,
+        )
+        Pod.objects.filter(job=job).update(podgroup=podgroup)
+        return podgroup, True
+    changed = [key for key, value in fields.items() if getattr(podgroup, key) != value]
+    if changed:
+        for key in changed:
+            setattr(podgroup, key, fields[key])
+        podgroup.resource_version += 1
+        podgroup.generation += 1
+        podgroup.save(update_fields=[*changed, "resource_version", "generation"])
+    return podgroup, False
+
+
+def _bare_pod_queue(pod: Pod) -> str:
+    if pod.annotations.get(QUEUE_ANNOTATION):
+        return str(pod.annotations[QUEUE_ANNOTATION])
+    namespace = Namespace.objects.filter(name=pod.namespace).first()
+    if namespace is not None and namespace.annotations.get(QUEUE_ANNOTATION):
+        return str(namespace.annotations[QUEUE_ANNOTATION])
+    return "default"
+
+
+def group_bare_pod(pod: Pod, backend: ClusterBackend | None) -> PodGroup:
+    """Volcano's pg-controller for one pod: create ``podgroup-<owner or pod uid>`` and annotate the pod."""
+    owner = next((o for o in pod.owner_references or [] if isinstance(o, dict) and o.get("controller")), None)
+    name = f"podgroup-{owner['uid']}" if owner and owner.get("uid") else f"podgroup-{pod.uid}"
+    podgroup = PodGroup.objects.filter(namespace=pod.namespace, name=name).first()
+    if podgroup is None:
+        requests = resources_text(pod.requests or pod_requests(pod.spec))
+        annotations = {k: pod.annotations[k] for k in COPIED_POD_ANNOTATIONS if k in pod.annotations}
+        labels = {k: pod.labels[k] for k in COPIED_POD_LABELS if k in pod.labels}
+        queue = _bare_pod_queue(pod)
+        spec: dict[str, Any] = {"minMember": 1, "queue": queue, "minResources": requests}
+        if pod.priority_class_name:
+            spec["priorityClassName"] = pod.priority_class_name
+        owners = (
+            [owner]
+            if owner
+            else [{"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": str(pod.uid), "controller": True}]
+        )
+        podgroup = PodGroup.objects.create(
+            namespace=pod.namespace,
+            name=name,
+            tenant=pod.tenant,
+            queue_name=queue,
+            min_member=1,
+            min_resources=requests or None,
+            priority_class_name=pod.priority_class_name,
+            spec=spec,
+            annotations=annotations,
+            labels=labels,
+            owner_references=owners,
+            phase=PodGroupPhase.PENDING,
+        )
+    pod.annotations = {**pod.annotations, GROUP_NAME_ANNOTATION: name}
+    pod.group_name, pod.podgroup = name, podgroup
+    pod.resource_version += 1
+    pod.save(update_fields=["annotations", "group_name", "podgroup", "resource_version"])
+    if backend is not None:
+        try:
+            backend.patch_pod_annotations(pod.namespace, pod.name, {GROUP_NAME_ANNOTATION: name})
+        except BackendError as exc:  # not in the cluster yet: whoever creates it copies the row's annotations
+            log.info("could not annotate pod %s in the cluster: %s", pod.key, exc)
+    return podgroup

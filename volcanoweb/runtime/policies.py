@@ -1,0 +1,116 @@
+"""Requests, events, actions and policy resolution (semantics §2.1-2.2); pure functions, no database."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# events
+ANY = "*"
+POD_FAILED = "PodFailed"
+POD_EVICTED = "PodEvicted"
+POD_PENDING = "PodPending"
+POD_RUNNING = "PodRunning"
+UNKNOWN = "Unknown"
+TASK_COMPLETED = "TaskCompleted"
+TASK_FAILED = "TaskFailed"
+OUT_OF_SYNC = "OutOfSync"
+COMMAND_ISSUED = "CommandIssued"
+INTERNAL_EVENTS = frozenset({OUT_OF_SYNC, COMMAND_ISSUED, POD_RUNNING})
+
+# actions
+ABORT_JOB = "AbortJob"
+RESTART_JOB = "RestartJob"
+RESTART_TASK = "RestartTask"
+RESTART_POD = "RestartPod"
+RESTART_PARTITION = "RestartPartition"
+TERMINATE_JOB = "TerminateJob"
+COMPLETE_JOB = "CompleteJob"
+RESUME_JOB = "ResumeJob"
+SYNC_JOB = "SyncJob"
+JOB_SCOPE_ACTIONS = frozenset({ABORT_JOB, RESTART_JOB, TERMINATE_JOB, COMPLETE_JOB, RESUME_JOB})
+TARGET_ACTIONS = frozenset({RESTART_TASK, RESTART_POD, RESTART_PARTITION})
+
+_DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One reconcile request for a job (Volcano's ``apis.Request``)."""
+
+    event: str = ""
+    action: str = ""
+    task_name: str = ""
+    pod_name: str = ""
+    pod_uid: str = ""
+    exit_code: int = 0
+    job_version: int | None = None
+    job_uid: str = ""
+
+
+def parse_duration(value: Any) -> float:
+    """Return the seconds of a Go duration string ("90s", "1m30s", "500ms"); 0 when empty or invalid."""
+    if value in (None, ""):
+        return 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    text, total, position = str(value).strip(), 0.0, 0
+    for match in _DURATION_RE.finditer(text):
+        if match.start() != position:
+            return 0.0
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        position = match.end()
+    return total if position == len(text) and text else 0.0
+
+
+def policy_events(policy: dict[str, Any]) -> list[str]:
+    """Return the union of ``event`` and ``events`` of a LifecyclePolicy."""
+    events = [policy["event"]] if policy.get("event") else []
+    return events + [e for e in policy.get("events") or [] if e]
+
+
+def _match(policies: list[dict[str, Any]], request: Request) -> tuple[str, float] | None:
+    for policy in policies or []:
+        events = policy_events(policy)
+        if events:
+            if request.event in events or ANY in events:
+                timeout = parse_duration(policy.get("timeout"))
+                if request.event == POD_PENDING and timeout <= 0:
+                    continue
+                return str(policy.get("action") or SYNC_JOB), timeout
+        elif policy.get("exitCode") is not None and request.exit_code != 0 and policy["exitCode"] == request.exit_code:
+            return str(policy.get("action") or SYNC_JOB), parse_duration(policy.get("timeout"))
+    return None
+
+
+def resolve(spec: dict[str, Any], version: int, job_uid: str, request: Request) -> tuple[str, float]:
+    """Return ``(action, delay seconds)`` for a request, with Volcano's precedence (§2.2).
+
+    Commands win; internal events, stale job uids and pods of an older job version sync; then the
+    event's task policies, then the job policies, first match wins; otherwise SyncJob.
+    """
+    if request.action:
+        return request.action, 0.0
+    if not request.event or request.event in INTERNAL_EVENTS:
+        return SYNC_JOB, 0.0
+    if request.job_uid and job_uid and request.job_uid != job_uid:
+        return SYNC_JOB, 0.0
+    if request.job_version is not None and request.job_version < version:
+        return SYNC_JOB, 0.0
+    if request.task_name:
+        task = next((t for t in spec.get("tasks") or [] if t.get("name") == request.task_name), None)
+        if task is not None:
+            found = _match(task.get("policies") or [], request)
+            if found is not None:
+                return found
+    found = _match(spec.get("policies") or [], request)
+    return found if found is not None else (SYNC_JOB, 0.0)
+
+
+def scope_of(action: str) -> str:
+    """Return the cancellation scope of an action: job, task, pod, partition or '' (SyncJob)."""
+    if action in JOB_SCOPE_ACTIONS:
+        return "job"
+    return {RESTART_TASK: "task", RESTART_POD: "pod", RESTART_PARTITION: "partition"}.get(action, "")

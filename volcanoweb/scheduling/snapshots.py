@@ -1,0 +1,343 @@
+"""The one bridge from database rows to the scheduler core's input (:class:`scheduler.Snapshot`).
+
+Reads only (``.values()`` queries, no model instances, so 10,000 pods convert quickly); holds no
+scheduling logic. Mapping (semantics §4.1-4.3):
+
+* nodes: Ready :class:`~volcanoweb.clusters.models.Node` rows (allocatable already integers);
+* queues: every ``queues.Queue`` row (quantity strings → integers; an empty map means "unset");
+* jobs: PodGroups not Completed; each pod joins the PodGroup named by its group annotation;
+* tasks: unfinished pods of those PodGroups plus their finished pods (they count as ready),
+  and pods of any scheduler already on a node (node usage). Pod status: no node → Pending;
+  on a node with phase Pending → Binding while a bind is recorded but not yet acknowledged by the
+  cluster, else Bound; a deletion timestamp → Releasing; pods the cluster has deleted are left out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scheduler import (
+    Job,
+    JobPhase,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    PriorityClass,
+    Queue,
+    QueueState,
+    Resource,
+    Snapshot,
+    Taint,
+    Task,
+    TaskStatus,
+    Toleration,
+    parse_resource,
+)
+from volcanoweb.clusters.models import Node as NodeRow
+from volcanoweb.jobs.models import Pod, PodGroup
+from volcanoweb.jobs.models import PriorityClass as PriorityClassRow
+from volcanoweb.queues.models import Queue as QueueRow
+from volcanoweb.scheduling.models import IntentKind, PodIntent
+
+VOLCANO_SCHEDULERS = frozenset({"volcano"})
+PREEMPTABLE = "volcano.sh/preemptable"
+TASK_PRIORITY = "volcano.sh/task-priority"
+TASK_SPEC = "volcano.sh/task-spec"
+HIERARCHY = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
+FINISHED = ("Succeeded", "Failed")
+_PHASE_STATUS = {
+    "Pending": TaskStatus.PENDING,
+    "Running": TaskStatus.RUNNING,
+    "Succeeded": TaskStatus.SUCCEEDED,
+    "Failed": TaskStatus.FAILED,
+    "Unknown": TaskStatus.UNKNOWN,
+}
+_POD_COLUMNS = (
+    "id",
+    "uid",
+    "namespace",
+    "name",
+    "group_name",
+    "task_name",
+    "phase",
+    "node_name",
+    "scheduler_name",
+    "priority_class_name",
+    "priority",
+    "requests",
+    "spec",
+    "status",
+    "labels",
+    "annotations",
+    "created_at",
+    "deletion_timestamp",
+)
+
+
+@dataclass
+class SnapshotInfo:
+    """The snapshot plus what the apply step needs to map decisions back to rows."""
+
+    snapshot: Snapshot
+    pod_ids: dict[str, int] = field(default_factory=dict)  # "ns/name" → Pod.id
+    podgroup_ids: dict[str, int] = field(default_factory=dict)  # "ns/name" → PodGroup.id
+    podgroup_phases: dict[str, str] = field(default_factory=dict)
+
+
+def _flag(value: Any) -> bool | None:
+    if value is None:
+        return None
+    return str(value).strip().lower() in ("true", "1", "t")
+
+
+def _creation(value: datetime | None) -> int:
+    return int(value.timestamp() * 1_000_000) if value is not None else 0
+
+
+def resources(values: Mapping[str, Any] | None) -> Resource | None:
+    """Quantity strings (``{"cpu": "4", "memory": "16Gi"}``) → Resource; empty or None → None."""
+    if not values:
+        return None
+    return Resource.from_dict({k: parse_resource(k, v) for k, v in values.items()})
+
+
+def _int_resources(values: Mapping[str, Any] | None, *, pod_slot: bool) -> Resource:
+    out = {k: int(v) for k, v in (values or {}).items()}
+    if pod_slot:
+        out["pods"] = 1
+    return Resource.from_dict(out)
+
+
+def _term(raw: Mapping[str, Any]) -> NodeSelectorTerm:
+    def reqs(items: Iterable[Any]) -> tuple[NodeSelectorRequirement, ...]:
+        return tuple(
+            NodeSelectorRequirement(
+                str(r.get("key", "")), str(r.get("operator", "In")), tuple(str(v) for v in r.get("values") or ())
+            )
+            for r in items
+            if isinstance(r, Mapping)
+        )
+
+    return NodeSelectorTerm(reqs(raw.get("matchExpressions") or ()), reqs(raw.get("matchFields") or ()))
+
+
+def affinity(spec: Mapping[str, Any]) -> tuple[tuple[NodeSelectorTerm, ...], tuple[PreferredSchedulingTerm, ...]]:
+    """Return (required terms, preferred terms) of a pod spec's node affinity."""
+    node_affinity = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
+    required_raw = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+        "nodeSelectorTerms"
+    ) or []
+    preferred_raw = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    required = tuple(_term(t) for t in required_raw if isinstance(t, Mapping))
+    preferred = tuple(
+        PreferredSchedulingTerm(int(p.get("weight", 1)), _term(p.get("preference") or {}))
+        for p in preferred_raw
+        if isinstance(p, Mapping)
+    )
+    return required, preferred
+
+
+def tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    """Return a pod spec's tolerations."""
+    return tuple(
+        Toleration(
+            str(t.get("key") or ""),
+            str(t.get("operator") or "Equal"),
+            str(t.get("value") or ""),
+            str(t.get("effect") or ""),
+        )
+        for t in spec.get("tolerations") or ()
+        if isinstance(t, Mapping)
+    )
+
+
+def node_from_row(row: Mapping[str, Any]) -> Node:
+    """Return the scheduler's node for a ``Node`` values() row."""
+    return Node(
+        name=row["name"],
+        allocatable=_int_resources(row["allocatable"], pod_slot=False),
+        labels=dict(row["labels"] or {}),
+        taints=tuple(
+            Taint(t["key"], t.get("value") or "", t.get("effect") or "NoSchedule") for t in row["taints"] or ()
+        ),
+        unschedulable=bool(row["unschedulable"]),
+    )
+
+
+def queue_from_row(row: Mapping[str, Any], parents: Mapping[int, str]) -> Queue:
+    """Return the scheduler's queue for a ``Queue`` values() row."""
+    annotations = row["annotations"] or {}
+    try:
+        state = QueueState(row["state"])
+    except ValueError:
+        state = QueueState.UNKNOWN
+    return Queue(
+        name=row["name"],
+        weight=row["weight"] or 1,
+        capability=resources(row["capability"]),
+        guarantee=resources(row["guarantee"]),
+        deserved=resources(row["deserved"]),
+        parent=parents.get(row["parent_id"], "") if row["parent_id"] else "",
+        reclaimable=bool(row["reclaimable"]),
+        state=state,
+        priority=row["priority"] or 0,
+        hierarchy=annotations.get(HIERARCHY, ""),
+        hierarchy_weights=annotations.get(HIERARCHY_WEIGHTS, ""),
+        creation=_creation(row["created_at"]),
+        uid=str(row["uid"]),
+    )
+
+
+def job_from_row(row: Mapping[str, Any]) -> Job:
+    """Return the scheduler's job for a ``PodGroup`` values() row."""
+    annotations, labels = row["annotations"] or {}, row["labels"] or {}
+    preemptable = _flag(annotations.get(PREEMPTABLE))
+    if preemptable is None:
+        preemptable = _flag(labels.get(PREEMPTABLE))
+    try:
+        phase = JobPhase(row["phase"])
+    except ValueError:
+        phase = JobPhase.PENDING
+    return Job(
+        uid=str(row["uid"]),
+        name=row["name"],
+        namespace=row["namespace"],
+        queue=row["queue_name"] or "default",
+        min_member=row["min_member"],
+        min_task_member={str(k): int(v) for k, v in (row["min_task_member"] or {}).items()},
+        min_resources=resources(row["min_resources"]),
+        priority_class_name=row["priority_class_name"] or "",
+        phase=phase,
+        preemptable=bool(preemptable),
+        creation=_creation(row["created_at"]),
+    )
+
+
+def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task | None:
+    """Return the scheduler's task for a ``Pod`` values() row (None when it is gone from the cluster)."""
+    status_json = row["status"] or {}
+    if status_json.get("deleted"):
+        return None
+    node = row["node_name"] or ""
+    status = _PHASE_STATUS.get(row["phase"], TaskStatus.UNKNOWN)
+    if status == TaskStatus.PENDING and node:
+        status = TaskStatus.BINDING if binding else TaskStatus.BOUND
+    if row["deletion_timestamp"] is not None and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+        if not node:
+            return None
+        status = TaskStatus.RELEASING
+    spec = row["spec"] or {}
+    annotations, labels = row["annotations"] or {}, row["labels"] or {}
+    preemptable = _flag(annotations.get(PREEMPTABLE))
+    if preemptable is None:
+        preemptable = _flag(labels.get(PREEMPTABLE))
+    priority: int | None = row["priority"]
+    if TASK_PRIORITY in annotations:
+        with contextlib.suppress(ValueError):
+            priority = int(annotations[TASK_PRIORITY])
+    required, preferred = affinity(spec) if spec.get("affinity") else ((), ())
+    return Task(
+        uid=str(row["uid"]),
+        name=row["name"],
+        namespace=row["namespace"],
+        job=job_key,
+        requests=_int_resources(row["requests"], pod_slot=True),
+        status=status,
+        node_name=node,
+        priority=priority,
+        priority_class_name=row["priority_class_name"] or "",
+        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+        preemptable=preemptable if preemptable is not None else True,
+        role=annotations.get(TASK_SPEC) or labels.get(TASK_SPEC) or row["task_name"] or "",
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        required_affinity=required,
+        preferred_affinity=preferred,
+        tolerations=tolerations(spec) if spec.get("tolerations") else (),
+        scheduling_gated=bool(spec.get("schedulingGates")),
+        nominated_node=str(status_json.get("nominatedNodeName") or ""),
+        creation=_creation(row["created_at"]),
+    )
+
+
+def build_snapshot() -> SnapshotInfo:
+    """Return the scheduler's view of the database now (read-only; a handful of queries)."""
+    nodes = [
+        node_from_row(r)
+        for r in NodeRow.objects.filter(ready=True).values("name", "allocatable", "labels", "taints", "unschedulable")
+    ]
+    queue_rows = list(
+        QueueRow.objects.values(
+            "id",
+            "uid",
+            "name",
+            "parent_id",
+            "weight",
+            "capability",
+            "guarantee",
+            "deserved",
+            "reclaimable",
+            "state",
+            "priority",
+            "annotations",
+            "created_at",
+        )
+    )
+    parents = {r["id"]: r["name"] for r in queue_rows}
+    queues = [queue_from_row(r, parents) for r in queue_rows]
+    if "root" not in {q.name for q in queues}:
+        queues.append(Queue("root", reclaimable=False))
+    pg_rows = list(
+        PodGroup.objects.exclude(phase="Completed").values(
+            "id",
+            "uid",
+            "namespace",
+            "name",
+            "queue_name",
+            "min_member",
+            "min_task_member",
+            "min_resources",
+            "priority_class_name",
+            "phase",
+            "annotations",
+            "labels",
+            "created_at",
+        )
+    )
+    info = SnapshotInfo(Snapshot())
+    jobs = []
+    for r in pg_rows:
+        key = f"{r['namespace']}/{r['name']}"
+        jobs.append(job_from_row(r))
+        info.podgroup_ids[key] = r["id"]
+        info.podgroup_phases[key] = r["phase"]
+    binding = {
+        f"{ns}/{name}" for ns, name in PodIntent.objects.filter(kind=IntentKind.BIND).values_list("namespace", "name")
+    }
+    pod_rows = list(Pod.objects.exclude(phase__in=FINISHED).values(*_POD_COLUMNS))
+    pod_rows += list(
+        Pod.objects.filter(phase__in=FINISHED, podgroup_id__in=list(info.podgroup_ids.values())).values(*_POD_COLUMNS)
+    )
+    tasks: list[Task] = []
+    for r in pod_rows:
+        key = f"{r['namespace']}/{r['name']}"
+        group_key = f"{r['namespace']}/{r['group_name']}" if r["group_name"] else ""
+        managed = r["scheduler_name"] in VOLCANO_SCHEDULERS and group_key in info.podgroup_ids
+        if not managed and not r["node_name"]:
+            continue
+        task = task_from_row(r, group_key if managed else "", key in binding)
+        if task is None:
+            continue
+        tasks.append(task)
+        info.pod_ids[key] = r["id"]
+    classes = [
+        PriorityClass(r["name"], r["value"], r["global_default"], r["preemption_policy"])
+        for r in PriorityClassRow.objects.values("name", "value", "global_default", "preemption_policy")
+    ]
+    info.snapshot = Snapshot.of(nodes, queues, jobs, tasks, classes)
+    return info

@@ -1,0 +1,126 @@
+"""Who may see and change what: roles per tenant, namespace checks, scoping of querysets (read-only queries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.db.models import Model, Q, QuerySet
+
+from volcanoweb.manifests.errors import Forbidden, NotFound
+from volcanoweb.tenancy.models import Membership, Namespace, Role
+
+if TYPE_CHECKING:
+    from volcanoweb.manifests.parse import KindInfo
+
+M = TypeVar("M", bound=Model)
+WRITER_ROLES = (Role.TENANT_ADMIN, Role.MEMBER)
+
+
+@dataclass
+class Access:
+    """A caller's rights: platform admin flag and role per tenant id. Build with :func:`access_for`."""
+
+    user: Any
+    platform_admin: bool = False
+    roles: dict[int, str] = field(default_factory=dict)
+    tenant_names: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def username(self) -> str:
+        """Return the caller's username ("system" for internal callers)."""
+        return getattr(self.user, "username", "") or "system"
+
+    def can_read(self, tenant_id: int | None) -> bool:
+        """Return True if the caller may read objects of that tenant (None: platform admins only)."""
+        return self.platform_admin or (tenant_id is not None and tenant_id in self.roles)
+
+    def can_write(self, tenant_id: int | None) -> bool:
+        """Return True if the caller may create, change and delete objects of that tenant."""
+        return self.platform_admin or (tenant_id is not None and self.roles.get(tenant_id) in WRITER_ROLES)
+
+    def is_tenant_admin(self, tenant_id: int | None) -> bool:
+        """Return True for a platform admin or an admin of that tenant."""
+        return self.platform_admin or (tenant_id is not None and self.roles.get(tenant_id) == Role.TENANT_ADMIN)
+
+    def readable_tenant_ids(self) -> list[int]:
+        """Return the ids of tenants the caller belongs to."""
+        return list(self.roles)
+
+    def scope(self, queryset: QuerySet[M]) -> QuerySet[M]:
+        """Return the queryset restricted to objects of the caller's tenants (everything for platform admins)."""
+        if self.platform_admin:
+            return queryset
+        return queryset.filter(tenant_id__in=self.readable_tenant_ids())
+
+    def default_namespace(self) -> str:
+        """Return the namespace used when a manifest names none: the first of the caller's writable tenants."""
+        writable = sorted((name, tid) for tid, name in self.tenant_names.items() if self.can_write(tid))
+        for _, tenant_id in writable:
+            namespace = Namespace.objects.filter(tenant_id=tenant_id).order_by("name").first()
+            if namespace is not None:
+                return namespace.name
+        return "default"
+
+
+SYSTEM = Access(user=None, platform_admin=True)
+
+
+def is_platform_admin(user: Any) -> bool:
+    """Return True for platform admins (Django superusers)."""
+    return bool(user is not None and getattr(user, "is_authenticated", False) and user.is_superuser and user.is_active)
+
+
+def access_for(user: Any) -> Access:
+    """Return the caller's :class:`Access` (one query, cached on the user object)."""
+    if user is None:
+        return SYSTEM
+    cached = getattr(user, "_volcanoweb_access", None)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    access = Access(user=user, platform_admin=is_platform_admin(user))
+    if getattr(user, "is_authenticated", False):
+        for membership in Membership.objects.filter(user=user).select_related("tenant"):
+            access.roles[membership.tenant_id] = membership.role
+            access.tenant_names[membership.tenant_id] = membership.tenant.name
+    user._volcanoweb_access = access
+    return access
+
+
+def forbidden(access: Access, verb: str, info: KindInfo, namespace: str | None, name: str = "") -> Forbidden:
+    """Return Kubernetes' RBAC denial: ``<res> "<name>" is forbidden: User "u" cannot <verb> resource ...``."""
+    subject = f'{info.qualified_resource} "{name}"' if name else info.qualified_resource
+    where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+    return Forbidden(
+        f'{subject} is forbidden: User "{access.username}" cannot {verb} resource "{info.resource}" '
+        f'in API group "{info.group}"{where}',
+        kind=info.kind,
+        name=name,
+        group=info.group,
+    )
+
+
+def resolve_namespace(access: Access, name: str, verb: str, info: KindInfo, object_name: str = "") -> Namespace:
+    """Return the namespace if the caller may ``verb`` objects in it; raise Forbidden (or NotFound for admins).
+
+    Non-admins get Forbidden whether or not the namespace exists, so existence does not leak.
+    """
+    namespace = Namespace.objects.select_related("tenant").filter(name=name).first()
+    if namespace is None:
+        if access.platform_admin:
+            raise NotFound(f'namespaces "{name}" not found', kind="namespaces", name=name)
+        raise forbidden(access, verb, info, name, object_name)
+    read_only = verb in ("get", "list", "watch")
+    allowed = access.can_read(namespace.tenant_id) if read_only else access.can_write(namespace.tenant_id)
+    if not allowed:
+        raise forbidden(access, verb, info, name, object_name)
+    return namespace
+
+
+def visible_queue_filter(access: Access) -> Q:
+    """Return the Q selecting queues the caller sees: owned by, allowed to, or public for one of its tenants."""
+    if access.platform_admin:
+        return Q()
+    tenant_ids = access.readable_tenant_ids()
+    public = Q(tenant__isnull=True, allowed_tenants__isnull=True)
+    return Q(tenant_id__in=tenant_ids) | Q(allowed_tenants__in=tenant_ids) | public

@@ -1,0 +1,11 @@
+"""App configuration for tenancy."""
+
+from django.apps import AppConfig
+
+
+class TenancyConfig(AppConfig):
+    """Tenants, namespaces, memberships and API tokens."""
+
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "volcanoweb.tenancy"
+    verbose_name = "Tenants, namespaces, memberships and API tokens"
