@@ -1,0 +1,212 @@
+/* volcanoweb dashboard: live updates over the WebSocket, editor niceties, small charts.
+ *
+ * Live: every element with data-live="kind kind..." (optionally data-live-id / data-live-prefix)
+ * and hx-trigger="live" is refreshed (htmx re-fetches its fragment) when a message about a
+ * matching object arrives on /ws/live/. Messages are {"kind", "id", ...}; kinds are compared
+ * lower-case. Refreshes are debounced per element and postponed while the user is interacting
+ * inside the element (focus or checked boxes), so nothing is lost and nothing needs a reload.
+ */
+(function () {
+  "use strict";
+
+  var statusEl = null;
+  function setStatus(state, label) {
+    statusEl = statusEl || document.getElementById("live-status");
+    if (!statusEl) return;
+    statusEl.dataset.state = state;
+    var l = statusEl.querySelector(".label");
+    if (l) l.textContent = label;
+  }
+
+  function idsOf(msg) {
+    var out = [];
+    var id = msg.id;
+    if (id && typeof id === "object") {
+      if (id.namespace && id.name) out.push(id.namespace + "/" + id.name);
+      if (id.name) out.push(String(id.name));
+    } else if (id !== undefined && id !== null) {
+      out.push(String(id));
+    }
+    if (msg.namespace && msg.name) out.push(msg.namespace + "/" + msg.name);
+    else if (msg.name) out.push(String(msg.name));
+    return out;
+  }
+
+  function matches(el, kind, ids) {
+    var kinds = (el.dataset.live || "").toLowerCase().split(/\s+/);
+    if (kinds.indexOf(kind) < 0 && kinds.indexOf("*") < 0) return false;
+    var exact = el.dataset.liveId, prefix = el.dataset.livePrefix;
+    if (!exact && !prefix) return true;
+    for (var i = 0; i < ids.length; i++) {
+      if (exact && ids[i] === exact) return true;
+      if (prefix && ids[i].indexOf(prefix) === 0) return true;
+    }
+    return false;
+  }
+
+  function busy(el) {
+    var active = document.activeElement;
+    if (active && active !== document.body && el.contains(active) && /INPUT|SELECT|TEXTAREA/.test(active.tagName)) return true;
+    return !!el.querySelector("input[name=ids]:checked");
+  }
+
+  var timers = new WeakMap();
+  function refresh(el) {
+    if (timers.get(el)) return;
+    timers.set(el, setTimeout(function run() {
+      if (busy(el)) { timers.set(el, setTimeout(run, 1500)); return; }
+      timers.delete(el);
+      if (window.htmx) window.htmx.trigger(el, "live");
+    }, 250));
+  }
+
+  function onMessage(msg) {
+    if (!msg || typeof msg !== "object" || !msg.kind) return;
+    var kind = String(msg.kind).toLowerCase();
+    if (kind === "pong") return;
+    var ids = idsOf(msg);
+    document.querySelectorAll("[data-live]").forEach(function (el) {
+      if (matches(el, kind, ids)) refresh(el);
+    });
+    document.dispatchEvent(new CustomEvent("volcano:live", { detail: msg }));
+  }
+
+  var ws = null, attempt = 0, pingTimer = null;
+  function connect() {
+    if (!document.getElementById("live-status")) return; // not logged in
+    var proto = location.protocol === "https:" ? "wss://" : "ws://";
+    try { ws = new WebSocket(proto + location.host + "/ws/live/"); } catch (e) { schedule(); return; }
+    setStatus("connecting", attempt ? "Reconnecting…" : "Connecting…");
+    ws.onopen = function () {
+      var wasDown = attempt > 0;
+      attempt = 0;
+      setStatus("live", "Live");
+      clearInterval(pingTimer);
+      pingTimer = setInterval(function () { if (ws && ws.readyState === 1) ws.send('{"kind":"ping"}'); }, 25000);
+      if (wasDown) { // catch up on anything missed while disconnected
+        document.querySelectorAll("[data-live]").forEach(refresh);
+      }
+    };
+    ws.onmessage = function (ev) {
+      try { onMessage(JSON.parse(ev.data)); } catch (e) { /* ignore malformed */ }
+    };
+    ws.onclose = function (ev) {
+      clearInterval(pingTimer);
+      if (ev.code === 4401) { setStatus("off", "Signed out"); return; }
+      schedule();
+    };
+    ws.onerror = function () { try { ws.close(); } catch (e) { /* already closed */ } };
+  }
+  function schedule() {
+    attempt += 1;
+    var delay = Math.min(30000, 500 * Math.pow(2, Math.min(attempt, 6))) * (0.75 + Math.random() * 0.5);
+    setStatus("offline", "Offline — retrying");
+    setTimeout(connect, delay);
+  }
+
+  /* ---- editor: line numbers, error line, templates, Ctrl+Enter ---------------------- */
+  function gutter(editor) {
+    var ta = editor.querySelector("textarea"), g = editor.querySelector(".gutter");
+    if (!ta || !g) return;
+    var n = ta.value.split("\n").length, bad = parseInt(editor.dataset.errorLine || "0", 10), out = [];
+    for (var i = 1; i <= n; i++) out.push(i === bad ? "<b>" + i + "</b>" : String(i));
+    g.innerHTML = out.join("\n");
+    g.scrollTop = ta.scrollTop;
+  }
+  function initEditors(root) {
+    (root || document).querySelectorAll("[data-editor]").forEach(function (ed) {
+      if (ed.dataset.ready) return;
+      ed.dataset.ready = "1";
+      var ta = ed.querySelector("textarea");
+      ta.addEventListener("input", function () { gutter(ed); });
+      ta.addEventListener("scroll", function () { ed.querySelector(".gutter").scrollTop = ta.scrollTop; });
+      ta.addEventListener("keydown", function (e) {
+        if (e.key === "Tab" && !e.shiftKey && !e.ctrlKey && !e.altKey && !e.metaKey && !ed.dataset.tabEscape) {
+          e.preventDefault(); // insert two spaces; press Escape first to move focus with Tab
+          var s = ta.selectionStart;
+          ta.setRangeText("  ", s, ta.selectionEnd, "end");
+          ta.dispatchEvent(new Event("input", { bubbles: true }));
+        } else if (e.key === "Escape") {
+          ed.dataset.tabEscape = "1";
+        } else if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && ta.form) {
+          e.preventDefault();
+          ta.form.requestSubmit();
+        }
+      });
+      ta.addEventListener("blur", function () { delete ed.dataset.tabEscape; });
+      gutter(ed);
+    });
+  }
+
+  function initTemplates() {
+    var sel = document.getElementById("template-select");
+    if (!sel || sel.dataset.ready) return;
+    sel.dataset.ready = "1";
+    sel.addEventListener("change", function () {
+      var ta = document.getElementById("manifest");
+      if (!sel.value) { ta.value = ""; ta.dispatchEvent(new Event("input", { bubbles: true })); return; }
+      fetch(sel.dataset.templateBase + encodeURIComponent(sel.value), { credentials: "same-origin" })
+        .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+        .then(function (text) {
+          ta.value = text;
+          ta.dispatchEvent(new Event("input", { bubbles: true }));
+          if (window.htmx) window.htmx.trigger(ta, "revalidate");
+          var u = new URL(location.href); u.searchParams.set("template", sel.value); history.replaceState(null, "", u);
+        })
+        .catch(function () { document.getElementById("dry-run").innerHTML = '<div class="alert bad" role="alert">Could not load the template.</div>'; });
+    });
+  }
+
+  function markErrorLine() {
+    var box = document.querySelector("[data-dry-run]"), ed = document.querySelector("#submit-form [data-editor]");
+    if (!ed) return;
+    var m = box && box.dataset.dryRun === "error" ? /line (\d+)/.exec(box.dataset.errorLine || "") : null;
+    if (m) ed.dataset.errorLine = m[1]; else delete ed.dataset.errorLine;
+    gutter(ed);
+  }
+
+  /* ---- charts ---------------------------------------------------------------------- */
+  var TONES = { Pending: "#d99a1e", Inqueue: "#d99a1e", Restarting: "#d99a1e", Running: "#2f6fdf", Completing: "#2f6fdf",
+    Completed: "#2e9e6a", Failed: "#d64545", Aborting: "#e07b39", Aborted: "#8a94a6", Terminating: "#e07b39", Terminated: "#8a94a6" };
+  function initCharts(root) {
+    if (!window.Chart) return;
+    (root || document).querySelectorAll("canvas[data-chart=doughnut]").forEach(function (c) {
+      var labels = (c.dataset.labels || "").split(",").filter(Boolean);
+      var values = (c.dataset.values || "").split(",").filter(Boolean).map(Number);
+      var existing = window.Chart.getChart(c);
+      if (existing) existing.destroy();
+      new window.Chart(c, {
+        type: "doughnut",
+        data: { labels: labels, datasets: [{ data: values, backgroundColor: labels.map(function (l) { return TONES[l] || "#8a94a6"; }), borderWidth: 0 }] },
+        options: { animation: false, responsive: false, cutout: "62%", plugins: { legend: { display: false } } }
+      });
+    });
+  }
+
+  /* ---- select all -------------------------------------------------------------------- */
+  document.addEventListener("change", function (e) {
+    var t = e.target;
+    if (t && t.matches && t.matches("[data-select-all]")) {
+      t.closest("form").querySelectorAll("input[name=ids]").forEach(function (b) { b.checked = t.checked; });
+    }
+  });
+
+  function init(root) { initEditors(root); initTemplates(); initCharts(root); }
+  document.addEventListener("DOMContentLoaded", function () {
+    init(document);
+    connect();
+    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); });
+    document.body.addEventListener("htmx:responseError", function (e) {
+      var flash = document.getElementById("flash");
+      if (e.detail.xhr && e.detail.xhr.status >= 400 && e.detail.xhr.status < 500) return; // swapped: our error partials
+      if (flash) {
+        flash.innerHTML = '<div class="alert bad" role="alert">The server could not complete the request (' + (e.detail.xhr ? e.detail.xhr.status : "network") + "). Try again.</div>";
+      }
+    });
+    document.body.addEventListener("htmx:sendError", function () {
+      var flash = document.getElementById("flash");
+      if (flash) flash.innerHTML = '<div class="alert bad" role="alert">Cannot reach the server. Check your connection.</div>';
+    });
+  });
+  window.volcanoLive = { onMessage: onMessage };
+})();

@@ -1,0 +1,155 @@
+"""The dashboard in headless Chromium: every page, the queue what-if, the submit dry run, isolation."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import login, shot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "volcano-demo"
+PAGES = {
+    "overview": "/",
+    "queues": "/queues/",
+    "jobs": "/jobs/",
+    "job-detail": "/jobs/ml/pytorch-distributed/",
+    "submit": "/submit/?template=01-pytorch-distributed.yaml",
+    "nodes": "/nodes/",
+    "cronjobs": "/cronjobs/",
+    "jobflows": "/jobflows/",
+    "scheduler": "/scheduler/",
+    "audit": "/audit/",
+}
+
+
+@pytest.fixture
+def demo(transactional_db: Any) -> None:
+    """The demo tenants, users, queues and jobs, plus the simulated nodes."""
+
+    from volcanoweb.demo.services import seed_demo
+
+    seed_demo()  # also re-creates the built-in queues that a transactional test's flush removed
+    try:
+        from volcanoweb.clusters import services as cluster_services
+
+        cluster_services.resync_nodes()
+    except Exception:  # no runtime node sync available: fall back to plain rows
+        from tests.volcanoweb.dashboard.conftest import make_nodes
+
+        make_nodes(6)
+
+
+def test_login_page(session: Any, demo: None) -> None:
+    page, guard = session
+    page.goto("/")
+    assert "/login/" in page.url
+    shot(page, "login")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("wrong")
+    page.get_by_role("button", name="Sign in").click()
+    assert page.get_by_role("alert").is_visible()
+    login(page, "alice", PASSWORD)
+    assert page.get_by_role("heading", name="Overview").is_visible()
+    guard.check()
+
+
+def test_every_page_renders(session: Any, demo: None) -> None:
+    page, guard = session
+    login(page, "admin", PASSWORD)
+    for name, url in PAGES.items():
+        response = page.goto(url)
+        assert response is not None, name
+        assert response.status == 200, name
+        page.wait_for_load_state("load")
+        if name == "submit":
+            page.wait_for_selector("[data-dry-run]")
+        if name == "overview":
+            page.wait_for_function("() => !document.querySelector('canvas.phase-chart') || window.Chart")
+        assert page.locator("h1").first.is_visible(), name
+        assert page.locator("a.skip-link").count() == 1
+        shot(page, name)
+    guard.check()
+
+
+def test_pages_are_usable_on_a_phone(browser: Any, live_server: Any, demo: None) -> None:
+    from tests.browser.conftest import open_page
+
+    context, page, guard = open_page(browser, live_server.url, width=390, height=844)
+    try:
+        login(page, "alice", PASSWORD)
+        page.goto("/jobs/")
+        assert page.get_by_role("navigation", name="Main").is_visible()
+        shot(page, "jobs-mobile")
+        guard.check()
+    finally:
+        context.close()
+
+
+def test_keyboard_skip_link_reaches_main(session: Any, demo: None) -> None:
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip-link"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    guard.check()
+
+
+def test_queue_weight_edit_previews_then_changes_the_share(session: Any, demo: None) -> None:
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/queues/")
+    row = page.locator("tr#q-ml-training")
+    before = row.locator("[data-weight]").inner_text()
+    row.get_by_role("button", name="Edit ml-training").click()
+    weight = page.get_by_label("Weight")
+    weight.wait_for()
+    page.wait_for_selector("#queue-preview table")
+    old_new = page.locator("tr[data-preview-queue=ml-training] [data-new=cpu]").inner_text()
+    weight.fill("8")
+    page.wait_for_function(
+        "old => { const b = document.querySelector('tr[data-preview-queue=ml-training] [data-new=cpu]');"
+        " return b && b.textContent !== old; }",
+        arg=old_new,
+    )
+    assert page.locator("tr.changed[data-preview-queue=ml-training]").is_visible()
+    shot(page, "queues-preview")
+    page.get_by_role("button", name="Save changes").click()
+    page.wait_for_selector("[data-saved-weight]")
+    page.wait_for_function("() => document.querySelector('tr#q-ml-training [data-weight]').textContent.trim() === '8'")
+    assert before != "8"
+    shot(page, "queues-saved")
+    guard.check()
+
+
+def test_submit_page_gives_dry_run_feedback(session: Any, demo: None) -> None:
+    page, guard = session
+    login(page, "bob", PASSWORD)
+    page.goto("/submit/")
+    page.get_by_label("Start from").select_option("01-pytorch-distributed.yaml")
+    page.wait_for_selector("[data-dry-run=ok]")
+    assert re.search(r"Would be", page.locator("#dry-run").inner_text())
+    editor = page.get_by_label("Manifest YAML")
+    editor.fill("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata:\n  name: broken\nspec:\n  tasks: [\n")
+    page.wait_for_selector("[data-dry-run=error]")
+    assert "line" in page.locator("#dry-run").inner_text()
+    assert page.locator(".gutter b").count() == 1  # the failing line is marked
+    shot(page, "submit-error")
+    guard.check()
+
+
+def test_another_tenants_jobs_are_invisible(session: Any, demo: None) -> None:
+    page, guard = session
+    login(page, "carol", PASSWORD)  # tenant admin of data
+    page.goto("/jobs/")
+    text = page.locator("#jobs-table").inner_text()
+    assert "flink" in text.lower()
+    assert "pytorch-distributed" not in text
+    guard.check()
+    response = page.goto("/jobs/ml/pytorch-distributed/")  # the browser logs this expected 404
+    assert response is not None
+    assert response.status == 404

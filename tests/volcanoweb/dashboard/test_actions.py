@@ -1,0 +1,137 @@
+"""Writes from the dashboard go through the services: queue edit + preview, job commands, submit, config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from volcanoweb.jobs.models import Command, Job
+from volcanoweb.queues.models import Queue
+from volcanoweb.scheduling.models import SchedulerProfile
+
+pytestmark = pytest.mark.django_db
+COOKBOOK = Path(__file__).resolve().parents[3] / "volcanoweb" / "demo" / "cookbook"
+
+
+def test_tenant_admin_previews_then_saves_a_weight(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    form = client.get("/queues/team-a-q/edit/")
+    assert form.status_code == 200
+    assert 'name="weight"' in form.content.decode()
+    preview = client.post("/queues/team-a-q/preview/", {"weight": "6", "capability_cpu": "32"}).content.decode()
+    assert 'class="changed"' in preview
+    assert "Other queues (1)" in preview
+    assert "team-b-q" not in preview  # other tenants' queues are summed, not named
+    assert Queue.objects.get(name="team-a-q").weight == 2  # preview saves nothing
+    saved = client.post("/queues/team-a-q/edit/", {"weight": "6", "capability_cpu": "32"})
+    assert saved.status_code == 200
+    assert saved["HX-Trigger"] == "queues-changed"
+    queue = Queue.objects.get(name="team-a-q")
+    assert queue.weight == 6
+    assert queue.capability == {"cpu": "32"}
+
+
+def test_queue_edit_rejects_bad_values(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    response = client.post("/queues/team-a-q/edit/", {"weight": "0", "capability_cpu": "lots"})
+    assert response.status_code == 422
+    assert "not a valid quantity" in response.content.decode()
+    preview = client.post(
+        "/queues/team-a-q/preview/", {"weight": "2", "guarantee_cpu": "64", "capability_cpu": "32"}
+    ).content.decode()
+    assert "guarantee exceeds capability" in preview
+
+
+def test_members_cannot_edit_queues(world: Any, login: Any) -> None:
+    assert login(world.cast.bob).post("/queues/team-a-q/edit/", {"weight": "9"}).status_code == 403
+    assert Queue.objects.get(name="team-a-q").weight == 2
+
+
+def test_close_and_open_a_queue(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    client.post("/queues/team-a-q/state/", {"action": "close"})
+    assert Queue.objects.get(name="team-a-q").state in ("Closed", "Closing")
+    client.post("/queues/team-a-q/state/", {"action": "open"})
+    assert Queue.objects.get(name="team-a-q").state == "Open"
+
+
+def test_job_commands_and_delete(world: Any, login: Any) -> None:
+    client = login(world.cast.bob)
+    for action, command in (("suspend", "AbortJob"), ("resume", "ResumeJob"), ("restart", "RestartJob")):
+        response = client.post("/jobs/team-a/train-a/action/", {"action": action})
+        assert response.status_code == 200
+        assert Command.objects.filter(job=world.job_a, action=command).exists()
+    client.post("/jobs/team-a/train-a/action/", {"action": "delete"})
+    job = Job.objects.filter(pk=world.job_a.pk).first()
+    assert job is None or job.deletion_timestamp is not None
+
+
+def test_viewers_cannot_act_on_jobs(world: Any, login: Any) -> None:
+    response = login(world.cast.victor).post("/jobs/team-a/train-a/action/", {"action": "suspend"})
+    assert response.status_code == 403
+    assert not Command.objects.exists()
+
+
+def test_bulk_actions_only_touch_visible_jobs(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    response = client.post("/jobs/bulk/", {"action": "suspend", "ids": [world.job_a.pk, world.job_b.pk]})
+    assert response.status_code == 200
+    assert set(Command.objects.values_list("target_name", flat=True)) == {"train-a"}
+
+
+def test_job_page_explains_why_it_is_pending(world: Any, login: Any) -> None:
+    page = login(world.cast.alice).get("/jobs/team-a/train-a/").content.decode()
+    assert "Why is this job pending?" in page
+    assert "queue team-a-q" in page
+
+
+def test_submit_dry_run_reports_what_would_happen(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    manifest = (COOKBOOK / "07-ci-build-batch.yaml").read_text().replace("queue: ci-cd", "queue: team-a-q")
+    ok = client.post("/submit/validate/", {"manifest": manifest, "namespace": "team-a"}).content.decode()
+    assert 'data-dry-run="ok"' in ok
+    assert "Would be" in ok
+    assert not Job.objects.filter(namespace="team-a").exclude(name="train-a").exists()
+    bad = client.post("/submit/validate/", {"manifest": "kind: Job\n  bad: [", "namespace": "team-a"}).content.decode()
+    assert 'data-dry-run="error"' in bad
+    assert "line" in bad
+
+
+def test_submit_apply_creates_and_redirects(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    manifest = (COOKBOOK / "07-ci-build-batch.yaml").read_text().replace("queue: ci-cd", "queue: team-a-q")
+    response = client.post("/submit/apply/", {"manifest": manifest, "namespace": "team-a"})
+    assert response.status_code == 200
+    job = Job.objects.exclude(name="train-a").get(namespace="team-a")
+    assert response["HX-Redirect"] == f"/jobs/team-a/{job.name}/"
+
+
+def test_submit_into_another_tenants_namespace_is_refused(world: Any, login: Any) -> None:
+    manifest = (COOKBOOK / "07-ci-build-batch.yaml").read_text()
+    response = login(world.cast.alice).post("/submit/apply/", {"manifest": manifest, "namespace": "team-b"})
+    assert response.status_code == 422
+    assert "forbidden" in response.content.decode()
+
+
+def test_cookbook_templates_are_served(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    assert "pytorch" in client.get("/submit/templates/01-pytorch-distributed.yaml").content.decode()
+    assert client.get("/submit/templates/..%2Fsettings.py").status_code == 404
+
+
+def test_only_platform_admins_change_the_scheduler_config(world: Any, login: Any) -> None:
+    text = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n'
+    denied = login(world.cast.alice).post("/scheduler/", {"yaml": text}).content.decode()
+    assert "forbidden" in denied
+    assert not SchedulerProfile.objects.exists()
+    admin = login(world.cast.root)
+    assert "Valid configuration" in admin.post("/scheduler/validate/", {"yaml": text}).content.decode()
+    assert "alert bad" in admin.post("/scheduler/validate/", {"yaml": 'actions: "nope"\n'}).content.decode()
+    admin.post("/scheduler/", {"yaml": text, "comment": "test"})
+    assert SchedulerProfile.objects.get(active=True).comment == "test"
+
+
+def test_failure_injection_is_for_platform_admins(world: Any, login: Any) -> None:
+    assert login(world.cast.alice).post("/nodes/node-0/inject/", {"action": "fail"}).status_code == 403

@@ -1,0 +1,1 @@
+"""Server-rendered dashboard: pages, partials for htmx, and the live-update glue."""

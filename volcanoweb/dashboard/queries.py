@@ -1,0 +1,240 @@
+"""Read-side queries for the pages: aggregated in SQL, bounded, scoped to the selected tenant."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.apps import apps
+from django.db.models import Count, Q, QuerySet
+
+from volcanoweb.dashboard import cluster
+from volcanoweb.dashboard.resources import CPU, GPU, MAIN_RESOURCES, MEMORY, add_into, parse_map
+from volcanoweb.dashboard.scope import Scope
+from volcanoweb.dashboard.shares import QueueDemand, deserved_shares
+from volcanoweb.jobs.models import Event, Job, JobPhase, Pod, PodPhase
+from volcanoweb.queues.models import ROOT_QUEUE, Queue
+
+JOB_SORTS = {
+    "name": "name",
+    "namespace": "namespace",
+    "queue": "queue_name",
+    "phase": "phase",
+    "created": "created_at",
+}
+PAGE_SIZE = 50
+
+
+def phase_counts(scope: Scope) -> dict[str, int]:
+    """Return jobs per phase (every phase present, zero included), one grouped query."""
+    rows = scope.filter(Job.objects.all()).values("phase").annotate(n=Count("id")).order_by()
+    counts = {phase.value: 0 for phase in JobPhase}
+    for row in rows:
+        counts[row["phase"]] = row["n"]
+    return counts
+
+
+def recent_events(scope: Scope, limit: int = 12) -> list[Event]:
+    """Return the newest events of the shown tenants."""
+    return list(scope.filter(Event.objects.all())[:limit])
+
+
+def last_scheduling_run() -> Any:
+    """Return the newest SchedulingRun when the runtime records them, else None."""
+    try:
+        model = apps.get_model("scheduling", "SchedulingRun")
+    except LookupError:
+        return None
+    order = "-started_at" if any(f.name == "started_at" for f in model._meta.fields) else "-pk"
+    return model.objects.order_by(order).first()
+
+
+@dataclass
+class QueueRow:
+    """One queue of the tree with parsed resources (scheduler units) and its computed shares."""
+
+    queue: Queue
+    depth: int = 0
+    children: list[str] = field(default_factory=list)
+    capability: dict[str, int] = field(default_factory=dict)
+    guarantee: dict[str, int] = field(default_factory=dict)
+    allocated: dict[str, float] = field(default_factory=dict)
+    request: dict[str, float] = field(default_factory=dict)
+    deserved: dict[str, float] = field(default_factory=dict)
+    deserved_busy: dict[str, float] = field(default_factory=dict)
+    editable: bool = False
+    visible: bool = True
+
+    @property
+    def resources(self) -> list[dict[str, Any]]:
+        """Return the per-resource view rows for CPU, memory and GPU."""
+        out = []
+        for name, label, unit in MAIN_RESOURCES:
+            out.append(
+                {
+                    "name": name,
+                    "label": label,
+                    "unit": unit,
+                    "allocated": self.allocated.get(name, 0.0),
+                    "deserved": (self.deserved or self.deserved_busy).get(name),
+                    "deserved_busy": self.deserved_busy.get(name),
+                    "guarantee": self.guarantee.get(name),
+                    "capability": self.capability.get(name),
+                }
+            )
+        return out
+
+
+def _demand_by_queue() -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """Return (allocated, requested) per queue from bound and pending pods (one query)."""
+    allocated: dict[str, dict[str, float]] = {}
+    requested: dict[str, dict[str, float]] = {}
+    rows = Pod.objects.filter(
+        phase__in=(PodPhase.PENDING, PodPhase.RUNNING), podgroup__isnull=False, deletion_timestamp__isnull=True
+    ).values_list("podgroup__queue_name", "node_name", "requests")
+    for queue_name, node_name, requests in rows:
+        amounts = {k: float(v) for k, v in (requests or {}).items() if isinstance(v, int | float)}
+        add_into(requested.setdefault(queue_name, {}), amounts)
+        if node_name:
+            add_into(allocated.setdefault(queue_name, {}), amounts)
+    return allocated, requested
+
+
+def queue_tree(
+    scope: Scope, overrides: dict[str, dict[str, Any]] | None = None, *, include_hidden: bool = False
+) -> tuple[list[QueueRow], dict[str, float]]:
+    """Return the shown queues in tree order with shares, and the cluster capacity used for them.
+
+    ``overrides`` maps a queue name to ``weight`` / ``capability`` / ``guarantee`` (parsed) for a what-if.
+    Shares are computed over every queue (the scheduler does), then filtered to those shown.
+    """
+    all_queues = list(Queue.objects.select_related("tenant").order_by("name"))
+    visible = set(Queue.objects.filter(scope.queue_q()).values_list("pk", flat=True).distinct())
+    capacity, _ = cluster.totals(cluster.list_nodes())
+    allocated, requested = _demand_by_queue()
+    rows = {
+        q.name: QueueRow(queue=q, capability=parse_map(q.capability), guarantee=parse_map(q.guarantee))
+        for q in all_queues
+    }
+    for name, row in rows.items():
+        change = (overrides or {}).get(name, {})
+        if "capability" in change:
+            row.capability = change["capability"]
+        if "guarantee" in change:
+            row.guarantee = change["guarantee"]
+        if "weight" in change:
+            row.queue.weight = change["weight"]
+        row.allocated = allocated.get(name, {})
+        row.request = requested.get(name, {})
+        row.editable = scope.can_manage_queue(row.queue)
+    leaves = [r for r in rows.values() if r.queue.name != ROOT_QUEUE]
+    demand = [
+        QueueDemand(r.queue.name, r.queue.weight, r.capability, r.guarantee, r.request) for r in leaves if r.request
+    ]
+    busy = [
+        QueueDemand(r.queue.name, r.queue.weight, r.capability, r.guarantee, None)
+        for r in leaves
+        if not _has_children(r.queue, all_queues)
+    ]
+    now = deserved_shares(capacity, demand) if capacity else {}
+    if_busy = deserved_shares(capacity, busy) if capacity else {}
+    for name, row in rows.items():
+        spec_deserved = parse_map(row.queue.deserved)
+        row.deserved = spec_deserved or now.get(name, {})
+        row.deserved_busy = spec_deserved or if_busy.get(name, {})
+    ordered = _tree_order(rows)
+    for r in ordered:
+        r.visible = r.queue.pk in visible
+    return [r for r in ordered if include_hidden or r.visible], capacity
+
+
+def _has_children(queue: Queue, all_queues: list[Queue]) -> bool:
+    return any(q.parent_id == queue.pk for q in all_queues)
+
+
+def _tree_order(rows: dict[str, QueueRow]) -> list[QueueRow]:
+    by_pk = {r.queue.pk: r for r in rows.values()}
+    kids: dict[int | None, list[QueueRow]] = {}
+    for r in rows.values():
+        parent = r.queue.parent_id if r.queue.parent_id in by_pk else None
+        kids.setdefault(parent, []).append(r)
+    out: list[QueueRow] = []
+
+    def walk(parent: int | None, depth: int) -> None:
+        for r in sorted(kids.get(parent, []), key=lambda x: (x.queue.name != ROOT_QUEUE, x.queue.name)):
+            r.depth = depth
+            r.children = [c.queue.name for c in kids.get(r.queue.pk, [])]
+            out.append(r)
+            walk(r.queue.pk, depth + 1)
+
+    walk(None, 0)
+    return out
+
+
+def queue_usage(scope: Scope, queue: Queue) -> dict[str, Any]:
+    """Who uses a queue: per namespace, running/pending pods and requested resources.
+
+    Namespaces the caller cannot read are folded into one "other tenants" line.
+    """
+    rows = Pod.objects.filter(
+        podgroup__queue_name=queue.name, phase__in=(PodPhase.PENDING, PodPhase.RUNNING), deletion_timestamp__isnull=True
+    ).values_list("namespace", "tenant_id", "node_name", "requests")
+    lines: dict[str, dict[str, Any]] = {}
+    for namespace, tenant_id, node_name, requests in rows:
+        key = namespace if scope.access.can_read(tenant_id) else "other tenants"
+        line = lines.setdefault(key, {"namespace": key, "running": 0, "pending": 0, "allocated": {}})
+        if node_name:
+            line["running"] += 1
+            add_into(
+                line["allocated"], {k: float(v) for k, v in (requests or {}).items() if isinstance(v, int | float)}
+            )
+        else:
+            line["pending"] += 1
+    jobs = (
+        scope.filter(
+            Job.objects.filter(queue_name=queue.name).exclude(
+                phase__in=("Completed", "Terminated", "Failed", "Aborted")
+            )
+        )
+        .only("namespace", "name", "phase", "created_at")
+        .order_by("-created_at")[:10]
+    )
+    return {"lines": sorted(lines.values(), key=lambda x: -x["allocated"].get(CPU, 0)), "jobs": list(jobs)}
+
+
+def filtered_jobs(scope: Scope, params: dict[str, str]) -> tuple[QuerySet[Job], str]:
+    """Return the scoped, filtered and sorted job queryset, and the normalised sort key."""
+    qs = scope.filter(Job.objects.all())
+    if params.get("queue"):
+        qs = qs.filter(queue_name=params["queue"])
+    if params.get("phase"):
+        qs = qs.filter(phase=params["phase"])
+    if params.get("namespace"):
+        qs = qs.filter(namespace=params["namespace"])
+    text = (params.get("q") or "").strip()
+    if text:
+        qs = qs.filter(Q(name__icontains=text) | Q(namespace__icontains=text) | Q(queue_name__icontains=text))
+    sort = params.get("sort") or "-created"
+    key = sort.lstrip("-")
+    if key not in JOB_SORTS:
+        sort, key = "-created", "created"
+    field_name = JOB_SORTS[key]
+    order = [f"-{field_name}" if sort.startswith("-") else field_name, "-id" if sort.startswith("-") else "id"]
+    return qs.order_by(*order), sort
+
+
+def resources_summary(capacity: dict[str, float], allocated: dict[str, float]) -> list[dict[str, Any]]:
+    """Return the CPU / memory / GPU rows for capacity-vs-allocation bars."""
+    return [
+        {
+            "name": name,
+            "label": label,
+            "unit": unit,
+            "capacity": capacity.get(name, 0.0),
+            "allocated": allocated.get(name, 0.0),
+        }
+        for name, label, unit in MAIN_RESOURCES
+    ]
+
+
+__all__ = ["CPU", "GPU", "MEMORY"]

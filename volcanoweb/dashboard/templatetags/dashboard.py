@@ -1,0 +1,102 @@
+"""Template helpers: resource formatting, percentages, phase colours, fragment URLs, sort links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.http import QueryDict
+
+from volcanoweb.dashboard.resources import fmt, percent
+
+register = template.Library()
+
+PHASE_TONES = {
+    "Pending": "wait",
+    "Inqueue": "wait",
+    "Restarting": "wait",
+    "Aborting": "warn",
+    "Aborted": "muted",
+    "Running": "run",
+    "Completing": "run",
+    "Completed": "ok",
+    "Succeeded": "ok",
+    "Succeed": "ok",
+    "Terminating": "warn",
+    "Terminated": "muted",
+    "Failed": "bad",
+    "Unknown": "muted",
+    "Open": "ok",
+    "Closed": "muted",
+    "Closing": "warn",
+    "Normal": "muted",
+    "Warning": "warn",
+}
+
+
+@register.filter
+def res(amount: float | None, name: str) -> str:
+    """``{{ amount|res:"cpu" }}`` → "4.5"."""
+    return fmt(name, amount)
+
+
+@register.filter
+def get(mapping: Any, key: str) -> Any:
+    """``{{ dict|get:key }}``."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.simple_tag
+def pct(part: float | None, whole: float | None) -> int:
+    """Return part/whole as a 0..100 integer."""
+    return percent(part, whole)
+
+
+@register.filter
+def tone(phase: str) -> str:
+    """Return the badge tone for a phase or state."""
+    return PHASE_TONES.get(str(phase), "muted")
+
+
+@register.simple_tag(takes_context=True)
+def fragment_url(context: Any, name: str) -> str:
+    """Return the current URL with ``fragment=<name>`` (other query parameters kept)."""
+    request = context["request"]
+    query = request.GET.copy()
+    query["fragment"] = name
+    return f"{request.path}?{query.urlencode()}"
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context: Any, **changes: Any) -> str:
+    """Return the current query string with some parameters replaced (None or "" removes)."""
+    query: QueryDict = context["request"].GET.copy()
+    query.pop("fragment", None)
+    for key, value in changes.items():
+        if value in (None, ""):
+            query.pop(key, None)
+        else:
+            query[key] = str(value)
+    return f"?{query.urlencode()}" if query else "?"
+
+
+@register.simple_tag(takes_context=True)
+def sort_link(context: Any, key: str) -> str:
+    """Return the query string that sorts by ``key``, toggling direction when already sorted by it."""
+    current = context.get("sort", "")
+    new = f"-{key}" if current == key else key
+    return query_with(context, sort=new, page=None)
+
+
+@register.simple_tag(takes_context=True)
+def sort_state(context: Any, key: str) -> str:
+    """Return aria-sort for a column header."""
+    current = context.get("sort", "")
+    if current == key:
+        return "ascending"
+    if current == f"-{key}":
+        return "descending"
+    return "none"

@@ -1,0 +1,192 @@
+"""Jobs: the filtered table with bulk actions, and the job page with its "why pending" panel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from volcanoweb.dashboard import diagnosis, queries
+from volcanoweb.dashboard.scope import get_scope
+from volcanoweb.dashboard.views.common import error_info, page
+from volcanoweb.jobs import services as job_services
+from volcanoweb.jobs.models import Event, Job, JobPhase, Pod
+from volcanoweb.manifests import render as manifest_render
+from volcanoweb.manifests.errors import ApiError
+from volcanoweb.queues.models import Queue
+from volcanoweb.tenancy.models import Namespace
+
+#: Dashboard verbs to Volcano command actions ("delete" is a delete, not a command).
+ACTIONS = {"suspend": "AbortJob", "resume": "ResumeJob", "restart": "RestartJob", "delete": None}
+MAX_BULK = 200
+
+
+def _filters(request: HttpRequest) -> dict[str, str]:
+    return {key: request.GET.get(key, "").strip() for key in ("queue", "phase", "namespace", "q", "sort")}
+
+
+@login_required
+def job_list(request: HttpRequest) -> HttpResponse:
+    """Render the jobs table: filtered, sorted and paginated on the server."""
+    scope = get_scope(request)
+    params = _filters(request)
+    qs, sort = queries.filtered_jobs(scope, params)
+    paginator = Paginator(
+        qs.only("id", "namespace", "name", "queue_name", "phase", "min_available", "created_at", "status", "tenant_id"),
+        queries.PAGE_SIZE,
+    )
+    page_obj = paginator.get_page(request.GET.get("page"))
+    namespaces = scope.filter(Namespace.objects.all()).values_list("name", flat=True)
+    queue_names = Queue.objects.filter(scope.queue_q()).values_list("name", flat=True).distinct().order_by("name")
+    context = {
+        "nav": "jobs",
+        "page_obj": page_obj,
+        "params": params,
+        "sort": sort,
+        "phases": [p.value for p in JobPhase],
+        "namespaces": list(namespaces),
+        "queue_names": list(queue_names),
+        "query": request.GET.copy(),
+    }
+    if request.htmx and request.htmx.target == "jobs-table":
+        return render(request, "dashboard/_jobs_table.html", {**context, "scope": scope})
+    return page(request, "dashboard/jobs.html", context, {"table": "dashboard/_jobs_table.html"})
+
+
+def _run_action(scope: Any, job: Job, action: str) -> None:
+    command = ACTIONS[action]
+    if command is None:
+        job_services.delete_job(scope.access, job.namespace, job.name)
+    else:
+        job_services.issue_job_command(
+            scope.access, job.namespace, job.name, command, reason="dashboard", message=f"{action} from the dashboard"
+        )
+
+
+@login_required
+@require_POST
+def job_bulk(request: HttpRequest) -> HttpResponse:
+    """Apply one action to the selected jobs; report per-job failures."""
+    scope = get_scope(request)
+    action = request.POST.get("action", "")
+    ids = [int(x) for x in request.POST.getlist("ids") if x.isdigit()][:MAX_BULK]
+    if action not in ACTIONS or not ids:
+        return render(
+            request,
+            "dashboard/_bulk_result.html",
+            {"done": 0, "errors": ["Choose an action and at least one job."]},
+            status=400,
+        )
+    jobs = scope.filter(Job.objects.filter(pk__in=ids)).only("id", "namespace", "name")
+    done, errors = 0, []
+    for job in jobs:
+        try:
+            _run_action(scope, job, action)
+            done += 1
+        except ApiError as exc:
+            errors.append(f"{job.key}: {exc.message}")
+    response = render(request, "dashboard/_bulk_result.html", {"done": done, "action": action, "errors": errors})
+    response["HX-Trigger"] = "jobs-changed"
+    return response
+
+
+def _scoped_job(request: HttpRequest, namespace: str, name: str) -> Job:
+    scope = get_scope(request)
+    return get_object_or_404(
+        scope.filter(Job.objects.select_related("podgroup", "created_by")), namespace=namespace, name=name
+    )
+
+
+def _events(job: Job) -> list[Event]:
+    names_q = Q(involved_kind="Job", involved_name=job.name) | Q(
+        involved_kind="Pod", involved_name__startswith=f"{job.name}-"
+    )
+    pg = getattr(job, "podgroup", None) if _has_podgroup(job) else None
+    if pg is not None:
+        names_q |= Q(involved_kind="PodGroup", involved_name=pg.name)
+    return list(Event.objects.filter(names_q, involved_namespace=job.namespace)[:100])
+
+
+def _has_podgroup(job: Job) -> bool:
+    try:
+        return job.podgroup is not None
+    except Job.podgroup.RelatedObjectDoesNotExist:
+        return False
+
+
+def _spec_yaml(job: Job) -> str:
+    doc = manifest_render.job(job)
+    doc.pop("status", None)
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def _retries(job: Job) -> dict[str, Any]:
+    status = job.status or {}
+    commands = list(job.commands.order_by("-created_at")[:20])
+    restarts = [c for c in commands if c.action in ("RestartJob", "AbortJob", "ResumeJob")]
+    return {
+        "retry_count": status.get("retryCount", 0),
+        "max_retry": job.max_retry,
+        "version": status.get("version", 0),
+        "commands": restarts,
+    }
+
+
+@login_required
+def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+    """Render a job's page (or a live fragment of it)."""
+    scope = get_scope(request)
+    job = _scoped_job(request, namespace, name)
+    fragment = request.GET.get("fragment")
+    context: dict[str, Any] = {"nav": "jobs", "job": job, "podgroup": job.podgroup if _has_podgroup(job) else None}
+    context["can_write"] = scope.can_write(job.tenant_id)
+    if fragment in (None, "status"):
+        context["tasks"] = list(job.tasks.all())
+        context["pods"] = list(Pod.objects.filter(job=job).order_by("task_name", "index", "name")[:300])
+        context["reasons"] = diagnosis.why_pending(job)
+        context["retries"] = _retries(job)
+    if fragment in (None, "events"):
+        context["events"] = _events(job)
+    if fragment is None:
+        context["spec_yaml"] = _spec_yaml(job)
+    return page(
+        request,
+        "dashboard/job_detail.html",
+        context,
+        {"status": "dashboard/_job_status.html", "events": "dashboard/_job_events.html"},
+    )
+
+
+@login_required
+@require_POST
+def job_action(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+    """Suspend, resume, restart or delete a job through the job services."""
+    scope = get_scope(request)
+    job = _scoped_job(request, namespace, name)
+    action = request.POST.get("action", "")
+    if action not in ACTIONS:
+        return render(
+            request, "dashboard/_error.html", {"error": {"message": f"Unknown action {action!r}."}}, status=400
+        )
+    try:
+        _run_action(scope, job, action)
+    except ApiError as exc:
+        return render(request, "dashboard/_error.html", {"error": error_info(exc)}, status=exc.code)
+    if action == "delete":
+        if request.htmx:
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = reverse("dashboard:jobs")
+            return response
+        return redirect("dashboard:jobs")
+    return render(
+        request,
+        "dashboard/_flash.html",
+        {"message": f"{action.capitalize()} requested for {job.key}; the job controller acts on it next."},
+    )

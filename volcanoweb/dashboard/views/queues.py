@@ -1,0 +1,127 @@
+"""Queues: the hierarchy with shares, who uses a queue, in-place edit with a what-if preview, open/close."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from volcanoweb.dashboard import queries
+from volcanoweb.dashboard.forms import QueueEditForm
+from volcanoweb.dashboard.resources import add_into
+from volcanoweb.dashboard.scope import get_scope
+from volcanoweb.dashboard.views.common import error_info, page
+from volcanoweb.manifests.errors import ApiError
+from volcanoweb.queues import services as queue_services
+from volcanoweb.queues.models import Queue
+
+FRAGMENTS = {"tree": "dashboard/_queue_tree.html"}
+
+
+@login_required
+def queue_list(request: HttpRequest) -> HttpResponse:
+    """Render the queue tree."""
+    scope = get_scope(request)
+    rows, capacity = queries.queue_tree(scope)
+    return page(request, "dashboard/queues.html", {"nav": "queues", "rows": rows, "capacity": capacity}, FRAGMENTS)
+
+
+def _visible_queue(request: HttpRequest, name: str) -> Queue:
+    scope = get_scope(request)
+    queue = Queue.objects.filter(scope.queue_q(), name=name).distinct().first()
+    if queue is None:
+        raise Http404("no such queue")
+    return queue
+
+
+@login_required
+def queue_usage(request: HttpRequest, name: str) -> HttpResponse:
+    """Render "who uses this queue" for one queue."""
+    queue = _visible_queue(request, name)
+    usage = queries.queue_usage(get_scope(request), queue)
+    return render(request, "dashboard/_queue_usage.html", {"queue": queue, **usage})
+
+
+def _row(rows: list[queries.QueueRow], name: str) -> queries.QueueRow | None:
+    return next((r for r in rows if r.queue.name == name), None)
+
+
+@login_required
+def queue_edit(request: HttpRequest, name: str) -> HttpResponse:
+    """GET: the edit form for a queue the caller manages. POST: save it through the queue service."""
+    scope = get_scope(request)
+    queue = _visible_queue(request, name)
+    if not scope.can_manage_queue(queue):
+        return render(
+            request,
+            "dashboard/_error.html",
+            {"error": {"message": "Only admins of the queue's tenant can change it."}},
+            status=403,
+        )
+    if request.method != "POST":
+        return render(request, "dashboard/_queue_edit.html", {"queue": queue, "form": QueueEditForm.for_queue(queue)})
+    form = QueueEditForm(request.POST)
+    if not form.is_valid():
+        return render(request, "dashboard/_queue_edit.html", {"queue": queue, "form": form}, status=422)
+    try:
+        queue_services.update_queue_spec(scope.access, queue.name, form.changes(queue), source="dashboard")
+    except ApiError as exc:
+        return render(
+            request, "dashboard/_queue_edit.html", {"queue": queue, "form": form, "error": error_info(exc)}, status=422
+        )
+    queue.refresh_from_db()
+    usage = queries.queue_usage(scope, queue)
+    response = render(request, "dashboard/_queue_usage.html", {"queue": queue, "saved": True, **usage})
+    response["HX-Trigger"] = "queues-changed"
+    return response
+
+
+@login_required
+@require_POST
+def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
+    """Render the what-if: every queue's deserved share now and with the form's values."""
+    scope = get_scope(request)
+    queue = _visible_queue(request, name)
+    form = QueueEditForm(request.POST)
+    if not form.is_valid():
+        return render(request, "dashboard/_queue_preview.html", {"queue": queue, "form": form, "invalid": True})
+    before, capacity = queries.queue_tree(scope, include_hidden=True)
+    after, _ = queries.queue_tree(scope, {queue.name: form.overrides()}, include_hidden=True)
+    lines: list[dict[str, Any]] = []
+    hidden: dict[str, Any] = {"count": 0, "old": {}, "new": {}}
+    for old in before:
+        new = _row(after, old.queue.name)
+        if new is None or old.children or old.queue.name == "root":
+            continue
+        if old.visible:
+            lines.append({"row": old, "new": new, "changed": old.queue.name == queue.name})
+        else:  # other tenants' queues: only their total, never their names
+            hidden["count"] += 1
+            add_into(hidden["old"], old.deserved_busy)
+            add_into(hidden["new"], new.deserved_busy)
+    context = {"queue": queue, "lines": lines, "hidden": hidden, "capacity": capacity, "form": form}
+    return render(request, "dashboard/_queue_preview.html", context)
+
+
+@login_required
+@require_POST
+def queue_state(request: HttpRequest, name: str) -> HttpResponse:
+    """Open or close a queue through the queue service."""
+    scope = get_scope(request)
+    queue = _visible_queue(request, name)
+    action = request.POST.get("action")
+    try:
+        if action == "close":
+            queue_services.close_queue(scope.access, queue.name, source="dashboard")
+        elif action == "open":
+            queue_services.open_queue(scope.access, queue.name, source="dashboard")
+        else:
+            return render(request, "dashboard/_error.html", {"error": {"message": "Unknown action."}}, status=400)
+    except ApiError as exc:
+        return render(request, "dashboard/_error.html", {"error": error_info(exc)}, status=exc.code)
+    response = render(request, "dashboard/_flash.html", {"message": f"Queue {queue.name}: {action} requested."})
+    response["HX-Trigger"] = "queues-changed"
+    return response

@@ -1,0 +1,120 @@
+"""Submit: a YAML editor validated by the API's dry run, with the cookbook scenarios as templates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from volcanoweb.dashboard import diagnosis
+from volcanoweb.dashboard.scope import get_scope
+from volcanoweb.dashboard.views.common import error_info, page
+from volcanoweb.demo.services import COOKBOOK_DIR as COOKBOOK
+from volcanoweb.manifests import parse
+from volcanoweb.manifests.errors import ApiError
+from volcanoweb.manifests.services import apply_documents
+
+
+def cookbook() -> list[dict[str, str]]:
+    """Return the cookbook templates (YAML files only) with a title from their file name."""
+    out = []
+    for path in sorted(COOKBOOK.glob("*.yaml")):
+        title = path.stem.split("-", 1)[1].replace("-", " ") if "-" in path.stem else path.stem
+        out.append({"file": path.name, "title": f"{path.stem.split('-', 1)[0]} · {title}"})
+    return out
+
+
+def _default_namespace(request: HttpRequest) -> str:
+    scope = get_scope(request)
+    from volcanoweb.tenancy.models import Namespace
+
+    if scope.selected is not None:
+        ns = Namespace.objects.filter(tenant_id=scope.selected).order_by("name").values_list("name", flat=True).first()
+        if ns:
+            return ns
+    return scope.access.default_namespace()
+
+
+@login_required
+def submit(request: HttpRequest) -> HttpResponse:
+    """Render the editor, optionally preloaded with a cookbook template (``?template=01-...yaml``)."""
+    chosen = request.GET.get("template", "")
+    text = ""
+    if chosen:
+        text = _template_text(chosen)
+    return page(
+        request,
+        "dashboard/submit.html",
+        {
+            "nav": "submit",
+            "templates": cookbook(),
+            "text": text,
+            "chosen": chosen,
+            "namespace": _default_namespace(request),
+        },
+    )
+
+
+def _template_text(name: str) -> str:
+    files = {item["file"] for item in cookbook()}
+    if name not in files:
+        raise Http404("no such template")
+    return (COOKBOOK / name).read_text()
+
+
+@login_required
+def template_text(request: HttpRequest, name: str) -> HttpResponse:
+    """Return one cookbook template as plain text (the editor loads it)."""
+    return HttpResponse(_template_text(name), content_type="text/plain; charset=utf-8")
+
+
+def _apply(request: HttpRequest, dry_run: bool) -> tuple[list[Any], dict[str, Any] | None]:
+    scope = get_scope(request)
+    text = request.POST.get("manifest", "")
+    if not text.strip():
+        return [], {"message": "The editor is empty: paste a manifest or pick a template.", "reason": "Empty"}
+    try:
+        documents = parse.parse_documents(text)
+        if not documents:
+            return [], {"message": "No documents found.", "reason": "Empty"}
+        outcomes = apply_documents(
+            scope.access,
+            documents,
+            default_namespace=request.POST.get("namespace") or _default_namespace(request),
+            dry_run=dry_run,
+        )
+    except ApiError as exc:
+        return [], error_info(exc)
+    return outcomes, None
+
+
+@login_required
+@require_POST
+def validate(request: HttpRequest) -> HttpResponse:
+    """Dry-run the editor's manifest and say what would happen."""
+    outcomes, error = _apply(request, dry_run=True)
+    results = []
+    for outcome in outcomes:
+        item: dict[str, Any] = {"outcome": outcome}
+        if outcome.kind == "Job":
+            item["level"], item["headline"], item["reasons"] = diagnosis.forecast_job(outcome.object.get("spec") or {})
+        results.append(item)
+    return render(request, "dashboard/_dry_run.html", {"results": results, "error": error})
+
+
+@login_required
+@require_POST
+def apply(request: HttpRequest) -> HttpResponse:
+    """Apply the manifest for real; go to the first job's page."""
+    outcomes, error = _apply(request, dry_run=False)
+    if error is not None:
+        return render(request, "dashboard/_dry_run.html", {"results": [], "error": error}, status=422)
+    job = next((o for o in outcomes if o.kind == "Job"), None)
+    response = render(request, "dashboard/_applied.html", {"outcomes": outcomes})
+    if job is not None:
+        response["HX-Redirect"] = reverse("dashboard:job", args=[job.namespace, job.name])
+    return response
