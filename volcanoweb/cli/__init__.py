@@ -1,0 +1,1 @@
+"""``vcctl``: a Volcano-compatible command-line client for the volcanoweb REST API."""
