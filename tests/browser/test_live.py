@@ -27,11 +27,6 @@ def _prepare() -> None:
     Job.objects.filter(namespace="ml", name="pytorch-distributed").delete()  # the test submits it itself
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="needs the runtime: in a daphne process with RUN_LOOPS_IN_PROCESS and the sim backend the submitted job "
-    "stays Pending (no scheduling cycle admits its PodGroup, no pods are created); the page itself updates live",
-)
 def test_submit_and_watch_a_job_complete_without_reload(browser: Any, tmp_path: Path) -> None:
     _prepare()
     port = free_port()
@@ -47,7 +42,7 @@ def test_submit_and_watch_a_job_complete_without_reload(browser: Any, tmp_path: 
         "CELERY_TASK_ALWAYS_EAGER": "true",
         "DEBUG": "true",
     }
-    cmd = [*manage("runserver", "--noreload", "--skip-checks", f"127.0.0.1:{port}")]  # daphne's runserver (ASGI)
+    cmd = manage("runembedded", "--no-seed", "--port", str(port))  # daphne with the loops in-process
     log_path = Path(__file__).resolve().parents[2] / "artifacts" / "live-server.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with running(cmd, env, log_path) as proc:
