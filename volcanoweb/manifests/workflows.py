@@ -97,7 +97,7 @@ def check_jobflow(errors: Errors, spec: Any) -> dict[str, Any] | None:
             continue
         if flow_name in graph:
             # Volcano's webhook lets a repeated name through and runs it once; a DAG with two
-            # vertices of one name is almost always a mistake, so we refuse it (docs/scheduler.md).
+            # vertices of one name is almost always a mistake, so we refuse it (docs/controllers.md).
             errors.add(f"{path}.name", f'Duplicate value: "{flow_name}"', "FieldValueDuplicate")
             continue
         depends = get_map(errors, flow, "dependsOn", f"{path}.dependsOn")
