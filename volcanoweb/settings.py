@@ -9,6 +9,7 @@ with a separate worker and beat.
 
 from __future__ import annotations
 
+import zoneinfo
 from pathlib import Path
 
 import dj_database_url
@@ -144,12 +145,23 @@ KUBE_IN_CLUSTER = env_bool("KUBE_IN_CLUSTER", False)
 if CLUSTER_BACKEND == "kubernetes" and KUBE_IN_CLUSTER and KUBECONFIG:
     raise ImproperlyConfigured("KUBE_IN_CLUSTER: cannot be combined with KUBECONFIG; choose one")
 SIM_NODE_POOL = env_str("SIM_NODE_POOL", "cpu:8x16c64Gi,gpu:4x32c256Gi4gpu")
+try:
+    from volcanoweb.clusters.backends.sim import parse_pool_spec
+
+    parse_pool_spec(SIM_NODE_POOL)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"SIM_NODE_POOL: {exc}") from exc
 SIM_CLOCK_SPEED = env_float("SIM_CLOCK_SPEED", 10.0, positive=True)
 SIM_DEFAULT_DURATION = env_float("SIM_DEFAULT_DURATION", 60.0, positive=True)
 RUN_LOOPS_IN_PROCESS = env_bool("RUN_LOOPS_IN_PROCESS", EMBEDDED)
 # Periodic work: (name, Celery task, period in seconds). Celery beat runs these in the stack
 # mode; the embedded mode calls the same tasks from in-process loops (volcanoweb.core.loops).
 CRONJOB_TICK_PERIOD = env_float("CRONJOB_TICK_PERIOD", 10.0, positive=True)
+CRONJOB_DEFAULT_TIME_ZONE = env_str("CRONJOB_DEFAULT_TIME_ZONE", "UTC")
+try:
+    zoneinfo.ZoneInfo(CRONJOB_DEFAULT_TIME_ZONE)
+except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+    raise ImproperlyConfigured(f"CRONJOB_DEFAULT_TIME_ZONE: unknown time zone {CRONJOB_DEFAULT_TIME_ZONE!r}") from exc
 PERIODIC_TASKS: list[tuple[str, str, float]] = [
     ("scheduling-cycle", "volcanoweb.scheduling.tasks.run_cycle", SCHEDULE_PERIOD),
     ("cluster-sync", "volcanoweb.clusters.tasks.sync_backend", max(SCHEDULE_PERIOD / 2, 0.2)),

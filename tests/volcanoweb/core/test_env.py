@@ -63,6 +63,8 @@ def test_secret_file(tmp_path: Path) -> None:
         ("DEBUG", "perhaps"),
         ("SIM_CLOCK_SPEED", "-2"),
         ("DATABASE_URL", "nosuchdb://x"),
+        ("SIM_NODE_POOL", "cpu:lots"),
+        ("CRONJOB_DEFAULT_TIME_ZONE", "Mars/Olympus"),
     ],
 )
 def test_bad_setting_fails_at_start_naming_the_variable(name: str, value: str) -> None:
