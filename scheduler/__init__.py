@@ -2,11 +2,12 @@
 
 Public API: :func:`run_cycle`, :class:`Snapshot`, :class:`SchedulerConfig`,
 :func:`parse_config`, :class:`ConfigError`, :class:`CycleResult`, :func:`default_registry`,
-:class:`Registry` and the model types.
+:class:`Registry`, :class:`SessionCache` and the model types.
 """
 
 from __future__ import annotations
 
+from scheduler.cache import SessionCache
 from scheduler.config import (
     DEFAULT_CONFIG,
     ConfigError,
@@ -60,6 +61,7 @@ __all__ = [
     "RegistryError",
     "Resource",
     "SchedulerConfig",
+    "SessionCache",
     "Snapshot",
     "Taint",
     "Task",

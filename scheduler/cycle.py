@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
+from scheduler.cache import SessionCache
 from scheduler.config import DEFAULT_CONFIG, ConfigError, SchedulerConfig
 from scheduler.registry import Registry, default_registry
 from scheduler.result import CycleResult
@@ -18,6 +20,7 @@ def run_cycle(
     config: SchedulerConfig = DEFAULT_CONFIG,
     registry: Registry | None = None,
     timer: Callable[[], float] | None = None,
+    cache: SessionCache | None = None,
 ) -> CycleResult:
     """Open a session over ``snapshot``, run the configured actions, close it.
 
@@ -25,7 +28,8 @@ def run_cycle(
     clock or a random source. ``timer`` (e.g. ``time.perf_counter``) is only used to fill
     ``CycleResult.timings`` (keys ``open``, each action name, ``close``); it never influences a
     decision. Raises :class:`ConfigError` if the config names an action or plugin missing
-    from ``registry``.
+    from ``registry``. ``cache`` (a :class:`SessionCache` kept by the caller between cycles)
+    only saves work: the result is the same with or without it.
     """
     reg = registry if registry is not None else default_registry()
     for i, name in enumerate(config.actions):
@@ -35,9 +39,47 @@ def run_cycle(
         for pi, opt in enumerate(tier.plugins):
             if opt.name not in reg.plugins:
                 raise ConfigError(f"tiers[{ti}].plugins[{pi}].name", f"unknown plugin {opt.name!r}")
+    # A session allocates many long-lived objects and frees them all at the end: the cyclic
+    # collector would repeatedly walk them (and the snapshot) for nothing, so it is paused for
+    # the cycle and restored afterwards.
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _cycle(snapshot, config, reg, timer, cache)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _cycle(
+    snapshot: Snapshot,
+    config: SchedulerConfig,
+    reg: Registry,
+    timer: Callable[[], float] | None,
+    cache: SessionCache | None,
+) -> CycleResult:
     timings: dict[str, float] = {}
     start = timer() if timer else 0.0
-    session = Session(snapshot, config, reg)
+    if cache is None:
+        return _run(Session(snapshot, config, reg), config, reg, timer, timings, start, None)
+    try:
+        session = cache.open(snapshot, config, reg)
+        return _run(session, config, reg, timer, timings, start, cache)
+    except BaseException:
+        cache.clear()
+        raise
+
+
+def _run(
+    session: Session,
+    config: SchedulerConfig,
+    reg: Registry,
+    timer: Callable[[], float] | None,
+    timings: dict[str, float],
+    start: float,
+    cache: SessionCache | None,
+) -> CycleResult:
     if timer:
         now = timer()
         timings["open"] = now - start
@@ -50,6 +92,8 @@ def run_cycle(
             timings[name] = now - start
             start = now
     result = session.close(timings)
+    if cache is not None:
+        cache.release(session)  # part of close: rolls the cached state back
     if timer:
         timings["close"] = timer() - start
     return result

@@ -160,9 +160,17 @@ class JobOrder(Capability, ABC):
     earlier creation, then smaller uid."""
 
     point = ExtensionPoint.JOB_ORDER
+    #: Set by plugins whose order is a sort key: ``job_order(a, b)`` is then exactly the sign of
+    #: ``cmp(job_order_key(a), job_order_key(b))``, and keys only change when the job's own tasks
+    #: change. Queues of jobs then compare precomputed tuples instead of calling back.
+    has_job_order_key: ClassVar[bool] = False
 
     @abstractmethod
     def job_order(self, a: JobInfo, b: JobInfo) -> int: ...
+
+    def job_order_key(self, job: JobInfo) -> Any:
+        """The sort key equivalent to :meth:`job_order` (only if ``has_job_order_key``)."""
+        raise NotImplementedError
 
 
 class TaskOrder(Capability, ABC):
@@ -170,9 +178,15 @@ class TaskOrder(Capability, ABC):
     pod-name index, then creation, then uid."""
 
     point = ExtensionPoint.TASK_ORDER
+    #: As ``JobOrder.has_job_order_key``; the key must depend only on the task's immutable fields.
+    has_task_order_key: ClassVar[bool] = False
 
     @abstractmethod
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int: ...
+
+    def task_order_key(self, task: TaskInfo) -> Any:
+        """The sort key equivalent to :meth:`task_order` (only if ``has_task_order_key``)."""
+        raise NotImplementedError
 
 
 class JobValid(Capability, ABC):
@@ -242,6 +256,10 @@ class Predicate(Capability, ABC):
     """
 
     point = ExtensionPoint.PREDICATE
+    #: Set by plugins whose filters are arrays that, within a session, change only at nodes whose
+    #: state changed in the node table (``NodeTable.changes``). Node selection then keeps the
+    #: feasible mask per task shape and refreshes only those nodes.
+    node_local_filters: ClassVar[bool] = False
 
     @abstractmethod
     def predicate(self, task: TaskInfo) -> Sequence[Filter]: ...
@@ -256,6 +274,26 @@ class NodeOrder(Capability, ABC):
 
     @abstractmethod
     def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray: ...
+
+    def node_score_key(self, task: TaskInfo) -> Any:
+        """Optional split for caching. None (the default): no split. Otherwise a hashable key such
+        that ``node_order(task, nodes) == local_scores(task, nodes) + set_scores(task, nodes)``
+        (exactly, in floating point), where ``local_scores`` of node ``i`` depends only on the key
+        and node ``i``'s node-table column, so the session caches it per key and refreshes only
+        changed nodes."""
+        return None
+
+    def local_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+        """The per-node part of the split (see :meth:`node_score_key`)."""
+        raise NotImplementedError
+
+    def local_score_at(self, task: TaskInfo, node: int) -> float:
+        """``local_scores(task, [node])[0]``, computed with the same float operations."""
+        return float(self.local_scores(task, np.array([node], dtype=np.int64))[0])
+
+    def set_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray | None:
+        """The part of the split that depends on the whole candidate set (None: zero)."""
+        return None
 
 
 class Preemptable(Capability, ABC):
@@ -345,6 +383,28 @@ class Plugin:
 
     def on_session_open(self, session: Session) -> None:
         """Build per-session state. The default does nothing."""
+
+    def save_open_state(self) -> Any:
+        """State right after every plugin's ``on_session_open``, for ``SessionCache`` (None, the
+        default: the plugin is simply opened again each cycle). Must not be modified later."""
+        return None
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """Become exactly as after ``on_session_open`` over ``session``, given what
+        :meth:`save_open_state` returned for a session with the same opened state."""
+        raise NotImplementedError
+
+
+def save_shared_state(plugin: Plugin) -> dict[str, Any]:
+    """``save_open_state`` for plugins whose attributes are never modified after open (lazily
+    filled caches that depend only on the opened state are fine): they are shared."""
+    return dict(vars(plugin))
+
+
+def restore_shared_state(plugin: Plugin, session: Session, state: dict[str, Any]) -> None:
+    """``restore_open_state`` counterpart of :func:`save_shared_state`."""
+    plugin.__dict__.update(state)
+    plugin.__dict__["session"] = session
 
 
 class Action(ABC):

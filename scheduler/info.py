@@ -26,6 +26,16 @@ def _name_index(name: str) -> int:
     return int(tail) if tail.isdigit() else -1
 
 
+_EMPTY_SIG: tuple[Any, ...] = ((), (), (), ())
+
+
+def derive(req: tuple[float, ...]) -> tuple[bool, tuple[float, float]]:
+    """``(best_effort, nz)`` of a request vector: BestEffort means no request on any dimension
+    but pods; ``nz`` holds Kubernetes' non-zero cpu/memory defaults (100m, 200Mi) for scoring."""
+    best_effort = req[0] <= 0 and req[1] <= 0 and all(v <= 0 for v in req[3:])
+    return best_effort, (req[0] or 100.0, req[1] or 200.0 * 1024 * 1024)
+
+
 class TaskInfo:
     """A pod inside a session: its snapshot value plus mutable status and node."""
 
@@ -48,7 +58,14 @@ class TaskInfo:
         "uid",
     )
 
-    def __init__(self, task: Task, job: JobInfo, req: tuple[float, ...], priority: int) -> None:
+    def __init__(
+        self,
+        task: Task,
+        job: JobInfo,
+        req: tuple[float, ...],
+        priority: int,
+        derived: tuple[bool, tuple[float, float]] | None = None,
+    ) -> None:
         self.task = task
         self.uid = task.uid
         self.key = task.key
@@ -62,15 +79,18 @@ class TaskInfo:
         self.role = task.role
         self.index = _name_index(task.name)
         self.creation = task.creation
-        self.best_effort = all(v <= 0 for i, v in enumerate(req) if i != 2)
-        # Kubernetes' non-zero request defaults (100m cpu, 200Mi memory) used by scoring.
-        self.nz = (req[0] or 100.0, req[1] or 200.0 * 1024 * 1024)
-        self.sig: tuple[Any, ...] = (
-            tuple(sorted(task.node_selector.items())),
-            task.required_affinity,
-            task.tolerations,
-            task.preferred_affinity,
-        )
+        if derived is None:
+            derived = derive(req)
+        self.best_effort, self.nz = derived
+        if task.node_selector or task.required_affinity or task.tolerations or task.preferred_affinity:
+            self.sig: tuple[Any, ...] = (
+                tuple(sorted(task.node_selector.items())),
+                task.required_affinity,
+                task.tolerations,
+                task.preferred_affinity,
+            )
+        else:
+            self.sig = _EMPTY_SIG
 
     def __repr__(self) -> str:
         return f"TaskInfo({self.key}, {self.status}, node={self.node})"
@@ -152,7 +172,7 @@ class JobInfo:
         self.counts[status] += delta
         if status in READY:
             self.ready += delta
-        if t.role in self.task_min:
+        if self.task_min and t.role in self.task_min:
             rc = self.role_counts.get(t.role)
             if rc is None:
                 rc = self.role_counts[t.role] = dict.fromkeys(TaskStatus, 0)

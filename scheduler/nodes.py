@@ -49,6 +49,8 @@ class NodeTable:
         self.nz_requested: IntMatrix = np.zeros((2, n), dtype=np.int64)
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in range(n)]
         self.generation = 0
+        #: Index of the node of every change, in order (caches remember how far they have read).
+        self.changes: list[int] = []
 
     def __len__(self) -> int:
         return len(self.names)
@@ -59,6 +61,45 @@ class NodeTable:
         self.tasks[i][t.uid] = t
         t.node = i
 
+    def add_bulk(self, tasks: Sequence[TaskInfo], nodes: Sequence[int]) -> None:
+        """Account many tasks at once (session open): the same state as :meth:`add` for each, in
+        order, with column sums computed by ``bincount`` (exact for integer resources below 2**53)."""
+        for t, i in zip(tasks, nodes, strict=True):
+            self.tasks[i][t.uid] = t
+            t.node = i
+        if not tasks:
+            return
+        n, r = len(self.names), len(self.dims)
+        idx = np.asarray(nodes, dtype=np.intp)
+        req = np.array([t.req for t in tasks], dtype=np.float64).reshape(len(tasks), r).astype(np.int64)
+        status = [t.status for t in tasks]
+        pip = np.fromiter((s == TaskStatus.PIPELINED for s in status), dtype=np.bool_, count=len(tasks))
+        rel = np.fromiter((s == TaskStatus.RELEASING for s in status), dtype=np.bool_, count=len(tasks))
+
+        def column_sums(rows: npt.NDArray[np.bool_] | None, values: IntMatrix) -> IntMatrix:
+            out = np.zeros((values.shape[1], n), dtype=np.int64)
+            ix = idx if rows is None else idx[rows]
+            vals = values if rows is None else values[rows]
+            if len(ix) == 0:
+                return out
+            for d in range(values.shape[1]):
+                col = vals[:, d]
+                if col.any():
+                    out[d] = np.bincount(ix, weights=col.astype(np.float64), minlength=n).astype(np.int64)
+            return out
+
+        self.used += column_sums(~pip, req)
+        if rel.any():
+            self.releasing += column_sums(rel, req)
+        if pip.any():
+            self.pipelined += column_sums(pip, req)
+        self.idle = self.alloc - self.used
+        self.future = self.idle + self.releasing - self.pipelined
+        self.pod_count += np.bincount(idx, minlength=n).astype(np.int64)
+        nz = np.array([t.nz for t in tasks], dtype=np.float64).astype(np.int64)
+        self.nz_requested += column_sums(None, nz)
+        self.generation += len(tasks)
+
     def remove(self, t: TaskInfo) -> None:
         """Remove task ``t`` (in its current status) from its node."""
         i = t.node
@@ -67,27 +108,38 @@ class NodeTable:
         t.node = -1
 
     def _apply(self, t: TaskInfo, i: int, sign: int) -> None:
+        # Integer columns updated element by element: the same values as recomputing
+        # ``idle = alloc - used`` and ``future = idle + releasing - pipelined`` for the column.
         status = t.status
-        req = t.req
-        target: tuple[IntMatrix, ...]
+        used, idle, future = self.used, self.idle, self.future
         if status == TaskStatus.PIPELINED:
-            target = (self.pipelined,)
+            pipelined = self.pipelined
+            for d, v in enumerate(t.req):
+                if v:
+                    iv = int(v) * sign
+                    pipelined[d, i] += iv
+                    future[d, i] -= iv
         elif status == TaskStatus.RELEASING:
-            target = (self.used, self.releasing)
+            releasing = self.releasing
+            for d, v in enumerate(t.req):
+                if v:
+                    iv = int(v) * sign
+                    used[d, i] += iv
+                    releasing[d, i] += iv
+                    idle[d, i] -= iv
         else:
-            target = (self.used,)
-        for d, v in enumerate(req):
-            if v:
-                iv = int(v) * sign
-                for m in target:
-                    m[d, i] += iv
-        col_used = self.used[:, i]
-        self.idle[:, i] = self.alloc[:, i] - col_used
-        self.future[:, i] = self.idle[:, i] + self.releasing[:, i] - self.pipelined[:, i]
+            for d, v in enumerate(t.req):
+                if v:
+                    iv = int(v) * sign
+                    used[d, i] += iv
+                    idle[d, i] -= iv
+                    future[d, i] -= iv
         self.pod_count[i] += sign
-        self.nz_requested[0, i] += int(t.nz[0]) * sign
-        self.nz_requested[1, i] += int(t.nz[1]) * sign
+        nz = self.nz_requested
+        nz[0, i] += int(t.nz[0]) * sign
+        nz[1, i] += int(t.nz[1]) * sign
         self.generation += 1
+        self.changes.append(i)
 
     def idle_of(self, i: int) -> list[float]:
         """Return node ``i``'s idle vector."""

@@ -1,10 +1,10 @@
-"""A binary-heap priority queue ordered by a "less" callback (Volcano's PriorityQueue)."""
+"""PriorityQueue: a binary heap ordered by a ``less`` callback (Volcano's util.PriorityQueue)."""
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -24,27 +24,49 @@ class _Entry(Generic[T]):
 
 class PriorityQueue(Generic[T]):
     """Pop returns the item that ``less`` ranks first. Like Volcano's, the order is evaluated at
-    push/pop time: priorities that change while an item is queued are not re-heaped."""
+    push/pop time: priorities that change while an item is queued are not re-heaped.
 
-    __slots__ = ("_heap", "_less", "_seq")
+    With ``key`` (a function whose tuples sort exactly as ``less`` orders, see
+    ``Session.job_key``), entries are ``(key(item), seq, item)`` tuples compared in C. That is
+    only equivalent when a queued item's key cannot change while it is queued, which is how the
+    actions use it (a job is popped before its tasks change and pushed back after).
+    """
 
-    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()) -> None:
+    __slots__ = ("_heap", "_key", "_less", "_seq")
+
+    def __init__(
+        self, less: Callable[[T, T], bool], items: Iterable[T] = (), key: Callable[[T], Any] | None = None
+    ) -> None:
         self._less = less
+        self._key = key
         self._seq = 0
-        self._heap: list[_Entry[T]] = []
-        for item in items:
-            self._heap.append(_Entry(item, less, self._seq))
-            self._seq += 1
+        self._heap: list[Any] = []
+        if key is None:
+            for item in items:
+                self._heap.append(_Entry(item, less, self._seq))
+                self._seq += 1
+        else:
+            for item in items:
+                self._heap.append((key(item), self._seq, item))
+                self._seq += 1
         heapq.heapify(self._heap)
 
     def push(self, item: T) -> None:
         """Add ``item``."""
-        heapq.heappush(self._heap, _Entry(item, self._less, self._seq))
+        if self._key is None:
+            heapq.heappush(self._heap, _Entry(item, self._less, self._seq))
+        else:
+            heapq.heappush(self._heap, (self._key(item), self._seq, item))
         self._seq += 1
 
     def pop(self) -> T:
         """Remove and return the first item."""
-        return heapq.heappop(self._heap).item
+        entry = heapq.heappop(self._heap)
+        if self._key is None:
+            item: T = entry.item
+            return item
+        out: T = entry[2]
+        return out
 
     def __len__(self) -> int:
         return len(self._heap)

@@ -3,6 +3,7 @@ and turns the final state into a CycleResult."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,12 +40,13 @@ from scheduler.framework import (
     VictimQueueOrder,
     Vote,
 )
-from scheduler.info import ALLOCATED, ON_NODE, SCHEDULED, JobInfo, QueueInfo, TaskInfo
-from scheduler.model import JobPhase, Resource, TaskStatus
+from scheduler.info import ALLOCATED, ON_NODE, SCHEDULED, JobInfo, QueueInfo, TaskInfo, derive
+from scheduler.model import JobPhase, Resource, Task, TaskStatus
 from scheduler.nodes import NodeTable
 from scheduler.result import CycleResult, Eviction, JobReason, ReasonKind
 
 if TYPE_CHECKING:
+    from scheduler.cache import Journal
     from scheduler.registry import Registry
     from scheduler.snapshot import Snapshot
 
@@ -86,6 +88,28 @@ STATUS_ORDER = (
 )
 
 
+_UID = operator.attrgetter("uid")
+
+
+def _sorted_tasks(tasks: Sequence[Task]) -> list[Task]:
+    """``sorted(tasks, key=lambda t: (t.job, t.uid))`` (stable), grouping by job first: many
+    small sorts are much cheaper than one sort on tuple keys."""
+    by_job: dict[str, list[Task]] = {}
+    for t in tasks:
+        group = by_job.get(t.job)
+        if group is None:
+            by_job[t.job] = [t]
+        else:
+            group.append(t)
+    out: list[Task] = []
+    for job in sorted(by_job):
+        group = by_job[job]
+        if len(group) > 1:
+            group.sort(key=_UID)
+        out.extend(group)
+    return out
+
+
 def _resolve_priority(explicit: int | None, class_name: str, classes: dict[str, int], default: int) -> int:
     if explicit is not None:
         return explicit
@@ -101,11 +125,22 @@ class Session:
     tiers, and the combine logic of every extension point (see docs/scheduler.md).
     """
 
-    def __init__(self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry) -> None:
+    def __init__(
+        self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry, journal: Journal | None = None
+    ) -> None:
         self.snapshot = snapshot
         self.config = config
         self.registry = registry
+        #: Set when the session is kept by a ``SessionCache``: records changes for rollback.
+        self.journal = journal
         self._open_state()
+        self._open_plugins()
+
+    def reopen(self, snapshot: Snapshot) -> None:
+        """Start a new cycle over a snapshot made of the same objects (``SessionCache``): the
+        opened state has been rolled back, so only the per-cycle fields and plugins are new."""
+        self.snapshot = snapshot
+        self._reset_cycle()
         self._open_plugins()
 
     # -- open ----------------------------------------------------------------------------------
@@ -154,27 +189,48 @@ class Session:
                 info.min_resources = self.vector(j.min_resources)
             self.jobs[j.key] = info
         self.tasks: dict[str, TaskInfo] = {}
-        for t in sorted(snap.tasks, key=lambda t: (t.job, t.uid)):
-            node = self.nodes.index.get(t.node_name, -1) if t.node_name else -1
-            job = self.jobs.get(t.job)
+        on_node = ON_NODE
+        pending, bound = TaskStatus.PENDING, TaskStatus.BOUND
+        node_index = self.nodes.index
+        jobs = self.jobs
+        vectors: dict[int, tuple[tuple[float, ...], tuple[bool, tuple[float, float]]]] = {}
+        placed: list[TaskInfo] = []
+        placed_on: list[int] = []
+        for t in _sorted_tasks(snap.tasks):
+            node = node_index.get(t.node_name, -1) if t.node_name else -1
+            job = jobs.get(t.job)
             status = t.status
-            if status == TaskStatus.PENDING and t.node_name:
-                status = TaskStatus.BOUND
+            if status == pending and t.node_name:
+                status = bound
+            # Request vectors are derived once per Resource object (snapshots share them).
+            r = t.requests
+            vd = vectors.get(id(r))
+            if vd is None:
+                req = self.vector(r)
+                vd = vectors[id(r)] = (req, derive(req))
             if job is None:
                 # Pods without a (known) PodGroup are not scheduled, but they use node resources.
-                if node >= 0 and status in ON_NODE:
-                    orphan = TaskInfo(t, _ORPHAN_JOB, self.vector(t.requests), 0)
+                if node >= 0 and status in on_node:
+                    orphan = TaskInfo(t, _ORPHAN_JOB, vd[0], 0, vd[1])
                     orphan.status = status
                     orphan.preemptable = False
-                    self.nodes.add(orphan, node)
+                    placed.append(orphan)
+                    placed_on.append(node)
                 continue
-            prio = _resolve_priority(t.priority, t.priority_class_name, classes, default_priority)
-            info_t = TaskInfo(t, job, self.vector(t.requests), prio)
+            prio = t.priority
+            if prio is None:
+                prio = _resolve_priority(None, t.priority_class_name, classes, default_priority)
+            info_t = TaskInfo(t, job, vd[0], prio, vd[1])
             info_t.status = status
             job.add_task(info_t)
             self.tasks[t.uid] = info_t
-            if node >= 0 and status in ON_NODE:
-                self.nodes.add(info_t, node)
+            if node >= 0 and status in on_node:
+                placed.append(info_t)
+                placed_on.append(node)
+        self.nodes.add_bulk(placed, placed_on)
+        self._reset_cycle()
+
+    def _reset_cycle(self) -> None:
         self.binds: list[TaskInfo] = []
         self.evictions: list[Eviction] = []
         self.unschedulable_jobs: set[str] = set()
@@ -185,14 +241,24 @@ class Session:
         self._points: dict[ExtensionPoint, list[list[Any]]] = {}
         handlers: list[AllocateHandler] = []
         closers: list[SessionClose] = []
+        saved: list[Any] | None = getattr(self, "_plugin_states", None)
+        flat: list[Plugin] = []
         for tier in self.config.tiers:
             plugins: list[Plugin] = []
             for opt in tier.plugins:
                 cls = self.registry.plugins[opt.name]
                 plugin = cls(opt.arguments, opt.hierarchy)
-                plugin.on_session_open(self)
+                state = saved[len(flat)] if saved is not None else None
+                if state is not None:
+                    plugin.restore_open_state(self, state)
+                else:
+                    plugin.on_session_open(self)
                 plugins.append(plugin)
+                flat.append(plugin)
             self.tiers.append(plugins)
+        if self.journal is not None and saved is None:
+            # Kept by a SessionCache: the next cycle over the same opened state restores these.
+            self._plugin_states = [p.save_open_state() for p in flat]
         for point, cap in _CAPABILITIES.items():
             tiers: list[list[Any]] = []
             for tier, plugins in zip(self.config.tiers, self.tiers, strict=True):
@@ -213,6 +279,36 @@ class Session:
         self.handlers = handlers
         self.closers = closers
         self._flat = {point: [p for t in tiers for p in t] for point, tiers in self._points.items()}
+        self.job_key = self._job_key_fn()
+        self.task_key = self._task_key_fn()
+        self.node_local_filters = all(p.node_local_filters for p in self._flat[ExtensionPoint.PREDICATE])
+        #: Node-selection caches (see actions/common.py): feasible/idle masks per task shape and
+        #: per-node scores per plugin key, each with the position in ``nodes.changes`` it is
+        #: current up to.
+        self.mask_cache: dict[Any, list[Any]] = {}
+        self._score_cache: dict[Any, list[Any]] = {}
+        self._groups: dict[int, tuple[Filter, BoolArray, list[tuple[str, IntArray]]]] = {}
+        self._fit_cache: dict[Any, tuple[int, dict[str, int], list[Filter]]] = {}
+
+    def _job_key_fn(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
+        plugins = self._flat[ExtensionPoint.JOB_ORDER]
+        if not all(p.has_job_order_key for p in plugins):
+            return None
+        fns = tuple(p.job_order_key for p in plugins)
+        if len(fns) == 3:
+            f0, f1, f2 = fns
+            return lambda j: (f0(j), f1(j), f2(j), j.creation, j.uid)
+        return lambda j: (*(f(j) for f in fns), j.creation, j.uid)
+
+    def _task_key_fn(self) -> Callable[[TaskInfo], tuple[Any, ...]] | None:
+        plugins = self._flat[ExtensionPoint.TASK_ORDER]
+        if not all(p.has_task_order_key for p in plugins):
+            return None
+        fns = tuple(p.task_order_key for p in plugins)
+        if len(fns) == 1:
+            (f0,) = fns
+            return lambda t: (f0(t), t.index, t.creation, t.uid)
+        return lambda t: (*(f(t) for f in fns), t.index, t.creation, t.uid)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -304,6 +400,13 @@ class Session:
         if a_in != b_in:
             return not a_in
         if a.job.queue == b.job.queue or preemptor is None:
+            key = self.job_key
+            if key is not None:
+                # Keys evaluated now (jobs change while victims are queued): same as job_less.
+                ka, kb = key(a.job), key(b.job)
+                if ka != kb:
+                    return not ka < kb
+                return not self.task_less(a, b)
             if self.job_less(a.job, b.job) != self.job_less(b.job, a.job):
                 return not self.job_less(a.job, b.job)
             return not self.task_less(a, b)
@@ -417,14 +520,68 @@ class Session:
         return mask
 
     def node_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
-        """Return the summed node_order scores of ``nodes`` for ``task``."""
+        """Return the summed node_order scores of ``nodes`` for ``task``.
+
+        Plugins that split their score (``NodeOrder.node_score_key``) contribute their per-node
+        part from a session cache refreshed only at nodes that changed since it was last read.
+        """
         total = np.zeros(len(nodes), dtype=np.float64)
         for p in self._flat[ExtensionPoint.NODE_ORDER]:
-            total += p.node_order(task, nodes)
+            key = p.node_score_key(task)
+            if key is None:
+                total += p.node_order(task, nodes)
+                continue
+            part = self._local_scores(p, key, task)[nodes]
+            extra = p.set_scores(task, nodes)
+            if extra is not None:
+                part += extra
+            total += part
         return total
 
+    def _local_scores(self, p: NodeOrder, key: Any, task: TaskInfo) -> FloatArray:
+        changes = self.nodes.changes
+        ckey = (id(p), key)
+        entry = self._score_cache.get(ckey)
+        n = len(self.nodes)
+        if entry is None:
+            if len(self._score_cache) >= _CACHE_ENTRIES:
+                self._score_cache.clear()  # bounded memory; entries are recomputed on demand
+            values = p.local_scores(task, np.arange(n, dtype=np.intp)).astype(np.float64, copy=True)
+            self._score_cache[ckey] = [values, len(changes), p]
+            return values
+        values, pos = entry[0], entry[1]
+        end = len(changes)
+        if pos != end:
+            if end - pos > _REFRESH_LIMIT:
+                dirty = np.unique(np.asarray(changes[pos:end], dtype=np.intp))
+                values[dirty] = p.local_scores(task, dirty)
+            else:
+                for i in set(changes[pos:end]):
+                    values[i] = p.local_score_at(task, i)
+            entry[1] = end
+        out: FloatArray = values
+        return out
+
     def fit_errors(self, task: TaskInfo, nodes: IntArray | None = None) -> dict[str, int]:
-        """Return ``{reason: node count}`` for why ``task`` fits on none of ``nodes`` (all)."""
+        """Return ``{reason: node count}`` for why ``task`` fits on none of ``nodes`` (all).
+
+        Over all nodes the answer is remembered per task shape until a node changes (filters
+        being node-local, nothing else can change it)."""
+        if nodes is not None or not self.node_local_filters:
+            return self._fit_errors(task, nodes)
+        filters = self.filters(task)
+        key = (tuple((d, v) for d, v in enumerate(task.req) if v > 0 and d != vec.PODS), *(id(f) for f in filters))
+        end = len(self.nodes.changes)
+        hit = self._fit_cache.get(key)
+        if hit is not None and hit[0] == end:
+            return dict(hit[1])
+        counts = self._fit_errors(task, None)
+        if len(self._fit_cache) >= _CACHE_ENTRIES:
+            self._fit_cache.clear()
+        self._fit_cache[key] = (end, dict(counts), filters)
+        return counts
+
+    def _fit_errors(self, task: TaskInfo, nodes: IntArray | None) -> dict[str, int]:
         table = self.nodes
         idx = np.arange(len(table)) if nodes is None else nodes
         remaining = np.ones(len(idx), dtype=np.bool_)
@@ -443,12 +600,34 @@ class Session:
                 continue
             if f.reasons is None:
                 counts[f.reason] = counts.get(f.reason, 0) + int(failing.sum())
+            elif nodes is None:
+                # Same counts, inserted in order of each reason's first failing node.
+                found = []
+                for reason, ix in self._reason_groups(f):
+                    sub = failing[ix]
+                    c = int(np.count_nonzero(sub))
+                    if c:
+                        found.append((int(ix[int(np.argmax(sub))]), reason, c))
+                for _, reason, c in sorted(found):
+                    counts[reason] = counts.get(reason, 0) + c
             else:
                 for i in np.flatnonzero(failing):
                     r = f.reason_at(int(idx[i]))
                     counts[r] = counts.get(r, 0) + 1
             remaining &= ~failing
         return counts
+
+    def _reason_groups(self, f: Filter) -> list[tuple[str, IntArray]]:
+        """The failing nodes of a per-node-reason filter grouped by reason (cached per filter)."""
+        entry = self._groups.get(id(f))
+        if entry is None or entry[0] is not f or not np.array_equal(entry[1], f.passed):
+            assert f.reasons is not None
+            groups: dict[str, list[int]] = {}
+            for i in np.flatnonzero(~f.passed).tolist():
+                groups.setdefault(f.reasons[i], []).append(i)
+            entry = (f, f.passed.copy(), [(r, np.asarray(ix, dtype=np.intp)) for r, ix in groups.items()])
+            self._groups[id(f)] = entry
+        return entry[2]
 
     def fits_now(self, task: TaskInfo, i: int) -> bool:
         """Whether ``task`` fits node ``i``'s future idle and passes every predicate there."""
@@ -472,12 +651,16 @@ class Session:
 
     def place(self, task: TaskInfo, node: int, status: TaskStatus) -> None:
         """Move a Pending task to ``status`` on ``node`` and notify handlers."""
+        if self.journal is not None:
+            self.journal.touch(task, self.nodes, node)
         task.job.set_status(task, status)
         self.nodes.add(task, node)
         self.on_allocate(task)
 
     def unplace(self, task: TaskInfo) -> None:
         """Return an Allocated/Pipelined task to Pending and notify handlers."""
+        if self.journal is not None:
+            self.journal.touch(task, self.nodes, -1)
         self.nodes.remove(task)
         task.job.set_status(task, TaskStatus.PENDING)
         self.on_deallocate(task)
@@ -486,6 +669,8 @@ class Session:
         """Mark a running task Releasing (session-only); return its previous status."""
         old = task.status
         node = task.node
+        if self.journal is not None:
+            self.journal.touch(task, self.nodes, -1)
         self.nodes.remove(task)
         task.job.set_status(task, TaskStatus.RELEASING)
         self.nodes.add(task, node)
@@ -495,6 +680,8 @@ class Session:
     def unevict(self, task: TaskInfo, old: TaskStatus) -> None:
         """Undo :meth:`evict`."""
         node = task.node
+        if self.journal is not None:
+            self.journal.touch(task, self.nodes, -1)
         self.nodes.remove(task)
         task.job.set_status(task, old)
         self.nodes.add(task, node)
@@ -502,6 +689,8 @@ class Session:
 
     def dispatch(self, task: TaskInfo) -> None:
         """Send an Allocated task for binding (status Binding)."""
+        if self.journal is not None:
+            self.journal.touch(task, self.nodes, -1)
         task.job.set_status(task, TaskStatus.BINDING)
         self.binds.append(task)
 
@@ -635,4 +824,8 @@ _ORPHAN_JOB.uid = ""
 _ORPHAN_JOB.queue = ""
 
 Timer = Callable[[], float]
+#: Above this many node changes since a cache was read, refresh it with one vector call.
+_REFRESH_LIMIT = 32
+#: Most task shapes a node-selection cache keeps before it starts over.
+_CACHE_ENTRIES = 512
 ALLOCATED_STATUSES = ALLOCATED

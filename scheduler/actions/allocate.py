@@ -99,9 +99,9 @@ class AllocateAction(Action):
             pending = [t for t in job.pending_tasks() if not t.best_effort]
             if not pending:
                 continue
-            tasks[job.key] = PriorityQueue(session.task_less, pending)
+            tasks[job.key] = PriorityQueue(session.task_less, pending, key=session.task_key)
             if job.queue not in jobs:
-                jobs[job.queue] = PriorityQueue(session.job_less)
+                jobs[job.queue] = PriorityQueue(session.job_less, key=session.job_key)
                 queues.push(session.queues[job.queue])
             jobs[job.queue].push(job)
         while queues:

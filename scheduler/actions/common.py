@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,6 +50,78 @@ def record_fit_error(ssn: Session, task: TaskInfo) -> dict[str, int]:
     return errors
 
 
+def fit_key(task: TaskInfo) -> tuple[tuple[int, float], ...]:
+    """The task's resource-fit shape: ``(dim, request)`` of requested dims, pods excluded."""
+    return tuple((d, v) for d, v in enumerate(task.req) if v > 0 and d != vec.PODS)
+
+
+def _cached_mask(ssn: Session, key: Any, compute: Callable[[], BoolArray], at: Callable[[int], bool]) -> BoolArray:
+    """Return the mask cached under ``key``, refreshing the nodes changed since it was read."""
+    changes = ssn.nodes.changes
+    end = len(changes)
+    entry = ssn.mask_cache.get(key)
+    if entry is None:
+        if len(ssn.mask_cache) >= 2048:
+            ssn.mask_cache.clear()  # bounded memory; masks are recomputed on demand
+        mask = compute()
+        ssn.mask_cache[key] = [mask, end]
+        return mask
+    mask, pos = entry[0], entry[1]
+    if pos != end:
+        if end - pos > _REFRESH_LIMIT:
+            mask[:] = compute()
+        else:
+            for i in set(changes[pos:end]):
+                mask[i] = at(i)
+        entry[1] = end
+    out: BoolArray = mask
+    return out
+
+
+_REFRESH_LIMIT = 32
+
+
+def feasible_mask(ssn: Session, task: TaskInfo) -> BoolArray:
+    """Nodes passing every predicate where the request fits future idle (do not modify)."""
+    if not ssn.node_local_filters:
+        mask = ssn.predicate_mask(task)
+        mask &= resource_mask(ssn, task)
+        return mask
+    filters = ssn.filters(task)
+    rkey = fit_key(task)
+    passed = [f.passed for f in filters]
+    # The filters' arrays are kept alive by the entry, so their ids stay unique.
+    key = ("feasible", rkey, *(id(a) for a in passed))
+    future = ssn.nodes.future
+
+    def compute() -> BoolArray:
+        mask = np.ones(len(ssn.nodes), dtype=np.bool_)
+        for a in passed:
+            mask &= a
+        mask &= resource_mask(ssn, task)
+        return mask
+
+    def at(i: int) -> bool:
+        return all(a[i] for a in passed) and all(future[d, i] >= v for d, v in rkey)
+
+    mask = _cached_mask(ssn, key, compute, at)
+    entry = ssn.mask_cache[key]
+    if len(entry) == 2:
+        entry.append(passed)
+    return mask
+
+
+def idle_mask(ssn: Session, task: TaskInfo) -> BoolArray:
+    """Nodes where the request fits idle (do not modify)."""
+    rkey = fit_key(task)
+    idle = ssn.nodes.idle
+
+    def at(i: int) -> bool:
+        return all(idle[d, i] >= v for d, v in rkey)
+
+    return _cached_mask(ssn, ("idle", rkey), lambda: resource_mask(ssn, task, "idle"), at)
+
+
 def select_node(ssn: Session, task: TaskInfo, sample: int | None) -> tuple[int, bool] | None:
     """Return ``(node index, fits idle)`` for ``task`` or None when no node fits.
 
@@ -64,9 +137,7 @@ def select_node(ssn: Session, task: TaskInfo, sample: int | None) -> tuple[int, 
     if nominated >= 0 and ssn.fits_now(task, nominated):
         idle_ok = all(table.idle[d, nominated] >= v for d, v in enumerate(task.req) if v > 0 and d != vec.PODS)
         return nominated, idle_ok
-    mask = ssn.predicate_mask(task)
-    mask &= resource_mask(ssn, task)
-    feasible = np.flatnonzero(mask)
+    feasible = np.flatnonzero(feasible_mask(ssn, task))
     if len(feasible) == 0:
         return None
     start = ssn.predicate_offset
@@ -80,11 +151,7 @@ def select_node(ssn: Session, task: TaskInfo, sample: int | None) -> tuple[int, 
 
 
 def _prioritize(ssn: Session, task: TaskInfo, nodes: IntArray) -> tuple[int, bool]:
-    table = ssn.nodes
-    idle_ok = np.ones(len(nodes), dtype=np.bool_)
-    for d, v in enumerate(task.req):
-        if v > 0 and d != vec.PODS:
-            idle_ok &= table.idle[d, nodes] >= v
+    idle_ok = idle_mask(ssn, task)[nodes]
     fits_idle = bool(idle_ok.any())
     grad = nodes[idle_ok] if fits_idle else nodes
     if len(grad) == 1:

@@ -27,7 +27,7 @@ class EnqueueAction(Action):
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         for job in session.jobs.values():
             if job.queue not in jobs:
-                jobs[job.queue] = PriorityQueue(session.job_less)
+                jobs[job.queue] = PriorityQueue(session.job_less, key=session.job_key)
                 queues.push(session.queues[job.queue])
             if job.is_pending():
                 jobs[job.queue].push(job)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from scheduler import vec
-from scheduler.framework import Action, ArgSpec
+from scheduler.framework import Action, ArgSpec, BoolArray, IntArray
 from scheduler.info import JobInfo, QueueInfo, TaskInfo
 from scheduler.model import TaskStatus
 from scheduler.pq import PriorityQueue
@@ -32,11 +32,32 @@ def _fits_with(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo])
 def _candidates(ssn: Session, task: TaskInfo, scored: bool) -> list[int]:
     mask = ssn.predicate_mask(task, unresolvable_only=True)
     nodes = np.flatnonzero(mask)
+    may = _may_fit(ssn, task, nodes)
     if not scored or len(nodes) <= 1:
-        return [int(i) for i in nodes]
+        out: list[int] = nodes[may].tolist()
+        return out
+    # Scores over every candidate (set-normalised scores depend on the whole set), then drop
+    # the nodes that cannot fit: the others keep their order.
     scores = ssn.node_scores(task, nodes)
     order = np.argsort(-scores, kind="stable")
-    return [int(nodes[i]) for i in order]
+    ranked: list[int] = nodes[order[may[order]]].tolist()
+    return ranked
+
+
+def _may_fit(ssn: Session, task: TaskInfo, nodes: IntArray) -> BoolArray:
+    """Nodes where the task could fit if every pod holding resources there were evicted.
+
+    Victims are a subset of the node's Bound/Running pods, whose requests sum to at most
+    ``used - releasing``, so a node failing ``req ≤ future + used - releasing`` fails
+    :func:`_fits_with` for any victim
+    set; the victim votes are pure, so skipping such a node changes nothing (scores of the other
+    nodes and their order are unaffected: the sort is stable)."""
+    table = ssn.nodes
+    ok = np.ones(len(nodes), dtype=np.bool_)
+    for d, v in enumerate(task.req):
+        if v > 0 and d != vec.PODS:
+            ok &= (table.future[d, nodes] + table.used[d, nodes] - table.releasing[d, nodes]) >= v
+    return ok
 
 
 def _collect(
@@ -67,7 +88,7 @@ def _collect(
             preemptors[queue.name] = PriorityQueue(ssn.job_less)
         preemptors[queue.name].push(job)
         starving.setdefault(queue.name, []).append(job)
-        tasks[job.key] = PriorityQueue(ssn.task_less, job.pending_tasks())
+        tasks[job.key] = PriorityQueue(ssn.task_less, job.pending_tasks(), key=ssn.task_key)
     for q in all_queues:
         queues.push(q)
     return queues, preemptors, tasks, starving, all_queues
@@ -104,7 +125,7 @@ class PreemptAction(Action):
                 else:
                     stmt.discard()
             for job in starving.get(queue.name, []):
-                order = PriorityQueue(session.task_less, job.pending_tasks())
+                order = PriorityQueue(session.task_less, job.pending_tasks(), key=session.task_key)
                 while order:
                     t = order.pop()
                     stmt = Statement(session, "preempt")

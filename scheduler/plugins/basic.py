@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scheduler.framework import (
     Fit,
@@ -35,17 +35,35 @@ class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, JobStarving):
     """Orders jobs and tasks by priority; victims must have lower (job or task) priority."""
 
     name = "priority"
+    has_job_order_key = True
+    has_task_order_key = True
 
     def on_session_open(self, session: Session) -> None:
+        self.session = session
+
+    def save_open_state(self) -> Any:
+        """Nothing but the session (SessionCache)."""
+        return ()
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """See :meth:`save_open_state`."""
         self.session = session
 
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
         """Higher task priority first."""
         return _cmp(a.priority, b.priority)
 
+    def task_order_key(self, task: TaskInfo) -> int:
+        """Sort key of :meth:`task_order`."""
+        return -task.priority
+
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         """Higher job priority first."""
         return _cmp(a.priority, b.priority)
+
+    def job_order_key(self, job: JobInfo) -> int:
+        """Sort key of :meth:`job_order`."""
+        return -job.priority
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """Other jobs' tasks with lower job priority; own job's tasks with lower task priority."""
@@ -72,8 +90,17 @@ class GangPlugin(
     """All-or-nothing placement of ``minMember`` tasks (and ``minTaskMember`` per role)."""
 
     name = "gang"
+    has_job_order_key = True
 
     def on_session_open(self, session: Session) -> None:
+        self.session = session
+
+    def save_open_state(self) -> Any:
+        """Nothing but the session (SessionCache)."""
+        return ()
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """See :meth:`save_open_state`."""
         self.session = session
 
     def job_valid(self, job: JobInfo) -> Fit | None:
@@ -120,6 +147,10 @@ class GangPlugin(
             return 0
         return 1 if ra else -1
 
+    def job_order_key(self, job: JobInfo) -> bool:
+        """Sort key of :meth:`job_order` (False, not ready, sorts first)."""
+        return job.is_ready()
+
     def job_ready(self, job: JobInfo) -> bool:
         """Gang satisfied: per-role minimums and minMember."""
         return job.check_task_ready() and job.is_ready()
@@ -148,6 +179,13 @@ class ConformancePlugin(Plugin, Preemptable, Reclaimable):
     """Never evicts critical pods (system-*-critical priority classes, kube-system)."""
 
     name = "conformance"
+
+    def save_open_state(self) -> Any:
+        """Stateless (SessionCache)."""
+        return ()
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """Stateless."""
 
     @staticmethod
     def _allowed(candidates: list[TaskInfo]) -> list[TaskInfo]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,6 +18,8 @@ from scheduler.framework import (
     NodeOrder,
     Plugin,
     Predicate,
+    restore_shared_state,
+    save_shared_state,
 )
 from scheduler.model import Taint
 
@@ -39,6 +42,7 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
     affinity, taints and tolerations. Static filters are cached per pod signature."""
 
     name = "predicates"
+    node_local_filters = True
     arguments: ClassVar[Mapping[str, ArgSpec]] = {
         "predicate.NodeAffinityEnable": ArgSpec("bool", True),
         "predicate.NodePortsEnable": ArgSpec("bool", True, "accepted, no effect (no ports)"),
@@ -70,7 +74,22 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         self.max_pods = table.alloc[2]
         self._cache: dict[tuple[Any, ...], list[Filter]] = {}
         self._pods_passed: BoolArray = table.pod_count < self.max_pods
+        self._seen = len(table.changes)
         self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
+
+    def save_open_state(self) -> Any:
+        """Static filters are shared (they depend only on nodes and pod signatures); the pod-count
+        filter is copied (SessionCache)."""
+        state = save_shared_state(self)
+        state["_pods_passed"] = self._pods_passed.copy()
+        return state
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """See :meth:`save_open_state`."""
+        restore_shared_state(self, session, state)
+        self._pods_passed = state["_pods_passed"].copy()
+        self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
+        self._seen = len(session.nodes.changes)
 
     def _static(self, task: TaskInfo) -> list[Filter]:
         key = task.sig[:3]
@@ -113,19 +132,24 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         static = self._static(task)
         return [self._pods_filter, *static]
 
-    def _refresh(self, task: TaskInfo) -> None:
-        i = task.node
-        if i >= 0:
-            self._pods_passed[i] = self.session.nodes.pod_count[i] < self.max_pods[i]
+    def _refresh(self) -> None:
+        # Pod counts change only through the node table, which logs every changed node.
+        table = self.session.nodes
+        changes = table.changes
+        end = len(changes)
+        if self._seen != end:
+            passed, count, limit = self._pods_passed, table.pod_count, self.max_pods
+            for i in set(changes[self._seen : end]):
+                passed[i] = count[i] < limit[i]
+            self._seen = end
 
     def on_allocate(self, task: TaskInfo) -> None:
         """Keep the pod-count filter current."""
-        self._refresh(task)
+        self._refresh()
 
     def on_deallocate(self, task: TaskInfo) -> None:
-        """Keep the pod-count filter current (the task may already have left its node)."""
-        table = self.session.nodes
-        self._pods_passed[:] = table.pod_count < self.max_pods
+        """Keep the pod-count filter current (only changed nodes are refreshed)."""
+        self._refresh()
 
 
 def _least_requested(requested: FloatArray, alloc: FloatArray, safe: FloatArray) -> FloatArray:
@@ -170,12 +194,24 @@ class NodeOrderPlugin(Plugin, NodeOrder):
         self.alloc_mem = table.alloc[1].astype(np.float64)
         self.safe_cpu = np.where(self.alloc_cpu > 0, self.alloc_cpu, 1.0)
         self.safe_mem = np.where(self.alloc_mem > 0, self.alloc_mem, 1.0)
+        self.alloc_cpu_l: list[float] = self.alloc_cpu.tolist()
+        self.alloc_mem_l: list[float] = self.alloc_mem.tolist()
+        self.safe_cpu_l: list[float] = self.safe_cpu.tolist()
+        self.safe_mem_l: list[float] = self.safe_mem.tolist()
         gpu = session.dim_index.get("nvidia.com/gpu")
         self.gpu = gpu
         self.prefer_taints = [tuple(t for t in n.taints if t.effect == "PreferNoSchedule") for n in table.nodes]
         self.any_prefer = any(self.prefer_taints)
         self._affinity_cache: dict[tuple[Any, ...], FloatArray] = {}
         self._taint_cache: dict[tuple[Any, ...], FloatArray] = {}
+
+    def save_open_state(self) -> Any:
+        """Everything depends only on the nodes: shared (SessionCache)."""
+        return save_shared_state(self)
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """See :meth:`save_open_state`."""
+        restore_shared_state(self, session, state)
 
     def _affinity_raw(self, task: TaskInfo) -> FloatArray | None:
         terms = task.task.preferred_affinity
@@ -204,6 +240,19 @@ class NodeOrderPlugin(Plugin, NodeOrder):
 
     def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """Weighted sum of the enabled Kubernetes scores for each of ``nodes``."""
+        total = self.local_scores(task, nodes)
+        extra = self.set_scores(task, nodes)
+        if extra is not None:
+            total += extra
+        return total
+
+    def node_score_key(self, task: TaskInfo) -> Any:
+        """Least/most requested and balanced allocation are per node; they depend on the task's
+        non-zero requests (and its GPU request when the session has GPUs)."""
+        return (task.nz, task.req[self.gpu] if self.gpu is not None else None)
+
+    def local_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+        """Least/most requested and balanced allocation (integer-valued floats)."""
         table = self.session.nodes
         total = np.zeros(len(nodes), dtype=np.float64)
         alloc_cpu = self.alloc_cpu[nodes]
@@ -220,19 +269,49 @@ class NodeOrderPlugin(Plugin, NodeOrder):
             total += np.floor(s / 2.0) * self.w_most
         if self.w_balanced:
             total += self._balanced(task, nodes, req_cpu, req_mem, safe_cpu, safe_mem)
+        return total
+
+    def local_score_at(self, task: TaskInfo, node: int) -> float:
+        """:meth:`local_scores` of one node with the same IEEE operations in scalar Python."""
+        if self.gpu is not None and task.req[self.gpu] and self.w_balanced:
+            return super().local_score_at(task, node)
+        nz = self.session.nodes.nz_requested
+        req_cpu = float(int(nz[0, node])) + task.nz[0]
+        req_mem = float(int(nz[1, node])) + task.nz[1]
+        a_cpu, a_mem = self.alloc_cpu_l[node], self.alloc_mem_l[node]
+        s_cpu, s_mem = self.safe_cpu_l[node], self.safe_mem_l[node]
+        total = 0.0
+        if self.w_least:
+            lc = math.floor((a_cpu - req_cpu) * 100.0 / s_cpu) if a_cpu > 0 and req_cpu <= a_cpu else 0
+            lm = math.floor((a_mem - req_mem) * 100.0 / s_mem) if a_mem > 0 and req_mem <= a_mem else 0
+            total += math.floor((lc + lm) / 2.0) * self.w_least
+        if self.w_most:
+            mc = math.floor(min(req_cpu, a_cpu) * 100.0 / s_cpu) if a_cpu > 0 else 0
+            mm = math.floor(min(req_mem, a_mem) * 100.0 / s_mem) if a_mem > 0 else 0
+            total += math.floor((mc + mm) / 2.0) * self.w_most
+        if self.w_balanced:
+            f_cpu = min(req_cpu / s_cpu, 1.0)
+            f_mem = min(req_mem / s_mem, 1.0)
+            std = abs(f_cpu - f_mem) / 2.0
+            total += math.floor((1.0 - std) * 100.0) * self.w_balanced
+        return total
+
+    def set_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray | None:
+        """Preferred node affinity and PreferNoSchedule taints, normalised over ``nodes``."""
+        out: FloatArray | None = None
         raw = self._affinity_raw(task)
         if raw is not None:
             sub = raw[nodes]
             top = sub.max() if len(sub) else 0.0
             if top > 0:
-                total += np.floor(sub * 100.0 / top) * self.w_affinity
+                out = np.floor(sub * 100.0 / top) * self.w_affinity
         raw = self._taint_raw(task)
         if raw is not None:
             sub = raw[nodes]
             top = sub.max() if len(sub) else 0.0
             score = 100.0 - np.floor(sub * 100.0 / top) if top > 0 else np.full(len(sub), 100.0)
-            total += score * self.w_taint
-        return total
+            out = score * self.w_taint if out is None else out + score * self.w_taint
+        return out
 
     def _balanced(
         self,
@@ -295,6 +374,47 @@ class BinpackPlugin(Plugin, NodeOrder):
             if d is not None:
                 weights[d] = _nonneg(w)
         self.weights = weights
+
+    def save_open_state(self) -> Any:
+        """Weights only: shared (SessionCache)."""
+        return save_shared_state(self)
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """See :meth:`save_open_state`."""
+        restore_shared_state(self, session, state)
+
+    def node_score_key(self, task: TaskInfo) -> Any:
+        """The score of a node depends only on the task's requests and the node's column."""
+        return task.req
+
+    def local_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+        """All of binpack's score is per node."""
+        return self.node_order(task, nodes)
+
+    def local_score_at(self, task: TaskInfo, node: int) -> float:
+        """:meth:`node_order` of one node with the same IEEE operations in scalar Python."""
+        if not self.weight:
+            return 0.0
+        table = self.session.nodes
+        score = 0.0
+        overflow = False
+        weight_sum = 0.0
+        for d, request in enumerate(task.req):
+            if request <= 0 or d not in self.weights:
+                continue
+            w = self.weights[d]
+            alloc = float(int(table.alloc[d, node]))
+            used = float(int(table.used[d, node])) + request
+            if w:
+                rs = used * w / alloc if alloc > 0 else 0.0
+                overflow = overflow or (alloc > 0 and used > alloc)
+                score += rs
+            weight_sum += w
+        if weight_sum > 0:
+            score /= weight_sum
+        if overflow:
+            score = 0.0
+        return score * 100.0 * self.weight
 
     def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """Binpack score of each of ``nodes`` (0 where the task would not fit)."""

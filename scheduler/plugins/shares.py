@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scheduler import vec
 from scheduler.framework import (
@@ -34,6 +34,8 @@ __all__ = ["DrfPlugin", "OvercommitPlugin", "ProportionPlugin", "QueueAttr", "in
 def gated_request(job: JobInfo, ndims: int) -> list[float]:
     """Σ requests of the job's scheduling-gated Pending tasks."""
     out = [0.0] * ndims
+    if not job.counts[TaskStatus.PENDING]:
+        return out
     for t in job.tasks.values():
         if t.status == TaskStatus.PENDING and t.task.scheduling_gated:
             vec.iadd(out, t.req)
@@ -56,6 +58,8 @@ def inqueue_of(job: JobInfo, ndims: int, deduct_allocated: bool) -> list[float] 
         base = vec.exceeded(job.min_resources, job.allocated)
     else:
         return None
+    if not job.counts[TaskStatus.PENDING]:
+        return base  # no gated pods: exceeded(base, 0) is base (already ≥ 0)
     return vec.exceeded(base, gated_request(job, ndims))
 
 
@@ -84,6 +88,15 @@ class OvercommitPlugin(Plugin, JobEnqueueable, JobEnqueued):
             part = inqueue_of(job, session.ndims, deduct_allocated=False)
             if part is not None:
                 vec.iadd(self.inqueue, part)
+
+    def save_open_state(self) -> Any:
+        """Copies of the idle and inqueue vectors (SessionCache)."""
+        return (list(self.idle), list(self.inqueue))
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """See :meth:`save_open_state`."""
+        self.session = session
+        self.idle, self.inqueue = list(state[0]), list(state[1])
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
         """Permit if the job's minResources still fit in the overcommitted idle resources."""
@@ -121,6 +134,7 @@ class DrfPlugin(Plugin, JobOrder, Preemptable, AllocateHandler, QueueOrder, Recl
     """Dominant resource fairness between jobs (and, with hierarchy, between queues)."""
 
     name = "drf"
+    has_job_order_key = True
 
     def on_session_open(self, session: Session) -> None:
         self.session = session
@@ -134,10 +148,27 @@ class DrfPlugin(Plugin, JobOrder, Preemptable, AllocateHandler, QueueOrder, Recl
 
             self.hdrf = HierarchicalDrf(session)
 
+    def save_open_state(self) -> Any:
+        """A copy of the job shares; hierarchical mode is opened again (SessionCache)."""
+        if self.hdrf is not None:
+            return None
+        return dict(self.share)
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """See :meth:`save_open_state`."""
+        self.session = session
+        self.total = session.total
+        self.share = dict(state)
+        self.hdrf = None
+
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         """Lower dominant share first."""
         sa, sb = self.share.get(a.key, 0.0), self.share.get(b.key, 0.0)
         return (sa > sb) - (sa < sb)
+
+    def job_order_key(self, job: JobInfo) -> float:
+        """Sort key of :meth:`job_order`."""
+        return self.share.get(job.key, 0.0)
 
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
         """Hierarchical mode only: compare the queues' paths in the hierarchy tree."""
@@ -213,15 +244,26 @@ class QueueAttr:
         self.real_capability = [float("inf")] * ndims
         self.share = 0.0
 
+    def copy(self) -> QueueAttr:
+        """Return an independent copy."""
+        out = QueueAttr.__new__(QueueAttr)
+        for name in QueueAttr.__slots__:
+            value = getattr(self, name)
+            setattr(out, name, list(value) if isinstance(value, list) else value)
+        return out
+
 
 def account_job(attr: QueueAttr, job: JobInfo, ndims: int) -> None:
-    """Add a job's allocated, requested, inqueue and elastic resources to ``attr``."""
-    for t in job.tasks.values():
-        if t.status in ALLOCATED:
-            vec.iadd(attr.allocated, t.req)
-            vec.iadd(attr.request, t.req)
-        elif t.status == TaskStatus.PENDING:
-            vec.iadd(attr.request, t.req)
+    """Add a job's allocated, requested, inqueue and elastic resources to ``attr``.
+
+    Uses the job's running sum of allocated requests and walks the tasks only for Pending ones
+    (resources are whole numbers, so the float sums are exact in any order)."""
+    vec.iadd(attr.allocated, job.allocated)
+    vec.iadd(attr.request, job.allocated)
+    if job.counts[TaskStatus.PENDING]:
+        for t in job.tasks.values():
+            if t.status == TaskStatus.PENDING:
+                vec.iadd(attr.request, t.req)
     part = inqueue_of(job, ndims, deduct_allocated=True)
     if part is not None:
         vec.iadd(attr.inqueue, part)
@@ -322,6 +364,16 @@ class ProportionPlugin(
                 attr = self._new_attr(session.queues[job.queue])
             account_job(attr, job, n)
         self._water_fill()
+
+    def save_open_state(self) -> Any:
+        """Copies of the queue attributes (SessionCache)."""
+        return (list(self.total_guarantee), {k: a.copy() for k, a in self.attrs.items()})
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """See :meth:`save_open_state`."""
+        self.session = session
+        self.total_guarantee = list(state[0])
+        self.attrs = {k: a.copy() for k, a in state[1].items()}
 
     def _new_attr(self, queue: QueueInfo) -> QueueAttr:
         s = self.session

@@ -1,0 +1,152 @@
+"""SessionCache: keep a session's opened state between cycles (an optional speed-up).
+
+``run_cycle(snapshot, config, cache=cache)`` gives exactly the result of
+``run_cycle(snapshot, config)``; the cache only saves work. It holds the state of the last
+session as it was right after ``_open_state`` (tasks, jobs, queues, the node table). When the next
+snapshot has the *same objects* (checked by identity, which snapshots built with
+``dataclasses.replace`` / :func:`scheduler.advance` share structurally) and an equal config and
+registry, that state is reused instead of rebuilt: only the plugins are opened again (fresh
+instances, as always). Otherwise the session is opened from scratch and becomes the cached one.
+
+Reuse is made safe by a journal: every state change of a session opened with a cache goes
+through ``Session.place/unplace/evict/unevict/dispatch`` (tasks, their jobs' counters, node
+task lists) or touches job fields that are reset for every job after the cycle (phase, reason,
+fit errors); node-table columns are restored from copies taken at open. After ``close`` the
+journal rolls the state back, so the cached state is again exactly the opened state.
+
+A cache is not thread-safe; use one per scheduling loop. A cycle that raises drops the cached
+state.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from scheduler.config import SchedulerConfig
+    from scheduler.info import JobInfo, TaskInfo
+    from scheduler.nodes import NodeTable
+    from scheduler.registry import Registry
+    from scheduler.session import Session
+    from scheduler.snapshot import Snapshot
+
+__all__ = ["SessionCache"]
+
+_FIELDS = ("nodes", "queues", "jobs", "tasks", "priority_classes")
+_ARRAYS = ("used", "releasing", "pipelined", "idle", "future", "pod_count", "nz_requested")
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return a is b or (len(a) == len(b) and all(map(operator.is_, a, b)))
+
+
+class Journal:
+    """First-touch copies of what a session changed, to roll it back to its opened state."""
+
+    __slots__ = ("jobs", "nodes", "tasks")
+
+    def __init__(self) -> None:
+        self.tasks: dict[int, tuple[TaskInfo, Any, int]] = {}
+        self.jobs: dict[int, tuple[JobInfo, dict[Any, int], dict[str, dict[Any, int]], list[float], int, int]] = {}
+        self.nodes: dict[int, dict[str, TaskInfo]] = {}
+
+    def touch(self, task: TaskInfo, table: NodeTable, node: int) -> None:
+        """Remember ``task``, its job and node ``node`` (and the task's node) before a change."""
+        if id(task) not in self.tasks:
+            self.tasks[id(task)] = (task, task.status, task.node)
+        job = task.job
+        if id(job) not in self.jobs:
+            self.jobs[id(job)] = (
+                job,
+                dict(job.counts),
+                {k: dict(v) for k, v in job.role_counts.items()},
+                list(job.allocated),
+                job.ready,
+                job.be_pending,
+            )
+        for i in (node, task.node):
+            if i >= 0 and i not in self.nodes:
+                self.nodes[i] = dict(table.tasks[i])
+
+    def rollback(self, session: Session) -> None:
+        """Undo every change recorded since the session was opened."""
+        for task, status, node in self.tasks.values():
+            task.status = status
+            task.node = node
+        for job, counts, role_counts, allocated, ready, be_pending in self.jobs.values():
+            job.counts = counts
+            job.role_counts = role_counts
+            job.allocated = allocated
+            job.ready = ready
+            job.be_pending = be_pending
+        table = session.nodes
+        for i, tasks in self.nodes.items():
+            table.tasks[i] = tasks
+        for job in session.jobs.values():
+            job.phase = job.job.phase
+            job.reason = None
+            if job.fit_errors:
+                job.fit_errors = {}
+        self.tasks.clear()
+        self.jobs.clear()
+        self.nodes.clear()
+
+
+class SessionCache:
+    """Carries a session's opened state from one cycle to the next (see the module doc)."""
+
+    __slots__ = ("_arrays", "_key", "_session", "hits", "misses")
+
+    def __init__(self) -> None:
+        self._session: Session | None = None
+        self._key: tuple[Any, ...] = ()
+        self._arrays: dict[str, Any] = {}
+        #: Number of cycles that reused / rebuilt the opened state.
+        self.hits = 0
+        self.misses = 0
+
+    def clear(self) -> None:
+        """Forget the cached state."""
+        self._session = None
+        self._key = ()
+        self._arrays = {}
+
+    def _matches(self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry) -> bool:
+        if self._session is None:
+            return False
+        old, cfg, reg = self._key
+        if (cfg is not config and cfg != config) or (reg is not registry and reg != registry):
+            return False
+        return all(_same(getattr(old, f), getattr(snapshot, f)) for f in _FIELDS)
+
+    def open(self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry) -> Session:
+        """Return a session over ``snapshot``: the cached one reset to its opened state when the
+        inputs are the same objects, else a freshly opened one (which is then cached)."""
+        from scheduler.session import Session
+
+        session = self._session
+        if session is not None and self._matches(snapshot, config, registry):
+            self.hits += 1
+            table = session.nodes
+            for name, saved in self._arrays.items():
+                np.copyto(getattr(table, name), saved)
+            table.changes = []
+            session.reopen(snapshot)
+            return session
+        self.misses += 1
+        self.clear()
+        session = Session(snapshot, config, registry, journal=Journal())
+        self._session = session
+        self._key = (snapshot, config, registry)
+        table = session.nodes
+        self._arrays = {name: getattr(table, name).copy() for name in _ARRAYS}
+        return session
+
+    def release(self, session: Session) -> None:
+        """Roll ``session`` back to its opened state after its cycle (called by run_cycle)."""
+        journal = session.journal
+        if journal is not None:
+            journal.rollback(session)
