@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.workloads import Case
-from scheduler import CycleResult, Snapshot, TaskStatus, advance, run_cycle
+from scheduler import CycleResult, SessionCache, Snapshot, TaskStatus, advance, run_cycle
 
 ON_NODE = (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING)
 
@@ -132,6 +132,7 @@ def run_case(case: Case, snap: Snapshot) -> Run:
     cycles = case.sessions if case.mode == "open" else (case.sim_seconds if case.mode == "sim" else case.max_cycles)
     idle_cycles = 0
     total_cpu = float(sum(n.allocatable.cpu for n in snap.nodes)) or 1.0
+    cache = SessionCache()  # reuses session state while the snapshot shares objects between cycles
     for cycle in range(cycles):
         h0 = time.perf_counter()
         if case.mode == "sim" and cycle in case.arrivals:
@@ -142,7 +143,7 @@ def run_case(case: Case, snap: Snapshot) -> Run:
         pending = _pending(snap) if case.mode != "open" else 0
         run.harness_seconds += time.perf_counter() - h0
         c0, w0 = time.process_time(), time.perf_counter()
-        result = run_cycle(snap, case.config, timer=time.perf_counter)
+        result = run_cycle(snap, case.config, timer=time.perf_counter, cache=cache)
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         h0 = time.perf_counter()
         run.errors.extend(check.apply(snap, result, cycle))

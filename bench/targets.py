@@ -123,3 +123,49 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         lat = w8["quality"]["creation_to_bound_periods"]["Perc99"]
     add("W8 steady state p99 creation→bound at M", lat if w8 else None, 2, "periods", False, "A1, K10")
     return out
+
+
+def _entry(name: str, measured: float | None, target: float, unit: str, higher: bool, anchor: str) -> dict[str, Any]:
+    met = None if measured is None else (measured >= target if higher else measured <= target)
+    return {
+        "target": name,
+        "measured": None if measured is None else round(measured, 4),
+        "goal": f"{'>=' if higher else '<='} {target} {unit}",
+        "met": met,
+        "anchor": anchor,
+    }
+
+
+def evaluate_e2e(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue-7 end-to-end targets against the ``end_to_end`` section (None = not measured)."""
+    measured = section.get("status") == "measured"
+    jobs = section.get("params", {}).get("jobs") if measured else None
+    ws = section.get("websocket") or {}
+    lost = (section.get("lost_jobs", 0) + section.get("duplicated", 0)) if measured else None
+    return [
+        _entry(
+            f"E2E {jobs or 10000} single-pod jobs over the REST API, 20 clients, first request to last bind",
+            section.get("jobs_per_second") if measured else None,
+            300,
+            "jobs/s",
+            True,
+            "V1 Volcano 10k x 1 end to end: 40-55 pods/s on 8 cores",
+        ),
+        _entry("E2E lost or duplicated jobs", lost, 0, "jobs", False, "issue 7"),
+        _entry(
+            "E2E API p99 latency (reported, no goal)",
+            section.get("api_latency", {}).get("Perc99") if measured else None,
+            float("inf"),
+            "ms",
+            False,
+            "issue 7: reported",
+        ),
+        _entry(
+            "WebSocket fan-out to 100 clients, p99 delivery",
+            ws.get("delivery_latency", {}).get("Perc99"),
+            500,
+            "ms",
+            False,
+            "issue 7",
+        ),
+    ]

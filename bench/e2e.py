@@ -1,0 +1,498 @@
+"""End-to-end benchmark on the stack: REST API submission to bound pods, and WebSocket fan-out.
+
+Starts ``manage.py runstack`` (daphne + Celery worker + beat, DB-backed sim cluster) on a fresh
+PostgreSQL database ``volcanoweb_bench_<pid>`` and an empty Redis DB, then
+
+* submits N single-pod jobs with ``POST /api/v1/apply`` from C concurrent clients (threads + httpx),
+  timed from the first request to the last pod bound (polling the database), and checks that no job
+  is lost or duplicated (jobs, pods, bound pods, sim pods);
+* connects W WebSocket clients (session cookies of a tenant member and a platform admin) and measures
+  the delivery latency of broadcasts published to the cluster group from this process.
+
+Needs DATABASE_URL (PostgreSQL) and REDIS_URL (``scripts/with-services.sh`` provides both).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMESPACE = "bench"
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def _summary(values: list[float]) -> dict[str, Any]:
+    ms = [v * 1000 for v in values]
+    return {
+        "count": len(ms),
+        "Perc50": _pct(ms, 50),
+        "Perc90": _pct(ms, 90),
+        "Perc99": _pct(ms, 99),
+        "max": max(ms) if ms else None,
+        "mean": statistics.fmean(ms) if ms else None,
+        "unit": "ms",
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _with_db(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+def _free_redis_db(url: str) -> str:
+    """Return REDIS_URL pointing at an empty database number (the bench flushes it afterwards)."""
+    import redis
+
+    parts = urlsplit(url)
+    for n in range(15, 0, -1):
+        candidate = urlunsplit((parts.scheme, parts.netloc, f"/{n}", parts.query, parts.fragment))
+        client = redis.Redis.from_url(candidate)
+        if client.dbsize() == 0 and client.set(f"volcanoweb-bench-lock-{n}", os.getpid(), nx=True, ex=7200):
+            return candidate
+    raise SystemExit("no empty Redis database number found for the bench")
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def job_manifest(i: int, cpu: str, memory: str) -> dict[str, Any]:
+    """A single-pod Volcano job, as a user would apply it."""
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": f"e2e-{i:06d}", "namespace": NAMESPACE},
+        "spec": {
+            "minAvailable": 1,
+            "schedulerName": "volcano",
+            "queue": "default",
+            "tasks": [
+                {
+                    "name": "main",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "busybox:1.36",
+                                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                                }
+                            ],
+                            "restartPolicy": "Never",
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+class Stack:
+    """A fresh database + Redis DB, and ``manage.py runstack`` in its own process group."""
+
+    def __init__(self, nodes: int, period: float, log_dir: Path) -> None:
+        base_db = os.environ.get("DATABASE_URL", "")
+        base_redis = os.environ.get("REDIS_URL", "")
+        if not base_db.startswith("postgres") or not base_redis:
+            raise SystemExit("bench e2e needs DATABASE_URL (PostgreSQL) and REDIS_URL (scripts/with-services.sh)")
+        self.db_name = f"volcanoweb_bench_{os.getpid()}"
+        self.database_url = _with_db(base_db, self.db_name)
+        self.redis_url = _free_redis_db(base_redis)
+        self.port = _free_port()
+        self.log_dir = log_dir
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "REDIS_URL": self.redis_url,
+            "CHANNELS_REDIS_URL": self.redis_url,
+            "CELERY_BROKER_URL": self.redis_url,
+            "CELERY_RESULT_BACKEND": self.redis_url,
+            "DEBUG": "false",
+            "SECRET_KEY": "bench-only-" + os.urandom(16).hex(),
+            "VAR_DIR": str(log_dir),
+            "SCHEDULE_PERIOD": str(period),
+            # Big enough for every pod; pods run for an hour of simulated time so nothing finishes mid-run.
+            "SIM_NODE_POOL": f"cpu:{nodes}x64c256Gi",
+            "SIM_DEFAULT_DURATION": "36000",
+            "SIM_CLOCK_SPEED": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.proc: subprocess.Popen[str] | None = None
+
+    def setup_django(self) -> None:
+        """Point this process's Django at the bench database, create and migrate it."""
+        os.environ.update({k: self.env[k] for k in ("DATABASE_URL", "REDIS_URL", "DEBUG", "SECRET_KEY", "VAR_DIR")})
+        os.environ.update({k: self.env[k] for k in ("SIM_NODE_POOL", "SIM_DEFAULT_DURATION", "SIM_CLOCK_SPEED")})
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "volcanoweb.settings")
+        sys.path.insert(0, str(ROOT))
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        from volcanoweb.core.dbsetup import ensure_database
+
+        ensure_database()
+        call_command("migrate", interactive=False, verbosity=0)
+
+    def start(self) -> None:
+        log = open(self.log_dir / "stack.log", "w")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(
+            [sys.executable, "manage.py", "runstack", "--port", str(self.port)],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        import httpx
+
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"runstack exited with {self.proc.returncode}; see {self.log_dir / 'stack.log'}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.base}/readyz", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.3)
+        raise SystemExit("the stack did not become ready within 120 s")
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+
+    def drop(self) -> None:
+        """Drop the bench database and flush the Redis DB."""
+        import redis
+        from django.db import connections
+
+        connections.close_all()
+        with contextlib.suppress(Exception):
+            redis.Redis.from_url(self.redis_url).flushdb()
+        import psycopg
+        from django.conf import settings
+
+        cfg = settings.DATABASES["default"]
+        with (
+            contextlib.suppress(Exception),
+            psycopg.connect(
+                host=cfg.get("HOST") or "127.0.0.1",
+                port=cfg.get("PORT") or 5432,
+                user=cfg.get("USER") or None,
+                password=cfg.get("PASSWORD") or None,
+                dbname="postgres",
+                autocommit=True,
+            ) as conn,
+        ):
+            conn.execute(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)')
+
+
+def make_users() -> dict[str, Any]:
+    """A tenant with the bench namespace, a tenant admin, a member, a platform admin; a token for the admin."""
+    from django.contrib.auth import get_user_model
+
+    from volcanoweb.tenancy.models import Membership, Namespace, Role, Tenant
+    from volcanoweb.tenancy.services import create_token
+
+    user_model = get_user_model()
+    tenant = Tenant.objects.create(name="bench", display_name="Bench")
+    Namespace.objects.update_or_create(name=NAMESPACE, defaults={"tenant": tenant})
+    owner = user_model.objects.create_user("bench-owner", password="bench-pw-123456")
+    member = user_model.objects.create_user("bench-member", password="bench-pw-123456")
+    admin = user_model.objects.create_user("bench-admin", password="bench-pw-123456")
+    admin.is_superuser = admin.is_staff = True
+    admin.save(update_fields=["is_superuser", "is_staff"])
+    Membership.objects.create(user=owner, tenant=tenant, role=Role.TENANT_ADMIN)
+    Membership.objects.create(user=member, tenant=tenant, role=Role.MEMBER)
+    _, raw = create_token(owner, "bench")
+    return {"token": raw, "ws_users": [member, admin]}
+
+
+def counts() -> dict[str, int]:
+    from django.db.models import Count
+
+    from volcanoweb.clusters.models import SimPod
+    from volcanoweb.jobs.models import Job, Pod
+
+    pods = Pod.objects.filter(namespace=NAMESPACE)
+    dup_pods = pods.values("job_id").annotate(n=Count("id")).filter(n__gt=1).count()
+    return {
+        "jobs": Job.objects.filter(namespace=NAMESPACE).count(),
+        "pods": pods.count(),
+        "bound_pods": pods.exclude(node_name="").count(),
+        "jobs_with_several_pods": dup_pods,
+        "sim_pods": SimPod.objects.filter(namespace=NAMESPACE).count(),
+        "sim_pods_bound": SimPod.objects.filter(namespace=NAMESPACE).exclude(node_name="").count(),
+    }
+
+
+def submit(base: str, token: str, n: int, clients: int, cpu: str, memory: str, timeout: float) -> dict[str, Any]:
+    """Submit n jobs from ``clients`` threads; return latencies, statuses and start/end times."""
+    import httpx
+
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    errors: list[str] = []
+    lock = threading.Lock()
+    next_i = iter(range(n))
+
+    def worker() -> None:
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        with httpx.Client(base_url=base, headers=headers, timeout=timeout) as client:
+            while True:
+                with lock:
+                    i = next(next_i, None)
+                if i is None:
+                    return
+                body = json.dumps(job_manifest(i, cpu, memory))
+                t0 = time.perf_counter()
+                try:
+                    r = client.post("/api/v1/apply", content=body)
+                    code = str(r.status_code)
+                    if r.status_code >= 300 and len(errors) < 20:
+                        errors.append(f"{i}: {r.status_code} {r.text[:300]}")
+                except httpx.HTTPError as exc:
+                    code = type(exc).__name__
+                    if len(errors) < 20:
+                        errors.append(f"{i}: {exc!r}")
+                dt = time.perf_counter() - t0
+                with lock:
+                    latencies.append(dt)
+                    statuses[code] = statuses.get(code, 0) + 1
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    end = time.perf_counter()
+    return {"start": start, "end": end, "latencies": latencies, "statuses": statuses, "errors": errors}
+
+
+def wait_bound(n: int, deadline_s: float, progress: list[tuple[float, int]], t0: float) -> float | None:
+    """Poll the database until n pods of the bench namespace are bound; return the time, or None."""
+    from django.db import connection
+
+    from volcanoweb.jobs.models import Pod
+
+    deadline = time.perf_counter() + deadline_s
+    last_print = 0.0
+    while time.perf_counter() < deadline:
+        bound = Pod.objects.filter(namespace=NAMESPACE).exclude(node_name="").count()
+        now = time.perf_counter()
+        progress.append((round(now - t0, 2), bound))
+        if now - last_print > 10:
+            print(f"  e2e: {bound}/{n} pods bound at {now - t0:.1f} s  ({_uptime()})", file=sys.stderr)
+            last_print = now
+        if bound >= n:
+            return now
+        connection.close()
+        time.sleep(0.25)
+    return None
+
+
+def websocket_fanout(stack: Stack, users: list[Any], clients: int, messages: int, interval: float) -> dict[str, Any]:
+    """Connect ``clients`` WebSockets, publish ``messages`` broadcasts to the cluster group, measure delivery."""
+    import websocket
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+    from django.test import Client
+
+    from volcanoweb.live import groups
+
+    cookies = []
+    for user in users:
+        c = Client()
+        c.force_login(user)
+        cookies.append(f"sessionid={c.cookies['sessionid'].value}")
+    received: list[list[float]] = [[] for _ in range(clients)]
+    other: list[str] = []
+    conns = []
+    connect_errors = 0
+    for k in range(clients):
+        try:
+            ws = websocket.create_connection(
+                f"ws://127.0.0.1:{stack.port}/ws/live/",
+                header=[f"Cookie: {cookies[k % len(cookies)]}"],
+                origin=stack.base,
+                timeout=30,
+            )
+            conns.append((k, ws))
+        except Exception:
+            connect_errors += 1
+    stop = threading.Event()
+
+    def reader(k: int, ws: Any) -> None:
+        ws.settimeout(1.0)
+        while not stop.is_set():
+            try:
+                raw = ws.recv()
+            except websocket.WebSocketTimeoutException:
+                continue
+            except Exception as exc:
+                other.append(f"reader stopped: {exc!r}")
+                return
+            now = time.time()
+            with contextlib.suppress(ValueError, TypeError):
+                doc = json.loads(raw)
+                if doc.get("kind") == "bench-fanout":
+                    received[k].append(now - float(doc["sent"]))
+                elif len(other) < 20:
+                    other.append(str(raw)[:200])
+
+    threads = [threading.Thread(target=reader, args=(k, ws), daemon=True) for k, ws in conns]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    layer = get_channel_layer()
+    send = async_to_sync(layer.group_send)
+    for i in range(messages):
+        send(
+            groups.cluster_group(),
+            {"type": "live.message", "payload": {"kind": "bench-fanout", "id": i, "sent": time.time()}},
+        )
+        time.sleep(interval)
+    time.sleep(3.0)
+    stop.set()
+    for t in threads:
+        t.join(3)
+    for _, ws in conns:
+        with contextlib.suppress(Exception):
+            ws.close()
+    lat = [x for r in received for x in r]
+    expected = len(conns) * messages
+    return {
+        "clients": clients,
+        "connected": len(conns),
+        "connect_errors": connect_errors,
+        "messages": messages,
+        "interval_seconds": interval,
+        "deliveries_expected": expected,
+        "deliveries": len(lat),
+        "delivery_latency": _summary(lat),
+        "other_messages_sample": other[:20],
+        "note": "includes the consumer's 200 ms coalescing window (volcanoweb.live.consumers.COALESCE_WINDOW)",
+    }
+
+
+def run(args: Any) -> dict[str, Any]:
+    """Run the end-to-end benchmark and return its report section."""
+    n = args.jobs if not args.quick else min(args.jobs, 300)
+    nodes = args.nodes or max(20, -(-n // 100))  # 100 pods per node at most (110 pod slots)
+    tmp = Path(tempfile.mkdtemp(prefix="volcanoweb-bench-e2e-"))
+    stack = Stack(nodes, args.period, tmp)
+    stack.setup_django()
+    report: dict[str, Any] = {
+        "status": "measured",
+        "params": {
+            "jobs": n,
+            "clients": args.clients,
+            "sim_nodes": nodes,
+            "node_shape": "64 CPU / 256 GiB / 110 pods",
+            "pod_request": {"cpu": args.cpu, "memory": args.memory},
+            "schedule_period_seconds": args.period,
+            "database": stack.db_name,
+            "redis": stack.redis_url,
+            "stack": "manage.py runstack: daphne + celery worker (threads x4) + beat, DEBUG=false",
+        },
+        "uptime_before": _uptime(),
+    }
+    try:
+        users = make_users()
+        stack.start()
+        report["uptime_stack_up"] = _uptime()
+        sub_result: dict[str, Any] = {}
+        progress: list[tuple[float, int]] = []
+
+        def do_submit() -> None:
+            sub_result.update(submit(stack.base, users["token"], n, args.clients, args.cpu, args.memory, 120.0))
+
+        t_sub = threading.Thread(target=do_submit)
+        t0 = time.perf_counter()
+        t_sub.start()
+        t_sub.join()
+        print(f"  e2e: submitted {n} jobs in {sub_result['end'] - t0:.1f} s", file=sys.stderr)
+        t_bound = wait_bound(n, args.bind_timeout, progress, t0)
+        final = counts()
+        start = sub_result["start"]
+        wall = (t_bound - start) if t_bound else None
+        submit_wall = sub_result["end"] - start
+        ok_requests = sum(v for k, v in sub_result["statuses"].items() if k.startswith("2"))
+        lost = n - final["jobs"]
+        report.update(
+            {
+                "jobs_per_second": (n / wall) if wall else None,
+                "seconds_first_request_to_last_bound": wall,
+                "submission": {
+                    "seconds": submit_wall,
+                    "requests_per_second": n / submit_wall if submit_wall else None,
+                    "statuses": sub_result["statuses"],
+                    "errors_sample": sub_result["errors"],
+                    "ok_requests": ok_requests,
+                },
+                "api_latency": _summary(sub_result["latencies"]),
+                "counts": final,
+                "lost_jobs": lost,
+                "duplicated": final["jobs_with_several_pods"] + max(0, final["pods"] - final["jobs"]),
+                "unbound_pods": final["pods"] - final["bound_pods"],
+                "all_bound": t_bound is not None,
+                "progress": progress[:: max(1, len(progress) // 60)],
+                "uptime_after_bind": _uptime(),
+            }
+        )
+        report["ok"] = bool(t_bound) and lost == 0 and report["duplicated"] == 0 and final["pods"] == n
+        if args.ws_clients:
+            report["websocket"] = websocket_fanout(
+                stack, users["ws_users"], args.ws_clients, args.ws_messages, args.ws_interval
+            )
+            report["uptime_after_ws"] = _uptime()
+    finally:
+        stack.stop()
+        report["stack_log"] = str(tmp / "stack.log")
+        if not args.keep_db:
+            stack.drop()
+    return report
