@@ -7,6 +7,14 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "volcanoweb.settings")
 django_asgi_app = get_asgi_application()
 
+from django.conf import settings  # noqa: E402
+
+# Django runs each sync view of an ASGI request in a fresh thread, so a persistent connection (CONN_MAX_AGE > 0)
+# is opened per request and never reused or closed: under load the server runs out of PostgreSQL connections.
+# Django's documentation says to disable persistent connections under ASGI; the Celery processes keep them.
+for _db in settings.DATABASES.values():
+    _db["CONN_MAX_AGE"] = 0
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402 - needs Django set up first
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402

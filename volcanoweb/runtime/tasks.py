@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from celery import shared_task
@@ -39,10 +40,21 @@ def group_bare_pods() -> int:
     return services.group_bare_pods()
 
 
+#: Held while this worker process runs a resync. Beat sends one every CONTROLLER_RESYNC_PERIOD, and with
+#: thousands of busy jobs a resync takes longer than that: overlapping runs would redo the same work and take
+#: every worker thread, starving the scheduling cycle and the backend sync.
+_resync_running = threading.Lock()
+
+
 @shared_task(name="volcanoweb.runtime.resync_controllers", ignore_result=True)
 def resync_controllers() -> dict[str, Any]:
-    """The periodic resync of every controller."""
-    return services.resync_controllers()
+    """The periodic resync of every controller (skipped while this worker is still running the previous one)."""
+    if not _resync_running.acquire(blocking=False):
+        return {"skipped": "a resync is already running in this worker"}
+    try:
+        return services.resync_controllers()
+    finally:
+        _resync_running.release()
 
 
 @shared_task(name="volcanoweb.runtime.gc_finished_jobs", ignore_result=True)
