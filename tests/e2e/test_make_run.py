@@ -50,9 +50,9 @@ def test_make_run_serves_the_seeded_demo(tmp_path: Path) -> None:
             assert {"ml-team", "ml-training", "default", "root"} <= names
             jobs = client.get(f"{base}/api/v1/namespaces/ml/jobs").json()
             assert "pytorch-distributed" in {item["metadata"]["name"] for item in jobs["items"]}
-            page = client.get(f"{base}/")
+            page = client.get(f"{base}/jobs/")
             assert page.status_code == 200
-            assert "pytorch-distributed" in page.text or "ml-team" in page.text
+            assert "pytorch-distributed" in page.text
         # The seed runs once: a second start must not duplicate anything.
     with running(["make", "--no-print-directory", "run"], env, tmp_path / "run2.log") as proc:
         wait_http(f"{base}/healthz", timeout=120, proc=proc)

@@ -75,7 +75,10 @@ class Call:
 
 
 def calls() -> list[Call]:
-    out = [Call("apply", "post", "/api/v1/apply", job_manifest("train", namespace="team-a", queue="qa"))]
+    out = [
+        Call("apply", "post", "/api/v1/apply", job_manifest("train", namespace="team-a", queue="qa")),
+        Call("simulate", "post", "/api/v1/simulate", job_manifest("train", namespace="team-a", queue="qa")),
+    ]
     for plural, (name, body) in OBJECTS.items():
         out += [
             Call(f"namespaced-{plural}", "get", f"{NS}/{plural}"),

@@ -191,6 +191,7 @@ def test_queue_status_counts_and_allocated(cluster: Any, cast: Any) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_two_cycles_racing_only_one_runs(cast: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ensure_builtin_queues()  # the flush between transactional tests removed them
     backend, _ = make_sim()
     backend_module.set_backend(backend)
     try:
