@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import IntegrityError
 from django.http import Http404
 from rest_framework import exceptions
 from rest_framework.response import Response
@@ -70,6 +71,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(status_body(404, "NotFound", "the server could not find the requested resource"), status=404)
     if isinstance(exc, DjangoPermissionDenied):
         return Response(status_body(403, "Forbidden", str(exc) or "forbidden"), status=403)
+    if isinstance(exc, IntegrityError):
+        # Two writers raced past the existence check (e.g. two creates of one name); the loser
+        # gets Kubernetes' answer to a conflicting write, and nothing of its request was kept.
+        message = "Operation cannot be fulfilled: the object was created or changed concurrently; retry the request"
+        return Response(status_body(409, "Conflict", message), status=409)
     if not isinstance(exc, exceptions.APIException):
         return None
     code = exc.status_code

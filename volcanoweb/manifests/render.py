@@ -61,6 +61,8 @@ def pod(obj: Any) -> dict[str, Any]:
     if obj.node_name:
         spec["nodeName"] = obj.node_name
     status = {**(obj.status or {}), "phase": obj.phase}
+    if getattr(obj, "started_at", None) is not None:
+        status["startTime"] = timestamp(obj.started_at)
     return {**_envelope(parse.POD, obj), "spec": spec, "status": status}
 
 

@@ -245,9 +245,11 @@ class JobController:
             if action == P.SYNC_JOB:
                 sync_due = True
                 continue
-            if sync_due:
+            if sync_due and P.scope_of(action) != "job":
                 self.execute(P.SYNC_JOB, P.Request())
                 sync_due = False
+            # A job-wide action (RestartJob, AbortJob, ...) goes first: a sync of the batch's final
+            # pod counts must not finish the job (e.g. Failed) before the policy that reacts to them.
             self.run_action(action, request)
         if sync_due:
             self.execute(P.SYNC_JOB, P.Request())

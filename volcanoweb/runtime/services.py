@@ -176,12 +176,24 @@ def _finished_at(job: Job) -> datetime | None:
         return None
 
 
+def cluster_speed(backend: ClusterBackend | None) -> float:
+    """Cluster seconds per wall second: above 1 for a simulated cluster whose clock runs fast, else 1."""
+    read = getattr(backend, "settings", None)
+    try:
+        speed = float(read().get("speed") or 1.0) if callable(read) else 1.0
+    except (BackendError, TypeError, ValueError):
+        speed = 1.0
+    return speed if speed > 0 else 1.0
+
+
 def gc_finished_jobs(*, now: datetime | None = None, backend: ClusterBackend | None = None) -> list[str]:
     """Delete jobs whose ``ttlSecondsAfterFinished`` has passed since they finished (Completed/Failed/Terminated).
 
-    Returns the deleted ``namespace/name`` keys.
+    The TTL is in the cluster's time: on a simulated cluster running N times faster than real time,
+    a job's hour passes in 1/N of an hour, like its pods' durations. Returns the deleted ``namespace/name`` keys.
     """
     now = now or timezone.now()
+    speed = cluster_speed(backend or get_backend())
     deleted: list[str] = []
     candidates = Job.objects.filter(phase__in=S.FINISHED, deletion_timestamp__isnull=True).values_list("pk", flat=True)
     for job_id in candidates:
@@ -191,7 +203,7 @@ def gc_finished_jobs(*, now: datetime | None = None, backend: ClusterBackend | N
             if job is None or ttl is None:
                 continue
             finished = _finished_at(job)
-            if finished is None or finished + timedelta(seconds=int(ttl)) > now:
+            if finished is None or finished + timedelta(seconds=int(ttl) / speed) > now:
                 continue
             key, tenant, job_pk = job.key, job.tenant, job.pk
             job.delete()

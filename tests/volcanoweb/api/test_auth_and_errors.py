@@ -61,3 +61,14 @@ def test_method_media_type_and_unknown_paths_get_status_bodies(cast: Any, alice_
     assert (unsupported.status_code, unsupported.json()["reason"]) == (415, "UnsupportedMediaType")
     unknown = alice_api.get("/api/v1/nothing/here")
     assert (unknown.status_code, unknown.json()["kind"], unknown.json()["reason"]) == (404, "Status", "NotFound")
+
+
+def test_a_write_that_loses_a_race_is_a_409_status() -> None:
+    from django.db import IntegrityError
+
+    from volcanoweb.api.errors import exception_handler
+
+    response = exception_handler(IntegrityError("duplicate key value violates unique constraint"), {})
+    assert response is not None
+    assert response.status_code == 409
+    assert (response.data["kind"], response.data["reason"], response.data["code"]) == ("Status", "Conflict", 409)

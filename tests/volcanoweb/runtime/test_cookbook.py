@@ -125,3 +125,18 @@ def test_10_weather_simulation_hosts_and_master_completion(world: World) -> None
     assert data["VC_WORKER_NUM"] == "15"
     world.advance(30)
     assert world.reload(job).phase == "Completed"
+
+
+def test_09_exit_code_137_restarts_even_when_the_other_pods_finish_in_the_same_batch(world: World) -> None:
+    """Seen on the stack: pod 3 is killed (137) and the 7 others succeed before one mirror pass.
+
+    The job must restart (Volcano handles pod 3's PodFailed event first), not fail on a sync of
+    the batch's final counts run ahead of the policy action.
+    """
+    job = world.schedule(world.cookbook("09-genome-analysis.yaml"))
+    world.sim.advance(59)
+    world.sim.fail_pod(job.namespace, "genome-analysis-compute-3", 137)
+    world.sim.advance(1)  # the 7 others succeed
+    world.mirror()
+    job = world.reload(job)
+    assert (job.phase, job.status["retryCount"]) == ("Restarting", 1)

@@ -132,3 +132,22 @@ def test_min_success_not_reached_fails(world: World) -> None:
     world.fail(job, "ms2-worker-0")
     world.advance(60)
     assert world.reload(job).phase == "Failed"
+
+
+def test_ttl_after_finished_runs_on_a_fast_simulated_clock(db) -> None:
+    """On a sim whose clock runs 600x, the cookbook's 1-hour TTL expires after 6 wall seconds."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.volcanoweb.clusters.helpers import make_sim
+    from volcanoweb.runtime import services as runtime_services
+
+    sim, _ = make_sim()
+    sim.speed = 600.0
+    job = builders.make_job(builders.make_tenant("team-a").namespaces.first().name, ttlSecondsAfterFinished=3600)
+    finished = datetime(2026, 1, 1, tzinfo=UTC)
+    job.phase = "Completed"
+    job.status = {**job.status, "state": {"phase": "Completed", "lastTransitionTime": "2026-01-01T00:00:00Z"}}
+    job.save(update_fields=["phase", "status"])
+    assert runtime_services.cluster_speed(sim) == 600.0
+    assert runtime_services.gc_finished_jobs(now=finished + timedelta(seconds=5), backend=sim) == []
+    assert runtime_services.gc_finished_jobs(now=finished + timedelta(seconds=7), backend=sim) == ["team-a/train"]
