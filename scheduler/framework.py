@@ -421,3 +421,14 @@ class Action(ABC):
     @abstractmethod
     def execute(self, session: Session) -> None:
         """Run the action over ``session``."""
+
+
+class QueueShares(ABC):
+    """``queue_deserved()``: each queue's deserved resources as this session computed them.
+
+    Implemented by the fair-share plugins (proportion, capacity); the first such plugin in
+    the tiers reports the shares in :attr:`CycleResult.queue_deserved`.
+    """
+
+    @abstractmethod
+    def queue_deserved(self) -> Mapping[str, Sequence[float]]: ...

@@ -97,6 +97,8 @@ class CycleResult:
     * ``podgroups``: PodGroup ``ns/name`` → new phase, only for phases that changed;
     * ``unschedulable``: PodGroup → :class:`JobReason` for every job left with pending pods;
     * ``queue_allocated``: queue → allocated resources at close (scheduler units);
+    * ``queue_deserved``: queue → deserved resources computed by the fair-share plugin
+      (proportion or capacity; empty when neither is configured);
     * ``timings``: action → seconds (empty unless a timer was passed to ``run_cycle``).
     """
 
@@ -107,6 +109,7 @@ class CycleResult:
     podgroups: Mapping[str, str] = field(default_factory=dict)
     unschedulable: Mapping[str, JobReason] = field(default_factory=dict)
     queue_allocated: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    queue_deserved: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     timings: Mapping[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -119,6 +122,7 @@ class CycleResult:
             "podgroups": dict(self.podgroups),
             "unschedulable": {k: v.to_json() for k, v in self.unschedulable.items()},
             "queue_allocated": {k: dict(v) for k, v in self.queue_allocated.items()},
+            "queue_deserved": {k: dict(v) for k, v in self.queue_deserved.items()},
             "timings": dict(self.timings),
         }
 

@@ -34,6 +34,7 @@ from scheduler.framework import (
     Preemptable,
     Preemptive,
     QueueOrder,
+    QueueShares,
     Reclaimable,
     SessionClose,
     TaskOrder,
@@ -729,8 +730,16 @@ class Session:
             podgroups=podgroups,
             unschedulable=reasons,
             queue_allocated=self._queue_allocated(),
+            queue_deserved=self._queue_deserved(),
             timings=timings,
         )
+
+    def _queue_deserved(self) -> dict[str, dict[str, int]]:
+        for plugins in self.tiers:
+            for p in plugins:
+                if isinstance(p, QueueShares):
+                    return {name: self.to_dict(v) for name, v in sorted(p.queue_deserved().items())}
+        return {}
 
     def _phase(self, job: JobInfo) -> JobPhase:
         c = job.counts

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from scheduler import vec
@@ -16,6 +16,7 @@ from scheduler.framework import (
     Plugin,
     Preemptive,
     QueueOrder,
+    QueueShares,
     Reclaimable,
     VictimQueueOrder,
     Vote,
@@ -41,6 +42,7 @@ INF = float("inf")
 
 class CapacityPlugin(
     Plugin,
+    QueueShares,
     QueueOrder,
     VictimQueueOrder,
     Reclaimable,
@@ -59,6 +61,10 @@ class CapacityPlugin(
         "capacity.DynamicResourceAllocationEnable": ArgSpec("bool", False, "accepted, no effect"),
         "capacity.DRAConsumableCapacityEnable": ArgSpec("bool", False, "accepted, no effect"),
     }
+
+    def queue_deserved(self) -> Mapping[str, Sequence[float]]:
+        """Return each queue's deserved vector as computed at session open."""
+        return {name: attr.deserved for name, attr in self.attrs.items()}
 
     def on_session_open(self, session: Session) -> None:
         self.session = session

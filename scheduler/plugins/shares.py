@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scheduler import vec
@@ -18,6 +18,7 @@ from scheduler.framework import (
     Preemptable,
     Preemptive,
     QueueOrder,
+    QueueShares,
     Reclaimable,
     Vote,
 )
@@ -344,11 +345,24 @@ def quota_refused(
 
 
 class ProportionPlugin(
-    Plugin, QueueOrder, Reclaimable, Overused, Allocatable, Preemptive, JobEnqueueable, JobEnqueued, AllocateHandler
+    Plugin,
+    QueueOrder,
+    Reclaimable,
+    Overused,
+    Allocatable,
+    Preemptive,
+    JobEnqueueable,
+    JobEnqueued,
+    AllocateHandler,
+    QueueShares,
 ):
     """Weighted fair share between queues (deserved by water-filling), capped by capability."""
 
     name = "proportion"
+
+    def queue_deserved(self) -> Mapping[str, Sequence[float]]:
+        """Return each queue's deserved vector as computed at session open."""
+        return {name: attr.deserved for name, attr in self.attrs.items()}
 
     def on_session_open(self, session: Session) -> None:
         self.session = session

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -374,6 +375,7 @@ def apply_result(info: SnapshotInfo, result: CycleResult, run: SchedulingRun, to
             "pipelined": dict(sorted(result.pipelined.items())[:MAX_DECISIONS]),
             "podgroups": dict(sorted(result.podgroups.items())[:MAX_DECISIONS]),
             "skippedBinds": stats.skipped_binds,
+            "queueDeserved": {k: dict(v) for k, v in sorted(result.queue_deserved.items())},
         }
         run.save(update_fields=["binds", "evictions", "pipelined", "unschedulable", "decisions"])
     return stats
@@ -509,6 +511,8 @@ def run_claimed_cycle(token: int, holder: str, backend: ClusterBackend | None = 
         t2 = time.perf_counter()
         apply_result(info, result, run, token)
         t3 = time.perf_counter()
+        if os.environ.get("VOLCANOWEB_TEST_CRASH_AFTER_APPLY") == "1":  # tests/e2e/test_cycle_safety.py only
+            os.kill(os.getpid(), signal.SIGKILL)
         execute_intents(backend, PodIntent.objects.filter(run_id=run.pk).order_by("id"))
         t4 = time.perf_counter()
         snap = info.snapshot

@@ -12,7 +12,7 @@ from prometheus_client.registry import Collector
 
 from scheduler import parse_resource
 from volcanoweb.queues.models import Queue
-from volcanoweb.scheduling.models import SchedulingRun
+from volcanoweb.scheduling.models import RunStatus, SchedulingRun
 
 _QUEUE_COUNTS = ("pending", "inqueue", "running", "unknown", "completed")
 
@@ -43,10 +43,14 @@ def collect_queue_metrics() -> Iterable[Metric]:
     for count in _QUEUE_COUNTS:
         family(f"volcano_queue_pod_group_{count}_count", f"Number of {count} PodGroups in the queue.")
     rows = Queue.objects.values("name", "allocated", "deserved", "capability", *_QUEUE_COUNTS)
+    # Deserved as Volcano reports it: the share the fair-share plugin computed in the last cycle
+    # (scheduler units: cpu in millicores, memory in bytes); the spec's deserved when none ran.
+    latest = SchedulingRun.objects.filter(status=RunStatus.SUCCEEDED).order_by("-id").values("decisions").first()
+    computed = ((latest or {}).get("decisions") or {}).get("queueDeserved") or {}
     for row in rows:
         name = row["name"]
         for kind in ("allocated", "deserved", "capability"):
-            vector = _vector(row[kind])
+            vector = computed[name] if kind == "deserved" and name in computed else _vector(row[kind])
             if kind != "allocated" and not vector:
                 continue
             families[f"volcano_queue_{kind}_milli_cpu"].add_metric([name], vector.get("cpu", 0))

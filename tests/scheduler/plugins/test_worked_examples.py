@@ -34,6 +34,11 @@ def test_a1_proportion_deserved_with_weights_only() -> None:
     attrs: Any = ssn.plugin("proportion").attrs  # type: ignore[attr-defined]
     assert attrs["qa"].deserved[0] == pytest.approx(8000)
     assert attrs["qb"].deserved[0] == pytest.approx(2000)
+    # The same shares are reported in the cycle's result (for the queue metrics and the dashboard).
+    result = run_cycle(snap)
+    assert result.queue_deserved["qa"]["cpu"] == 8000
+    assert result.queue_deserved["qb"]["cpu"] == 2000
+    assert result.to_json()["queue_deserved"]["qb"]["cpu"] == 2000
 
 
 def test_a2_proportion_deserved_with_capability() -> None:

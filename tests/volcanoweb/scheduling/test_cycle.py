@@ -283,6 +283,8 @@ def test_metrics_after_a_cycle(cluster: Any, cast: Any, client: Any) -> None:
     assert "volcanoweb_pods_bound_total" in text
     assert 'volcano_queue_allocated_milli_cpu{queue_name="default"} 2000.0' in text
     assert 'volcano_queue_deserved_milli_cpu{queue_name="capped"} 1000.0' in text
+    # default has no spec deserved: the gauge shows proportion's computed share (its 2 one-CPU pods)
+    assert 'volcano_queue_deserved_milli_cpu{queue_name="default"} 2000.0' in text
     assert 'volcano_queue_pod_group_pending_count{queue_name="capped"} 1.0' in text
     assert 'volcano_queue_pod_group_inqueue_count{queue_name="default"} 1.0' in text
     assert "volcanoweb_scheduling_last_cycle_age_seconds" in text
