@@ -5,12 +5,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler import vec
+from scheduler.model import TaskStatus
 
 if TYPE_CHECKING:
     from scheduler.info import JobInfo, TaskInfo
     from scheduler.session import Session
 
 __all__ = ["HierarchicalDrf"]
+
+#: Volcano's ``minResource``: smaller amounts do not make a dimension "present".
+MIN_RESOURCE = 0.1
+
+
+def _held(job: JobInfo) -> list[float]:
+    """The job's DRF allocation as Volcano's event handlers keep it: allocated-status tasks plus
+    the tasks pipelined in this session (a session opens without pipelined tasks)."""
+    out = list(job.allocated)
+    if job.counts[TaskStatus.PIPELINED]:
+        for t in job.tasks.values():
+            if t.status == TaskStatus.PIPELINED:
+                vec.iadd(out, t.req)
+    return out
 
 
 class _Node:
@@ -35,19 +50,20 @@ class HierarchicalDrf:
         self.paths: dict[str, list[str]] = {}
         self.weights: dict[str, list[float]] = {}
         for q in session.queues.values():
-            parts = [p for p in q.queue.hierarchy.split("/") if p] if q.queue.hierarchy else []
-            if not parts:
-                parts = ["root", q.name]
+            # As Volcano: the first path element stands for the root whatever its name; a queue
+            # without the annotation (or just "root") puts its jobs directly under the root.
+            parts = q.queue.hierarchy.split("/")
             ws: list[float] = []
-            for w in q.queue.hierarchy_weights.split("/") if q.queue.hierarchy_weights else []:
+            for w in q.queue.hierarchy_weights.split("/"):
                 try:
-                    ws.append(max(float(w), 1.0))
+                    f = float(w)
                 except ValueError:
-                    ws.append(1.0)
-            ws += [1.0] * (len(parts) - len(ws))
+                    f = 0.0  # Go's ParseFloat error value
+                ws.append(f if f >= 1.0 else 1.0)  # NaN and < 1 → 1
+            ws += [1.0] * (len(parts) - len(ws))  # Volcano would index out of range here
             self.paths[q.name] = parts[1:]
             self.weights[q.name] = ws[1:]
-        self.leaf_alloc: dict[str, list[float]] = {key: list(job.allocated) for key, job in session.jobs.items()}
+        self.leaf_alloc: dict[str, list[float]] = {key: _held(job) for key, job in session.jobs.items()}
         self.dirty = True
         self.root = self._build(self.leaf_alloc)
 
@@ -56,8 +72,10 @@ class HierarchicalDrf:
         root = _Node("root", 1.0, n)
         for key, job in self.session.jobs.items():
             node = root
-            path = self.paths.get(job.queue, [job.queue])
-            weights = self.weights.get(job.queue, [1.0] * len(path))
+            if job.queue not in self.paths:
+                continue
+            path = self.paths[job.queue]
+            weights = self.weights[job.queue]
             for name, w in zip(path, weights, strict=False):
                 child = node.children.get(name)
                 if child is None:
@@ -74,28 +92,30 @@ class HierarchicalDrf:
         used = [0.0] * self.session.ndims
         for a in allocs.values():
             vec.iadd(used, a)
-        return [u < t for u, t in zip(used, self.total, strict=True)]
+        return [t >= MIN_RESOURCE and u < t for u, t in zip(used, self.total, strict=True)]
 
     def _update(self, node: _Node, demanding: list[bool]) -> None:
         if not node.children:
             node.share = vec.dominant_share(node.allocated, self.total)
+            # Volcano resourceSaturated: only dimensions the job holds (≥ 0.1) are looked at,
+            # pods included.
             node.saturated = any(
                 (a >= r > 0) or (r > 0 and not demanding[i])
                 for i, (a, r) in enumerate(zip(node.allocated, node.request, strict=True))
-                if i != vec.PODS
+                if a >= MIN_RESOURCE
             )
             return
         for child in node.children.values():
             self._update(child, demanding)
         mdr = 1.0
         for child in node.children.values():
-            if not vec.is_empty(child.allocated) and not child.saturated:
+            if child.share != 0 and not child.saturated:
                 mdr = min(mdr, child.share)
         total = [0.0] * self.session.ndims
         for child in node.children.values():
-            if vec.is_empty(child.allocated):
+            if child.share == 0:  # empty children do not count
                 continue
-            if child.saturated or child.share == 0:
+            if child.saturated:
                 vec.iadd(total, child.allocated)
             else:
                 vec.iadd(total, [x * mdr / child.share for x in child.allocated])
@@ -106,7 +126,7 @@ class HierarchicalDrf:
     def update_job(self, job: JobInfo) -> None:
         """Refresh a job's leaf after its allocation changed."""
         if job.key in self.leaf_alloc:
-            self.leaf_alloc[job.key] = list(job.allocated)
+            self.leaf_alloc[job.key] = _held(job)
             self.dirty = True
 
     def _tree(self) -> _Node:
@@ -117,7 +137,7 @@ class HierarchicalDrf:
 
     def _compare(self, root: _Node, a: str, b: str) -> int:
         la, lb = root, root
-        pa, pb = self.paths.get(a, [a]), self.paths.get(b, [b])
+        pa, pb = self.paths.get(a, []), self.paths.get(b, [])
         for na, nb in zip(pa, pb, strict=False):
             ca, cb = la.children.get(na), lb.children.get(nb)
             if ca is None or cb is None:
@@ -138,16 +158,24 @@ class HierarchicalDrf:
         return self._compare(self._tree(), a, b)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        """Victims whose queue still ranks after the reclaimer's once the move is simulated."""
+        """Victims whose queue ranks after the reclaimer's once the move is simulated.
+
+        As Volcano, every candidate is judged on its own: the reclaimer's request is added to its
+        job, this candidate's request alone is taken from its job (earlier candidates are put
+        back), and the reclaimer's queue must then compare strictly before the candidate's."""
+        if reclaimer.job.key not in self.leaf_alloc:
+            return []
         allocs = {k: list(v) for k, v in self.leaf_alloc.items()}
-        if reclaimer.job.key in allocs:
-            vec.iadd(allocs[reclaimer.job.key], reclaimer.req)
+        vec.iadd(allocs[reclaimer.job.key], reclaimer.req)
         victims = []
         for c in candidates:
-            if c.job.key not in allocs:
+            own = allocs.get(c.job.key)
+            if own is None:
                 continue
-            vec.isub(allocs[c.job.key], c.req)
+            saved = list(own)
+            vec.isub(own, c.req)
             root = self._build(allocs)
+            allocs[c.job.key] = saved
             if self._compare(root, reclaimer.job.queue, c.job.queue) < 0:
                 victims.append(c)
         return victims
