@@ -191,11 +191,29 @@
     }
   });
 
+  /* A panel loaded by a user action (edit, who uses, save, cancel) takes the focus and scrolls into view;
+     live refreshes of other regions never move the focus. */
+  function focusPanel(e) {
+    var panel = e.target;
+    if (!panel || panel.id !== "queue-panel") return;
+    var target = panel.querySelector("#queue-edit-form input:not([type=hidden])") || panel.querySelector("[data-panel-heading]");
+    if (!target) return;
+    if (panel.getBoundingClientRect().top > window.innerHeight * 0.6 || panel.getBoundingClientRect().bottom < 0) {
+      panel.scrollIntoView({ block: "start", behavior: window.matchMedia("(prefers-reduced-motion: reduce)").matches ? "auto" : "smooth" });
+    }
+    target.focus({ preventScroll: true });
+  }
   function init(root) { initEditors(root); initTemplates(); initCharts(root); }
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
     connect();
-    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); });
+    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); });
+    document.addEventListener("keydown", function (e) {
+      if (e.key !== "Escape") return;
+      var form = e.target.closest && e.target.closest("#queue-edit-form");
+      var cancel = form && form.querySelector("[data-cancel]");
+      if (cancel) { e.preventDefault(); cancel.click(); }
+    });
     document.body.addEventListener("htmx:responseError", function (e) {
       var flash = document.getElementById("flash");
       if (e.detail.xhr && e.detail.xhr.status >= 400 && e.detail.xhr.status < 500) return; // swapped: our error partials

@@ -57,8 +57,17 @@ def test_login_page(session: Any, demo: None) -> None:
     guard.check()
 
 
+def run_cycles(count: int = 2) -> None:
+    """Run scheduling cycles with the configured (simulated) backend, so pages show real cycle data."""
+    from volcanoweb.scheduling.services import run_cycle
+
+    for _ in range(count):
+        run_cycle()
+
+
 def test_every_page_renders(session: Any, demo: None) -> None:
     page, guard = session
+    run_cycles()
     login(page, "admin", PASSWORD)
     for name, url in PAGES.items():
         response = page.goto(url)
@@ -153,3 +162,122 @@ def test_another_tenants_jobs_are_invisible(session: Any, demo: None) -> None:
     response = page.goto("/jobs/ml/pytorch-distributed/")  # the browser logs this expected 404
     assert response is not None
     assert response.status == 404
+
+
+def test_platform_admin_fails_and_recovers_a_node(session: Any, demo: None) -> None:
+    page, guard = session
+    login(page, "admin", PASSWORD)
+    page.goto("/nodes/")
+    card = page.locator("li.node", has=page.get_by_role("heading", name="cpu-0", exact=True))
+    assert card.locator(".badge").inner_text() == "Ready"
+    page.once("dialog", lambda dialog: dialog.accept())
+    card.get_by_role("button", name="Fail node cpu-0").click()
+    page.wait_for_selector("#flash .alert.ok")
+    assert "cpu-0 failed" in page.locator("#flash").inner_text()
+    card = page.locator("li.node", has=page.get_by_role("heading", name="cpu-0", exact=True))
+    card.locator(".badge", has_text="NotReady").wait_for()  # the grid refreshed without a reload
+    assert "down" in (card.get_attribute("class") or "")
+    shot(page, "nodes-failed")
+    card.get_by_role("button", name="Recover node cpu-0").click()
+    card = page.locator("li.node", has=page.get_by_role("heading", name="cpu-0", exact=True))
+    card.locator(".badge", has_text=re.compile(r"^Ready$")).wait_for()
+    assert "down" not in (card.get_attribute("class") or "")
+    guard.check()
+
+
+def test_nodes_page_has_no_injection_controls_for_tenants(session: Any, demo: None) -> None:
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/nodes/")
+    assert page.locator("li.node").count() > 0
+    assert page.get_by_role("button", name=re.compile("Fail node")).count() == 0
+    guard.check()
+
+
+def _focused(page: Any) -> dict[str, str]:
+    return page.evaluate(
+        "() => { const e = document.activeElement; return {tag: e.tagName, id: e.id || '',"
+        " label: e.getAttribute('aria-label') || e.textContent.trim().slice(0, 40),"
+        " outline: getComputedStyle(e).outlineStyle}; }"
+    )
+
+
+def _tab_to(page: Any, label: str, limit: int = 80, *, back: bool = False) -> dict[str, str]:
+    for _ in range(limit):
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+        focused = _focused(page)
+        if focused["label"] == label:
+            return focused
+    raise AssertionError(f"{label!r} not reached with Tab")
+
+
+def test_queue_edit_flow_by_keyboard_only(session: Any, demo: None) -> None:
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/queues/")
+    focused = _tab_to(page, "Edit ml-training")
+    assert focused["outline"] != "none"  # a visible focus ring (:focus-visible)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#queue-preview table")
+    assert _focused(page)["id"] == "id_weight"  # the panel took the focus
+    page.keyboard.press("Control+a")
+    page.keyboard.type("7")
+    page.wait_for_selector("tr.changed[data-preview-queue=ml-training]")
+    for field in ("id_guarantee_cpu", "id_capability_cpu"):
+        page.keyboard.press("Tab")
+        assert _focused(page)["id"].startswith(field[:6]), _focused(page)
+    focused = _tab_to(page, "Save changes", limit=12)
+    assert focused["tag"] == "BUTTON"
+    shot(page, "queues-keyboard")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-saved-weight]")
+    page.wait_for_function("() => document.querySelector('tr#q-ml-training [data-weight]').textContent.trim() === '7'")
+    assert page.evaluate("document.activeElement.hasAttribute('data-panel-heading')")
+    # Esc leaves the edit panel without saving
+    _tab_to(page, "Edit ml-training", limit=120, back=True)  # the tree is above the panel
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#queue-edit-form")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("3")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#queue-edit-form", state="detached")
+    assert page.locator("tr#q-ml-training [data-weight]").inner_text().strip() == "7"
+    guard.check()
+
+
+def test_queue_tree_keeps_names_readable_with_the_panel_open(session: Any, demo: None) -> None:
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/queues/")
+    page.get_by_role("button", name="Edit ml-training").click()
+    page.wait_for_selector("#queue-preview table")
+    name = page.get_by_role("button", name="Who uses ml-training")
+    box = name.bounding_box()
+    tree = page.locator("#queue-tree").bounding_box()
+    assert box is not None
+    assert tree is not None
+    assert box["x"] >= tree["x"]
+    assert box["x"] + box["width"] <= tree["x"] + tree["width"]
+    scroll = page.evaluate(
+        "() => { const s = document.querySelector('#queue-tree .table-scroll'); return s.scrollWidth - s.clientWidth; }"
+    )
+    assert scroll <= 1, "the queue table overflows at 1400px"
+    guard.check()
+
+
+def test_queues_on_a_phone(browser: Any, live_server: Any, demo: None) -> None:
+    from tests.browser.conftest import open_page
+
+    context, page, guard = open_page(browser, live_server.url, width=390, height=844)
+    try:
+        login(page, "alice", PASSWORD)
+        page.goto("/queues/")
+        page.evaluate("() => { document.querySelector('#queue-tree .table-scroll').scrollLeft = 400; }")
+        name = page.get_by_role("button", name="Who uses ml-training").bounding_box()
+        assert name is not None
+        assert name["x"] >= 0  # the sticky name column stays in view
+        assert page.evaluate("document.documentElement.scrollWidth") <= 391  # no page-level sideways scroll
+        shot(page, "queues-mobile")
+        guard.check()
+    finally:
+        context.close()

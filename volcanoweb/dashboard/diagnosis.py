@@ -8,7 +8,7 @@ events, then our own checks against the queue (state, capability, deserved share
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Q
@@ -23,25 +23,140 @@ WAITING_PHASES = (JobPhase.PENDING, JobPhase.RESTARTING)
 
 @dataclass
 class Reason:
-    """One explanation line: where it comes from, a short title and details."""
+    """One explanation line: where it comes from, a short title and details.
+
+    Reasons from the scheduler also carry ``kind`` (the core's ReasonKind), ``facts`` (label, value)
+    from its numbers, ``fit_errors`` (predicate message, node count) and ``cycle`` (the run id).
+    """
 
     source: str
     title: str
     detail: str = ""
     severity: str = "warn"  # info | warn | block
+    kind: str = ""
+    plugin: str = ""
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    fit_errors: list[tuple[str, int]] = field(default_factory=list)
+    cycle: str = ""
+
+
+#: The scheduler core's ReasonKind values (scheduler/result.py) as headlines people read.
+KIND_TITLES = {
+    "enqueue-rejected": "Not admitted: the queue or the cluster cannot take the whole gang",
+    "queue-closed": "Its queue is closed",
+    "queue-missing": "Its queue does not exist",
+    "invalid": "Not enough pods exist for the gang",
+    "queue-overused": "Its queue has used its deserved share",
+    "capability-exceeded": "Its queue's capability is exhausted",
+    "predicate-failure": "No node can run the pods",
+    "gang-shortfall": "Only part of the gang fits",
+    "not-reached": "Not reached in the last cycle",
+}
+#: Labels for the core's reason numbers (JobReason.numbers); others are shown with their key.
+NUMBER_LABELS = {
+    "requested": "Gang requests",
+    "capability": "Queue capability",
+    "deserved": "Queue deserved",
+    "guarantee": "Queue guarantee",
+    "queue_allocated": "Queue allocated",
+    "inqueue": "Queue admitted (inqueue)",
+    "elastic": "Elastic",
+    "free": "Free in cluster",
+    "idle": "Idle in cluster",
+}
+COUNT_KEYS = ("min_available", "ready", "pending", "pipelined", "allocated", "total", "nodes")
 
 
 def _label(name: str) -> str:
     return next((label for key, label, _ in MAIN_RESOURCES if key == name), name)
 
 
-def _scheduler_conditions(podgroup: PodGroup | None) -> list[Reason]:
+def _vector_text(values: dict[str, Any]) -> str:
+    units = {"cpu": "CPU", "memory": "GiB", "nvidia.com/gpu": "GPU"}
+    parts = [
+        f"{fmt(k, v)} {units.get(k, k)}"
+        for k, v in sorted(values.items(), key=lambda kv: (kv[0] not in units, kv[0]))
+        if isinstance(v, int | float) and not isinstance(v, bool) and k != "pods"
+    ]
+    return ", ".join(parts) or "none"
+
+
+def reason_facts(numbers: dict[str, Any]) -> list[tuple[str, str]]:
+    """Turn a JobReason's ``numbers`` into (label, value) lines; empty vectors are left out."""
+    facts: list[tuple[str, str]] = []
+    counts = {k: numbers.get(k) for k in COUNT_KEYS if isinstance(numbers.get(k), int)}
+    if "min_available" in counts:
+        line = f"{counts.get('ready', 0)} of {counts['min_available']} minimum ready"
+        if counts.get("total"):
+            line += f" · {counts['total']} pods"
+        if counts.get("pending"):
+            line += f" · {counts['pending']} pending"
+        if counts.get("pipelined"):
+            line += f" · {counts['pipelined']} pipelined"
+        facts.append(("Gang", line))
+    if isinstance(numbers.get("nodes"), int):
+        facts.append(("Nodes considered", str(numbers["nodes"])))
+    for key, value in numbers.items():
+        if key in COUNT_KEYS:
+            continue
+        if isinstance(value, dict):
+            if value:
+                facts.append((NUMBER_LABELS.get(key, key.replace("_", " ").capitalize()), _vector_text(value)))
+        elif isinstance(value, int | float | str) and not isinstance(value, bool) and value != "":
+            facts.append((NUMBER_LABELS.get(key, key.replace("_", " ").capitalize()), str(value)))
+    return facts
+
+
+def scheduler_reason(data: dict[str, Any], cycle: str = "") -> Reason:
+    """Build the panel line for one stored JobReason (``JobReason.to_json()``)."""
+    kind = str(data.get("kind") or "")
+    fit = data.get("fit_errors") or {}
+    fit_errors = sorted(
+        ((str(k), int(v)) for k, v in fit.items() if isinstance(v, int | float)), key=lambda kv: (-kv[1], kv[0])
+    )
+    numbers = data.get("numbers") if isinstance(data.get("numbers"), dict) else {}
+    return Reason(
+        "scheduler",
+        KIND_TITLES.get(kind, kind.replace("-", " ").capitalize() or "Unschedulable"),
+        str(data.get("message") or ""),
+        "info" if kind == "not-reached" else "block",
+        kind=kind,
+        plugin=str(data.get("plugin") or ""),
+        facts=reason_facts(numbers or {}),
+        fit_errors=fit_errors,
+        cycle=cycle,
+    )
+
+
+def _stored_reason(podgroup: PodGroup | None) -> Reason | None:
+    """The reason the last cycle wrote on the PodGroup; else the newest run's entry for it."""
+    if podgroup is None:
+        return None
+    status = podgroup.status or {}
+    data = status.get("unschedulableReason")
+    cycle = ""
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "Unschedulable":
+            cycle = str(cond.get("transitionID") or "")
+    if not isinstance(data, dict):
+        from volcanoweb.dashboard.queries import run_reason
+
+        found = run_reason(podgroup.key)
+        if found is None:
+            return None
+        cycle, data = found
+    return scheduler_reason(data, cycle)
+
+
+def _scheduler_conditions(podgroup: PodGroup | None, known: set[str]) -> list[Reason]:
     if podgroup is None:
         return []
     out = []
     for cond in (podgroup.status or {}).get("conditions") or []:
         if cond.get("status", "True") != "True" or cond.get("type") in ("Scheduled",):
             continue
+        if cond.get("message") and cond.get("message") in known:
+            continue  # the structured reason above says the same, with its numbers
         out.append(
             Reason(
                 "scheduler",
@@ -50,36 +165,6 @@ def _scheduler_conditions(podgroup: PodGroup | None) -> list[Reason]:
                 "block",
             )
         )
-    return out
-
-
-def _run_reasons(job: Job) -> list[Reason]:
-    from volcanoweb.dashboard.queries import last_scheduling_run
-
-    run = last_scheduling_run()
-    reasons = getattr(run, "reasons", None) if run is not None else None
-    if not isinstance(reasons, dict | list):
-        return []
-    items = (
-        reasons.get(job.key) or reasons.get(str(job.uid)) or []
-        if isinstance(reasons, dict)
-        else [r for r in reasons if isinstance(r, dict) and r.get("job") in (job.key, str(job.uid))]
-    )
-    if isinstance(items, dict | str):
-        items = [items]
-    out = []
-    for item in items:
-        if isinstance(item, dict):
-            out.append(
-                Reason(
-                    "last cycle",
-                    str(item.get("kind") or item.get("reason") or "reason"),
-                    str(item.get("message", "")),
-                    "block",
-                )
-            )
-        else:
-            out.append(Reason("last cycle", str(item), "", "block"))
     return out
 
 
@@ -171,12 +256,19 @@ def why_pending(job: Job) -> list[Reason]:
     )
     if not waiting:
         return []
-    reasons = _scheduler_conditions(podgroup) + _run_reasons(job)
+    stored = _stored_reason(podgroup)
+    reasons = [stored] if stored is not None else []
+    known = {r.detail for r in reasons if r.detail}
+    reasons += _scheduler_conditions(podgroup, known)
+    known |= {r.detail for r in reasons if r.detail}
     names = [job.name] + ([podgroup.name] if podgroup else [])
     warnings = Event.objects.filter(involved_namespace=job.namespace, involved_name__in=names, type=EventType.WARNING)[
         :5
     ]
-    reasons += [Reason("event", e.reason, e.message, "warn") for e in warnings]
+    for e in warnings:
+        if e.message not in known:  # the scheduler's Unschedulable event repeats its reason
+            known.add(e.message)
+            reasons.append(Reason("event", e.reason, e.message, "warn"))
     queue = Queue.objects.filter(name=job.queue_name).first()
     reasons += _queue_checks(job, podgroup, queue)
     position = _position(job)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.apps import apps
 from django.db.models import Count, Q, QuerySet
+from django.db.models.fields.json import KeyTransform
 
 from volcanoweb.dashboard import cluster
 from volcanoweb.dashboard.resources import CPU, GPU, MAIN_RESOURCES, MEMORY, add_into, parse_map
@@ -14,6 +14,7 @@ from volcanoweb.dashboard.scope import Scope
 from volcanoweb.dashboard.shares import QueueDemand, deserved_shares
 from volcanoweb.jobs.models import Event, Job, JobPhase, Pod, PodPhase
 from volcanoweb.queues.models import ROOT_QUEUE, Queue
+from volcanoweb.scheduling.models import RunStatus, SchedulingRun
 
 JOB_SORTS = {
     "name": "name",
@@ -39,14 +40,104 @@ def recent_events(scope: Scope, limit: int = 12) -> list[Event]:
     return list(scope.filter(Event.objects.all())[:limit])
 
 
-def last_scheduling_run() -> Any:
-    """Return the newest SchedulingRun when the runtime records them, else None."""
-    try:
-        model = apps.get_model("scheduling", "SchedulingRun")
-    except LookupError:
+#: SchedulingRun columns the pages read; ``unschedulable`` and ``decisions`` can be large and are deferred.
+RUN_FIELDS = (
+    "id",
+    "started_at",
+    "finished_at",
+    "status",
+    "config_version",
+    "duration_ms",
+    "snapshot_ms",
+    "core_ms",
+    "apply_ms",
+    "bind_ms",
+    "action_ms",
+    "nodes",
+    "jobs",
+    "tasks",
+    "binds",
+    "evictions",
+    "pipelined",
+    "recovered",
+    "error",
+)
+
+
+def last_scheduling_run() -> SchedulingRun | None:
+    """Return the newest SchedulingRun (without its large JSON columns), or None."""
+    return SchedulingRun.objects.only(*RUN_FIELDS).order_by("-started_at", "-id").first()
+
+
+def run_reason(podgroup_key: str) -> tuple[str, dict[str, Any]] | None:
+    """Return (run id, stored JobReason) from the newest finished run that lists ``podgroup_key``.
+
+    Reads one key of the newest succeeded run's ``unschedulable`` JSON in SQL, not the whole map.
+    """
+    row = (
+        SchedulingRun.objects.filter(status=RunStatus.SUCCEEDED)
+        .order_by("-started_at", "-id")
+        .annotate(reason=KeyTransform(podgroup_key, "unschedulable"))
+        .values_list("id", "reason")
+        .first()
+    )
+    if row is None or not isinstance(row[1], dict):
         return None
-    order = "-started_at" if any(f.name == "started_at" for f in model._meta.fields) else "-pk"
-    return model.objects.order_by(order).first()
+    return str(row[0]), row[1]
+
+
+@dataclass
+class CycleHealth:
+    """The recent scheduling cycles for the overview: newest run, recent rows, a duration sparkline."""
+
+    last: SchedulingRun | None
+    runs: list[SchedulingRun]
+    failed: int
+    median_ms: float
+    max_ms: float
+    spark_points: str
+    spark_width: int = 160
+    spark_height: int = 32
+    window: int = 0
+    actions: list[tuple[str, float, int]] = field(default_factory=list)
+
+
+def cycle_health(limit: int = 30) -> CycleHealth:
+    """Return the last ``limit`` cycles (one query, large JSON deferred) with summary numbers."""
+    runs = list(SchedulingRun.objects.only(*RUN_FIELDS).order_by("-started_at", "-id")[:limit])
+    done = [r for r in runs if r.status != RunStatus.RUNNING]
+    durations = [r.duration_ms for r in reversed(done)]
+    ordered = sorted(durations)
+    median = ordered[len(ordered) // 2] if ordered else 0.0
+    top = max(durations) if durations else 0.0
+    health = CycleHealth(
+        last=runs[0] if runs else None,
+        runs=runs[:8],
+        failed=sum(1 for r in runs if r.status == RunStatus.FAILED),
+        median_ms=median,
+        max_ms=top,
+        spark_points=_spark(durations, 160, 32),
+        window=len(runs),
+    )
+    last = next((r for r in runs if r.status == RunStatus.SUCCEEDED and r.action_ms), None)
+    if last is not None:
+        total = sum(v for v in last.action_ms.values() if isinstance(v, int | float)) or 1.0
+        health.actions = [
+            (name, float(ms), max(1, round(100 * float(ms) / total)))
+            for name, ms in last.action_ms.items()
+            if isinstance(ms, int | float)
+        ]
+    return health
+
+
+def _spark(values: list[float], width: int, height: int) -> str:
+    """Return SVG polyline points for ``values`` (oldest first), scaled to the box; "" when < 2 values."""
+    if len(values) < 2:
+        return ""
+    top = max(values) or 1.0
+    step = width / (len(values) - 1)
+    pad = 2
+    return " ".join(f"{i * step:.1f},{pad + (height - 2 * pad) * (1 - v / top):.1f}" for i, v in enumerate(values))
 
 
 @dataclass

@@ -30,6 +30,9 @@ PHASE_TONES = {
     "Closed": "muted",
     "Closing": "warn",
     "Normal": "muted",
+    "succeeded": "ok",
+    "running": "run",
+    "failed": "bad",
     "Warning": "warn",
 }
 
@@ -47,6 +50,16 @@ def get(mapping: Any, key: str) -> Any:
         return mapping.get(key)
     except AttributeError:
         return None
+
+
+@register.filter
+def ms(value: float | None) -> str:
+    """``{{ run.duration_ms|ms }}`` → "12.3 ms", "1.24 s"; a dash when unknown."""
+    if value is None:
+        return "\u2013"
+    if value >= 1000:
+        return f"{value / 1000:.2f} s"
+    return f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
 
 
 @register.simple_tag

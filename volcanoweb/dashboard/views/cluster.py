@@ -65,7 +65,15 @@ def node_inject(request: HttpRequest, name: str) -> HttpResponse:
         return render(request, "dashboard/_error.html", {"error": {"message": str(exc)}}, status=409)
     except ApiError as exc:
         return render(request, "dashboard/_error.html", {"error": error_info(exc)}, status=exc.code)
-    return render(request, "dashboard/_flash.html", {"message": f"{request.POST.get('action')} sent to {name}."})
+    action = request.POST.get("action")
+    message = (
+        f"Node {name} failed: it is NotReady and its pods were evicted."
+        if action == "fail"
+        else f"Node {name} recovered: it is Ready again."
+    )
+    response = render(request, "dashboard/_flash.html", {"message": message})
+    response["HX-Trigger"] = "nodes-changed"  # refresh the grid even when the live socket is down
+    return response
 
 
 @login_required

@@ -44,6 +44,6 @@ def overview(request: HttpRequest) -> HttpResponse:
     if fragment in (None, "events"):
         context["events"] = queries.recent_events(scope)
     if fragment in (None, "health"):
-        context["run"] = queries.last_scheduling_run()
+        context["health"] = queries.cycle_health()
         context["profile"] = active_profile()
     return page(request, "dashboard/overview.html", context, FRAGMENTS)

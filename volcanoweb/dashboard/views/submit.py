@@ -36,7 +36,11 @@ def _default_namespace(request: HttpRequest) -> str:
         ns = Namespace.objects.filter(tenant_id=scope.selected).order_by("name").values_list("name", flat=True).first()
         if ns:
             return ns
-    return scope.access.default_namespace()
+    fallback = scope.access.default_namespace()
+    if Namespace.objects.filter(name=fallback).exists():
+        return fallback
+    visible = scope.filter(Namespace.objects.all()).order_by("name").values_list("name", flat=True).first()
+    return visible or fallback
 
 
 @login_required
