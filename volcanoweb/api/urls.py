@@ -45,6 +45,19 @@ urlpatterns = [
         views.JobCommandsView.as_view(),
         name="job-commands",
     ),
+    path(
+        "api/v1/namespaces/<str:namespace>/cronjobs/<str:name>/suspend",
+        views.CronJobSuspendView.as_view(),
+        name="cronjob-suspend",
+    ),
+    path(
+        "api/v1/namespaces/<str:namespace>/cronjobs/<str:name>/resume",
+        views.CronJobResumeView.as_view(),
+        name="cronjob-resume",
+    ),
+    path(
+        "api/v1/namespaces/<str:namespace>/cronjobs/<str:name>/run", views.CronJobRunView.as_view(), name="cronjob-run"
+    ),
 ]
 
 for plural in NAMESPACED:

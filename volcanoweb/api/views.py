@@ -26,6 +26,7 @@ from volcanoweb.scheduling.models import SchedulerProfile
 from volcanoweb.tenancy import services as tenancy
 from volcanoweb.tenancy.access import resolve_namespace, visible_queue_filter
 from volcanoweb.tenancy.models import ApiToken, Namespace
+from volcanoweb.workflows import services as workflows
 
 MANIFEST_BODY = {"application/json": OpenApiTypes.OBJECT, "application/yaml": OpenApiTypes.STR}
 ERRORS: dict[int | str, Any] = {
@@ -180,6 +181,31 @@ class JobCommandsView(ApiView):
             raise BadRequest("reason and message must be strings")
         command = jobs.issue_job_command(self.access(request), namespace, name, action, reason, message)
         return Response(jobs.command_manifest(command), status=status.HTTP_201_CREATED)
+
+
+class CronJobSuspendView(ApiView):
+    """``POST /api/v1/namespaces/{ns}/cronjobs/{name}/suspend``: set ``spec.suspend: true``; returns the CronJob."""
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request, namespace: str, name: str) -> Response:
+        return Response(workflows.suspend_cronjob(self.access(request), namespace, name).object)
+
+
+class CronJobResumeView(ApiView):
+    """``POST /api/v1/namespaces/{ns}/cronjobs/{name}/resume``: set ``spec.suspend: false``; returns the CronJob."""
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request, namespace: str, name: str) -> Response:
+        return Response(workflows.resume_cronjob(self.access(request), namespace, name).object)
+
+
+class CronJobRunView(ApiView):
+    """``POST /api/v1/namespaces/{ns}/cronjobs/{name}/run``: create one job from the jobTemplate now
+    (``kubectl create job --from=cronjob/NAME``; concurrencyPolicy and suspend are not applied); returns the Job."""
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request, namespace: str, name: str) -> Response:
+        return Response(render.job(workflows.run_cronjob_now(self.access(request), namespace, name)))
 
 
 QUEUE_ORDER = {"name": "name", "created": "created_at", "weight": "weight", "priority": "priority", "state": "state"}

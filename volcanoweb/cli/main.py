@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from volcanoweb.cli import jobs, manifests, queues, session, sim, workflows
+from volcanoweb.cli import cronjobs, jobs, manifests, queues, session, sim, workflows
 from volcanoweb.cli.context import Context
 from volcanoweb.cli.errors import EXIT_SERVER, EXIT_USAGE, CliError
 from volcanoweb.cli.output import FORMATS
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.register(sub, common)
     queues.register(sub, common)
     workflows.register(sub, common)
+    cronjobs.register(sub, common)
     manifests.register(sub, common)
     sim.register(sub, common)
     session.register(sub, common)

@@ -66,7 +66,8 @@ def _event(result: SyncResult, obj: Any, kind: str, type_: str, reason: str, mes
     result.events.append(reason)
 
 
-def _job_ref(job: Job) -> dict[str, Any]:
+def job_ref(job: Job) -> dict[str, Any]:
+    """Return the reference to a job kept in a CronJob's ``status.active``."""
     return {
         "apiVersion": parse.JOB.api_version,
         "kind": "Job",
@@ -111,23 +112,29 @@ def cronjob_job_name(cronjob: CronJob, scheduled: datetime) -> str:
     return f"{cronjob.name}-{cron.job_name_suffix(scheduled)}"
 
 
-def _job_from_template(cronjob: CronJob, scheduled: datetime, schedule: cron.Schedule) -> dict[str, Any]:
+def cronjob_job_manifest(cronjob: CronJob, name: str, annotations: dict[str, str]) -> dict[str, Any]:
+    """Return the Job manifest made from a CronJob's jobTemplate: named ``name``, controlled by the CronJob,
+    with ``annotations`` added to the template's (used for scheduled runs and for run-now alike)."""
     template = cronjob.spec.get("jobTemplate") or {}
     meta = template.get("metadata") or {}
-    annotations = dict(meta.get("annotations") or {})
-    annotations[SCHEDULED_TIMESTAMP_ANNOTATION] = schedule.local(scheduled).isoformat()
+    merged = {**dict(meta.get("annotations") or {}), **annotations}
     return {
         "apiVersion": parse.JOB.api_version,
         "kind": "Job",
         "metadata": {
-            "name": cronjob_job_name(cronjob, scheduled),
+            "name": name,
             "namespace": cronjob.namespace,
             "labels": dict(meta.get("labels") or {}),
-            "annotations": annotations,
+            "annotations": merged,
             "ownerReferences": [_owner_reference(parse.CRONJOB, cronjob)],
         },
         "spec": template.get("spec") or {},
     }
+
+
+def _job_from_template(cronjob: CronJob, scheduled: datetime, schedule: cron.Schedule) -> dict[str, Any]:
+    annotations = {SCHEDULED_TIMESTAMP_ANNOTATION: schedule.local(scheduled).isoformat()}
+    return cronjob_job_manifest(cronjob, cronjob_job_name(cronjob, scheduled), annotations)
 
 
 def _finished_at(job: Job) -> datetime:
@@ -160,7 +167,7 @@ def _reconcile_cronjob_jobs(cronjob: CronJob, owned: list[Job], status: dict[str
                     last_success = finished
         elif not listed and job.deletion_timestamp is None:
             # Our transactions make this rare (a job made by hand with our uid): adopt it so Forbid sees it.
-            active.append(_job_ref(job))
+            active.append(job_ref(job))
             _event(
                 result,
                 cronjob,
@@ -269,7 +276,7 @@ def _create_cron_job(
             return False
         unfinished = existing.phase not in FINISHED_JOB_PHASES and existing.deletion_timestamp is None
         if unfinished and not any(ref.get("uid") == str(existing.uid) for ref in status.get("active") or []):
-            status.setdefault("active", []).append(_job_ref(existing))
+            status.setdefault("active", []).append(job_ref(existing))
         return True
     except ApiError as exc:
         _event(
@@ -283,7 +290,7 @@ def _create_cron_job(
         )
         return False
     job = Job.objects.get(namespace=cronjob.namespace, name=name)
-    status.setdefault("active", []).append(_job_ref(job))
+    status.setdefault("active", []).append(job_ref(job))
     result.created.append(name)
     _event(result, cronjob, "CronJob", EventType.NORMAL, "SuccessfulCreate", f"Created job {name}", CRONJOB_SOURCE)
     return True

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from volcanoweb.audit import services as audit
+from volcanoweb.jobs import services as jobs_service
+from volcanoweb.jobs.models import EventType, Job
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.admission import check_submission_queue
-from volcanoweb.manifests.errors import Errors, not_found
+from volcanoweb.manifests.errors import AlreadyExists, Errors, not_found
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.workflows import check_cronjob, check_jobflow, check_jobtemplate
 from volcanoweb.tenancy.access import Access, resolve_namespace
+from volcanoweb.workflows.controllers import CRONJOB_SOURCE, cronjob_job_manifest, job_ref
 from volcanoweb.workflows.models import CronJob, JobFlow, JobTemplate
 
 Checker = Callable[[Errors, str, Any], "dict[str, Any] | None"]
@@ -128,3 +134,110 @@ def delete_workflow_object(access: Access, kind: str, namespace: str, name: str)
     audit.record(access.user, "delete", kind, f"{namespace}/{name}", tenant=obj.tenant, before=before)
     audit.on_change(kind, obj, "delete")
     return Outcome("deleted", kind, name, namespace, before)
+
+
+# --- CronJob actions: suspend, resume, run now ----------------------------------
+
+#: kubectl's annotation on jobs made by ``kubectl create job --from=cronjob/NAME``.
+MANUAL_INSTANTIATE_ANNOTATION = "cronjob.kubernetes.io/instantiate"
+#: When the manual run was asked for.
+MANUAL_RUN_TIME_ANNOTATION = "volcanoweb.io/manual-run-time"
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' utilrand alphabet (no vowels, no 0/1/3)
+_JOB_NAME_MAX = 63
+
+
+def manual_job_name(cronjob_name: str) -> str:
+    """Return a fresh ``<cronjob>-manual-<5 random chars>`` name (the CronJob part cut to fit 63 characters)."""
+    suffix = "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
+    tail = f"-manual-{suffix}"
+    return f"{cronjob_name[: _JOB_NAME_MAX - len(tail)].rstrip('-')}{tail}"
+
+
+def _cronjob_for_write(access: Access, namespace: str, name: str) -> CronJob:
+    resolve_namespace(access, namespace, "update", parse.CRONJOB, name)
+    cronjob = CronJob.objects.select_for_update().filter(namespace=namespace, name=name).first()
+    if cronjob is None:
+        raise not_found(parse.CRONJOB.qualified_resource, name, parse.CRONJOB.kind, parse.CRONJOB.group)
+    return cronjob
+
+
+def _set_suspend(access: Access, namespace: str, name: str, suspend: bool) -> Outcome:
+    cronjob = _cronjob_for_write(access, namespace, name)
+    if cronjob.suspend == suspend and bool(cronjob.spec.get("suspend")) == suspend:
+        return Outcome("unchanged", "CronJob", name, namespace, render.cronjob(cronjob))
+    before = render.cronjob(cronjob)
+    cronjob.spec = {**cronjob.spec, "suspend": suspend}
+    cronjob.suspend = suspend
+    cronjob.save(update_fields=["spec", "suspend", *bump(cronjob, spec_changed=True)])
+    after = render.cronjob(cronjob)
+    verb = "suspend" if suspend else "resume"
+    audit.record(access.user, verb, "CronJob", cronjob.key, tenant=cronjob.tenant, before=before, after=after)
+    audit.on_change("CronJob", cronjob, "update")
+    return Outcome("configured", "CronJob", name, namespace, after)
+
+
+@transaction.atomic
+def suspend_cronjob(access: Access, namespace: str, name: str) -> Outcome:
+    """Set ``spec.suspend: true``: the controller creates no jobs until resumed (running jobs go on).
+
+    Writers of the CronJob's tenant only; "unchanged" (no audit entry) when it already is suspended.
+    """
+    return _set_suspend(access, namespace, name, True)
+
+
+@transaction.atomic
+def resume_cronjob(access: Access, namespace: str, name: str) -> Outcome:
+    """Set ``spec.suspend: false``: the controller schedules again (at most one catch-up run, as usual)."""
+    return _set_suspend(access, namespace, name, False)
+
+
+@transaction.atomic
+def run_cronjob_now(access: Access, namespace: str, name: str, now: datetime | None = None) -> Job:
+    """Create one job from the CronJob's jobTemplate now, like ``kubectl create job --from=cronjob/NAME``.
+
+    The job is named ``<cronjob>-manual-<suffix>``, annotated ``cronjob.kubernetes.io/instantiate:
+    manual`` and controlled by the CronJob (so it appears in its history, counts against the history
+    limits and is listed in ``status.active`` until it finishes). The CronJob's ``concurrencyPolicy``,
+    ``suspend`` and ``startingDeadlineSeconds`` are deliberately not applied, as with kubectl: the run
+    happens even while another job runs or the CronJob is suspended, and ``lastScheduleTime`` is left
+    alone (the schedule is unaffected). A later scheduled run does see the manual job as active, so
+    under Forbid it waits for it and under Replace it replaces it.
+
+    The job is created with the caller's rights (its queue must be usable by them) through
+    :func:`volcanoweb.jobs.services.apply_job`; errors (403, 404, 400) are raised unchanged.
+    """
+    now = now or timezone.now()
+    cronjob = _cronjob_for_write(access, namespace, name)
+    annotations = {MANUAL_INSTANTIATE_ANNOTATION: "manual", MANUAL_RUN_TIME_ANNOTATION: render.timestamp(now) or ""}
+    for attempt in range(3):
+        doc = cronjob_job_manifest(cronjob, manual_job_name(cronjob.name), annotations)
+        try:
+            outcome = jobs_service.apply_job(access, doc, namespace, mode="create")
+            break
+        except AlreadyExists:
+            if attempt == 2:
+                raise
+    job = Job.objects.get(namespace=namespace, name=outcome.name)
+    status = dict(cronjob.status or {})
+    status["active"] = [*(status.get("active") or []), job_ref(job)]
+    cronjob.status = status
+    cronjob.save(update_fields=["status", *bump(cronjob, spec_changed=False)])
+    jobs_service.record_event(
+        cronjob,
+        "CronJob",
+        EventType.NORMAL,
+        "SuccessfulCreate",
+        f"Created job {job.name} (run now by {access.username})",
+        source=CRONJOB_SOURCE,
+    )
+    audit.record(
+        access.user,
+        "run",
+        "CronJob",
+        cronjob.key,
+        tenant=cronjob.tenant,
+        after=render.cronjob(cronjob),
+        message=f"created job {job.name}",
+    )
+    audit.on_change("CronJob", cronjob, "status")
+    return job

@@ -91,6 +91,9 @@ def calls() -> list[Call]:
     out += [
         Call("job-commands", "get", f"{NS}/jobs/train/commands"),
         Call("job-commands", "post", f"{NS}/jobs/train/commands", {"action": "abort"}),
+        Call("cronjob-suspend", "post", f"{NS}/cronjobs/nightly/suspend"),
+        Call("cronjob-resume", "post", f"{NS}/cronjobs/nightly/resume"),
+        Call("cronjob-run", "post", f"{NS}/cronjobs/nightly/run"),
         Call("namespaced-events", "get", f"{NS}/events"),
         Call("events", "get", "/api/v1/events", other="scoped"),
         Call("audit", "get", "/api/v1/audit", other="scoped"),

@@ -9,13 +9,16 @@ from cronsim import CronSim, CronSimError
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.dashboard.scope import get_scope
-from volcanoweb.dashboard.views.common import page
-from volcanoweb.jobs.models import Job
+from volcanoweb.dashboard.views.common import error_info, page
+from volcanoweb.jobs.models import FINISHED_JOB_PHASES, Event, Job
+from volcanoweb.manifests.errors import ApiError
+from volcanoweb.workflows import services as workflow_services
 from volcanoweb.workflows.models import CronJob, JobFlow
 
 MACROS = {
@@ -47,12 +50,18 @@ def cronjobs(request: HttpRequest) -> HttpResponse:
     """List CronJobs with their next runs and last schedule."""
     scope = get_scope(request)
     rows = []
-    for cron in scope.filter(CronJob.objects.all()).order_by("namespace", "name")[:500]:
+    crons = list(scope.filter(CronJob.objects.all()).order_by("namespace", "name")[:500])
+    last: dict[Any, Job] = {}
+    owned = Job.objects.filter(controller_uid__in=[c.uid for c in crons]).only("name", "phase", "controller_uid")
+    for job in owned.order_by("created_at", "name"):
+        last[job.controller_uid] = job
+    for cron in crons:
         rows.append(
             {
                 "cron": cron,
                 "next": [] if cron.suspend else next_runs(cron.schedule, cron.time_zone),
                 "active": len((cron.status or {}).get("active") or []),
+                "last": last.get(cron.uid),
             }
         )
     return page(
@@ -61,6 +70,84 @@ def cronjobs(request: HttpRequest) -> HttpResponse:
         {"nav": "cronjobs", "rows": rows},
         {"table": "dashboard/_cronjob_table.html"},
     )
+
+
+def cronjob_history(cron: CronJob, limit: int = 50) -> list[dict[str, Any]]:
+    """Return the CronJob's jobs, newest first, with phase, start (creation) and finish (last transition)."""
+    rows = []
+    jobs = Job.objects.filter(controller_uid=cron.uid).only(
+        "namespace", "name", "phase", "created_at", "status", "annotations"
+    )
+    for job in jobs.order_by("-created_at", "-name")[:limit]:
+        finished = None
+        if job.phase in FINISHED_JOB_PHASES:
+            stamp = ((job.status or {}).get("state") or {}).get("lastTransitionTime")
+            try:
+                finished = datetime.fromisoformat(stamp) if isinstance(stamp, str) and stamp else None
+            except ValueError:
+                finished = None
+        manual = (job.annotations or {}).get(workflow_services.MANUAL_INSTANTIATE_ANNOTATION) == "manual"
+        rows.append({"job": job, "started": job.created_at, "finished": finished, "manual": manual})
+    return rows
+
+
+CRON_ACTIONS = {
+    "suspend": (workflow_services.suspend_cronjob, "Suspended {key}: no new jobs until it is resumed."),
+    "resume": (workflow_services.resume_cronjob, "Resumed {key}: it runs on its schedule again."),
+    "run": (workflow_services.run_cronjob_now, "Started job {job} from {key}."),
+}
+
+
+def _cronjob_context(request: HttpRequest, namespace: str, name: str) -> dict[str, Any]:
+    scope = get_scope(request)
+    cron = get_object_or_404(scope.filter(CronJob.objects.all()), namespace=namespace, name=name)
+    events = Event.objects.filter(involved_kind="CronJob", involved_namespace=namespace, involved_name=name)
+    return {
+        "nav": "cronjobs",
+        "cron": cron,
+        "next": [] if cron.suspend else next_runs(cron.schedule, cron.time_zone, 5),
+        "active": len((cron.status or {}).get("active") or []),
+        "history": cronjob_history(cron),
+        "events": list(events.order_by("-last_timestamp", "-id")[:20]),
+        "can_write": scope.can_write(cron.tenant_id),
+    }
+
+
+@login_required
+def cronjob_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+    """A CronJob's page: schedule and next runs, its jobs (history), and Suspend / Resume / Run now."""
+    return page(
+        request,
+        "dashboard/cronjob_detail.html",
+        _cronjob_context(request, namespace, name),
+        {"summary": "dashboard/_cronjob_summary.html", "history": "dashboard/_cronjob_history.html"},
+    )
+
+
+@login_required
+@require_POST
+def cronjob_action(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+    """Suspend, resume or run a CronJob now through the workflow services (viewers get the services' 403)."""
+    scope = get_scope(request)
+    cron = get_object_or_404(scope.filter(CronJob.objects.all()), namespace=namespace, name=name)
+    action = request.POST.get("action", "")
+    if action not in CRON_ACTIONS:
+        return render(
+            request, "dashboard/_error.html", {"error": {"message": f"Unknown action {action!r}."}}, status=400
+        )
+    service, message = CRON_ACTIONS[action]
+    try:
+        done = service(scope.access, cron.namespace, cron.name)
+    except ApiError as exc:
+        return render(request, "dashboard/_error.html", {"error": error_info(exc)}, status=exc.code)
+    text = message.format(key=cron.key, job=getattr(done, "name", ""))
+    if action != "run" and getattr(done, "action", "") == "unchanged":
+        text = f"{cron.key} already was {'suspended' if action == 'suspend' else 'running on its schedule'}."
+    if not request.htmx:  # a plain form post (no JavaScript): back to the page, which shows the new state
+        return redirect("dashboard:cronjob", namespace=cron.namespace, name=cron.name)
+    response = render(request, "dashboard/_flash.html", {"message": text})
+    response["HX-Trigger"] = "cronjob-changed"
+    return response
 
 
 @login_required
