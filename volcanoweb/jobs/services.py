@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from scheduler.quantity import format_quantity
 from volcanoweb.audit import services as audit
+from volcanoweb.clusters.backend import get_backend
 from volcanoweb.jobs.models import (
     GROUP_NAME_ANNOTATION,
     Command,
@@ -496,7 +497,13 @@ def delete_pod(access: Access, namespace: str, name: str) -> Outcome:
             f'pods "{name}" is managed by a Job; use a job command (restart, abort...)', kind="Pod", name=name
         )
     before = render.pod(pod)
-    pod.delete()
+    if ((pod.status or {}).get("backendUid") or pod.node_name) and get_backend().delete_pod(namespace, name):
+        # In the cluster: it holds its node until the cluster removes it; the cluster sync then
+        # deletes the row (deleting the row alone left a pod running that the scheduler ignored).
+        pod.deletion_timestamp = pod.deletion_timestamp or timezone.now()
+        pod.save(update_fields=["deletion_timestamp", *bump(pod, spec_changed=False)])
+    else:
+        pod.delete()
     audit.record(access.user, "delete", "Pod", f"{namespace}/{name}", tenant=pod.tenant, before=before)
     audit.on_change("Pod", pod, "delete")
     return Outcome("deleted", "Pod", name, namespace, before)

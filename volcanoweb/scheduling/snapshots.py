@@ -5,7 +5,8 @@ scheduling logic. Mapping (semantics §4.1-4.3):
 
 * nodes: Ready :class:`~volcanoweb.clusters.models.Node` rows (allocatable already integers);
 * queues: every ``queues.Queue`` row (quantity strings → integers; an empty map means "unset");
-* jobs: PodGroups not Completed; each pod joins the PodGroup named by its group annotation;
+* jobs: PodGroups not Completed, or Completed with an unfinished pod (a ``dependsOn`` task's late
+  pods); each pod joins the PodGroup named by its group annotation;
 * tasks: unfinished pods of those PodGroups plus their finished pods (they count as ready),
   and pods of any scheduler already on a node (node usage). Pod status: no node → Pending;
   on a node with phase Pending → Binding while a bind is recorded but not yet acknowledged by the
@@ -19,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from django.db.models import Exists, OuterRef, Q
 
 from scheduler import (
     Job,
@@ -292,8 +295,13 @@ def build_snapshot() -> SnapshotInfo:
     queues = [queue_from_row(r, parents) for r in queue_rows]
     if "root" not in {q.name for q in queues}:
         queues.append(Queue("root", reclaimable=False))
+    # A Completed PodGroup stays in while it has an unfinished pod: a task that waited on
+    # ``dependsOn`` gets its pods after the earlier tasks' pods all finished (Volcano keeps it too).
+    unfinished = Pod.objects.filter(namespace=OuterRef("namespace"), group_name=OuterRef("name")).exclude(
+        phase__in=FINISHED
+    )
     pg_rows = list(
-        PodGroup.objects.exclude(phase="Completed").values(
+        PodGroup.objects.exclude(Q(phase="Completed") & ~Exists(unfinished)).values(
             "id",
             "uid",
             "namespace",

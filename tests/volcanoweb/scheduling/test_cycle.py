@@ -17,6 +17,7 @@ from tests.volcanoweb.clusters.helpers import make_gang, make_sim
 from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.clusters.simdb import DatabaseSimCluster
+from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Event, Pod
 from volcanoweb.queues.builtin import ensure_builtin_queues
 from volcanoweb.queues.models import Queue
@@ -24,6 +25,7 @@ from volcanoweb.scheduling import cycles
 from volcanoweb.scheduling.models import PodIntent, RunStatus, SchedulerLease, SchedulingRun
 from volcanoweb.scheduling.services import run_cycle
 from volcanoweb.scheduling.snapshots import build_snapshot
+from volcanoweb.tenancy.access import SYSTEM
 
 
 class CountingSim(DatabaseSimCluster):
@@ -305,3 +307,32 @@ def test_cycle_summary_is_broadcast(cluster: Any, cast: Any, monkeypatch: pytest
     cycle = next(p for _, p in sent if p["kind"] == "cycle")
     assert cycle["binds"] == 1
     assert cycle["id"] == str(run.pk)
+
+
+def test_a_completed_podgroup_with_a_late_pod_is_still_scheduled(cluster: Any, cast: Any) -> None:
+    """A dependsOn task's pod arrives after every earlier pod finished (PodGroup Completed): it still runs."""
+    _group, pods = make_gang("ci-pipeline", 2, tenant=cast.team_a, min_member=1, phase="Completed")
+    Pod.objects.filter(pk=pods[0].pk).update(phase="Succeeded", node_name="n1")  # lint: done
+    assert "team-a/ci-pipeline" in build_snapshot().podgroup_ids  # the late pod keeps it in
+    cluster_services.sync_from_backend()
+    run = run_cycle()
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert Pod.objects.get(pk=pods[1].pk).node_name  # build-image: bound
+    Pod.objects.filter(pk=pods[1].pk).update(phase="Succeeded")
+    assert "team-a/ci-pipeline" not in build_snapshot().podgroup_ids  # all finished: left out again
+
+
+def test_deleting_a_plain_pod_deletes_it_in_the_cluster(cluster: Any, cast: Any) -> None:
+    """DELETE of a bound plain pod removes it from the cluster too (it held its node's CPUs)."""
+    backend, clock = cluster
+    _group, pods = make_gang("spark", 1, tenant=cast.team_a, cpu=6000)
+    cluster_services.sync_from_backend()
+    run_cycle()
+    cluster_services.sync_from_backend()
+    assert Pod.objects.get(pk=pods[0].pk).node_name
+    job_services.delete_pod(SYSTEM, "team-a", "spark-0")
+    clock.advance(60)  # past the deletion grace period
+    cluster_services.sync_from_backend()
+    assert "spark-0" not in {p.name for p in backend.list_pods()}
+    assert not Pod.objects.filter(pk=pods[0].pk).exists()
