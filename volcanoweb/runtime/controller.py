@@ -155,6 +155,17 @@ class JobController:
             request = self._gone(rec)
             requests.append(request)
             self._cancel_on_event(request)
+        # Pods the cluster deleted (evicted by reclaim or preempt, lost with their node, or killed by us)
+        # were observed above in their last phase; now they are gone, as in Volcano's deletePod handler.
+        for pod in pods:
+            if not (pod.status or {}).get("deleted"):
+                continue
+            gone = PodRecord.objects.filter(job_record=self.record, name=pod.name).first()
+            pod.delete()
+            if gone is not None:
+                request = self._gone(gone)
+                requests.append(request)
+                self._cancel_on_event(request)
         return requests
 
     def _gone(self, rec: PodRecord) -> P.Request:

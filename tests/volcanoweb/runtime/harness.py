@@ -113,7 +113,14 @@ class World:
             if pod.job_id is not None:
                 job_ids.add(pod.job_id)
             if event.type == "DELETED":
-                pod.delete()
+                if pod.job_id is None:
+                    pod.delete()
+                    continue
+                # as clusters.services does: a job pod's row stays, marked deleted, until the controller
+                # has seen its last phase and treated it as gone
+                pod.status = {**pod.status, "deleted": True}
+                pod.deletion_timestamp = pod.deletion_timestamp or timezone.now()
+                pod.save(update_fields=["status", "deletion_timestamp"])
                 continue
             pod.phase, pod.node_name, pod.exit_code = info.phase, info.node_name, info.exit_code
             pod.status = {**pod.status, "reason": info.reason}
