@@ -225,6 +225,7 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
                 result.pods_deleted += 1
                 publish("pod", pod.key, tenant_id=pod.tenant_id, action="deleted")
                 continue
+            seen = (pod.phase, pod.node_name)
             changed = _apply_pod_info(pod, info, now)
             pod.status = {**pod.status, "deleted": True}
             if pod.deletion_timestamp is None:
@@ -237,6 +238,7 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
             result.pods_created += 1
             continue
         else:
+            seen = (pod.phase, pod.node_name)
             changed = _apply_pod_info(pod, info, now)
         if not changed:
             continue
@@ -244,7 +246,9 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
         updated.append(pod)
         if pod.job_id is not None:
             result.job_ids.add(pod.job_id)
-        publish("pod", pod.key, tenant_id=pod.tenant_id, phase=pod.phase, node=pod.node_name)
+        if event.type == "DELETED" or (pod.phase, pod.node_name) != seen:
+            # browsers only show phase and node; status-only changes would flood them at scale
+            publish("pod", pod.key, tenant_id=pod.tenant_id, phase=pod.phase, node=pod.node_name)
     if updated:
         bulk_update_rows(Pod, updated, sorted(fields))
     result.pods_changed += len(updated)
