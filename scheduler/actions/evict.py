@@ -44,6 +44,19 @@ def _candidates(ssn: Session, task: TaskInfo, scored: bool) -> list[int]:
     return ranked
 
 
+def _place_without_victims(ssn: Session, stmt: Statement, task: TaskInfo, candidates: list[int]) -> bool:
+    """Pipeline ``task`` on the first candidate where it already fits (idle or being released).
+
+    A deviation from Volcano, which scans nodes in order and evicts on the first node holding
+    victims even when another node has room: a gang whose allocation was discarded (not ready)
+    would otherwise evict for members that fit on free nodes (docs/scheduler.md, Deviations)."""
+    for node in candidates:
+        if ssn.fits_now(task, node):
+            stmt.pipeline(task, node)
+            return True
+    return False
+
+
 def _may_fit(ssn: Session, task: TaskInfo, nodes: IntArray) -> BoolArray:
     """Nodes where the task could fit if every pod holding resources there were evicted.
 
@@ -203,7 +216,10 @@ class ReclaimAction(Action):
     @staticmethod
     def _reclaim(ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
         table = ssn.nodes
-        for node in _candidates(ssn, task, scored=False):
+        candidates = _candidates(ssn, task, scored=False)
+        if _place_without_victims(ssn, stmt, task, candidates):
+            return True
+        for node in candidates:
             reclaimees = [
                 v
                 for v in table.tasks[node].values()
