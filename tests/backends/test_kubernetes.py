@@ -164,6 +164,13 @@ def test_pod_manifest_round_trip() -> None:
     assert info.owner is not None
     assert info.owner.uid == "uid1"
     assert info.priority_class_name == "high"
+    assert info.restart_count == 0
+    manifest["status"] = {
+        "phase": "Running",
+        "initContainerStatuses": [{"restartCount": 1}],
+        "containerStatuses": [{"restartCount": 2, "state": {"running": {}}}, {"restartCount": 1}],
+    }
+    assert pod_from_k8s(manifest).restart_count == 4  # summed over init and app containers (TaskFailed)
 
 
 def test_node_conversion_ready_condition() -> None:

@@ -370,3 +370,38 @@ def test_ten_thousand_pods_on_a_thousand_nodes() -> None:
     assert phases == {"Succeeded"}
     assert len(sim.poll_events()) == 10_000
     assert sim.node_usage("cpu-0")["cpu"] == 0
+
+
+@pytest.mark.parametrize(
+    ("policy", "code", "restarted"),
+    [("OnFailure", 1, True), ("OnFailure", 0, False), ("Always", 0, True), ("Never", 137, False)],
+)
+def test_container_exit_follows_the_restart_policy(sim: SimCluster, policy: str, code: int, restarted: bool) -> None:
+    spec = make_pod("p", **{SIM_DURATION_ANNOTATION: "100s"})
+    spec.restart_policy = policy
+    sim.create_pod(spec)
+    sim.bind("default", "p", "cpu-0")
+    sim.tick()
+    sim.advance(60)
+    sim.poll_events()
+    info = sim.restart_container("default", "p", exit_code=code)
+    assert pod_events(sim.poll_events(), "p") == [("MODIFIED", info.phase)]
+    if not restarted:
+        assert (info.phase, info.exit_code, info.restart_count) == ("Failed" if code else "Succeeded", code, 0)
+        return
+    assert (info.phase, info.restart_count, info.exit_code) == ("Running", 1, None)
+    assert "exit code" in info.message
+    sim.advance(60)  # the first run's finish time (100 s) has passed: the restarted container runs on
+    assert sim.get_pod("default", "p").phase == "Running"
+    sim.restart_container("default", "p", exit_code=2)
+    assert sim.get_pod("default", "p").restart_count == 2
+    sim.advance(100)
+    assert sim.get_pod("default", "p").phase == "Succeeded"
+
+
+def test_container_exit_of_a_pod_that_is_not_running_conflicts(sim: SimCluster) -> None:
+    sim.create_pod(make_pod("p"))
+    with pytest.raises(Conflict):
+        sim.restart_container("default", "p", exit_code=1)
+    with pytest.raises(NotFound):
+        sim.restart_container("default", "nope", exit_code=1)

@@ -105,6 +105,7 @@ def test_sim_node_and_pod_commands(vc: Vcctl) -> None:
 
     stranger = vc.fails(1, "sim", "end-pod", "-n", "team-a", "g-0", "--exit-code", "3", user="charlie")
     assert "g-0" in stranger.err or "team-a" in stranger.err
-    ended = vc.ok("sim", "end-pod", "-n", "team-a", "g-0", "--exit-code", "3")
+    # --restart-container: the pod's restartPolicy (Never here) decides, so the pod ends
+    ended = vc.ok("sim", "end-pod", "-n", "team-a", "g-0", "--exit-code", "3", "--restart-container")
     assert ended.out.strip() == "end pod team-a/g-0 successfully (phase Failed, exit code 3)"
     assert Pod.objects.get(name="g-0").exit_code == 3

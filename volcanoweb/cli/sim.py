@@ -29,6 +29,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     end.add_argument("pod", help="pod name")
     end.add_argument("--namespace", "-n", default="", help="namespace (default: your configured namespace)")
     end.add_argument("--exit-code", "-e", type=int, default=1, help="exit code 0-255 (default 1)")
+    end.add_argument(
+        "--restart-container",
+        action="store_true",
+        help="only the container exits; the pod's restartPolicy decides (OnFailure/Always: restarted in place)",
+    )
     end.set_defaults(func=end_pod)
 
     evict = sim.add_parser("evict-pod", parents=[common], help="evict a pod")
@@ -77,6 +82,8 @@ def _pod_line(ctx: Context, verb: str, pod: dict[str, Any]) -> int:
         detail = f"phase {pod.get('phase', '')}"
         if pod.get("exitCode") is not None:
             detail += f", exit code {pod['exitCode']}"
+        if pod.get("restartCount"):
+            detail += f", restarts {pod['restartCount']}"
         output.write(f"{verb} pod {pod.get('namespace', '')}/{pod.get('name', '')} successfully ({detail})")
     return 0
 
@@ -86,8 +93,11 @@ def end_pod(ctx: Context) -> int:
     if not 0 <= ctx.args.exit_code <= 255:
         raise usage_error(f"--exit-code must be between 0 and 255, got {ctx.args.exit_code}")
     namespace = ctx.namespace(ctx.args.namespace)
-    pod = ctx.client.post(path("namespaces", namespace, "pods", ctx.args.pod, "exit"), {"exitCode": ctx.args.exit_code})
-    return _pod_line(ctx, "end", pod or {})
+    body = {"exitCode": ctx.args.exit_code, "restartContainer": ctx.args.restart_container}
+    pod = ctx.client.post(path("namespaces", namespace, "pods", ctx.args.pod, "exit"), body)
+    pod = pod or {}
+    restarted = ctx.args.restart_container and pod.get("phase") == "Running"
+    return _pod_line(ctx, "restart" if restarted else "end", pod)
 
 
 def evict_pod(ctx: Context) -> int:

@@ -142,11 +142,15 @@ def _pod_state(pod: Pod) -> dict[str, Any]:
         "nodeName": pod.node_name,
         "exitCode": pod.exit_code,
         "reason": (pod.status or {}).get("reason", ""),
+        "restartCount": int((pod.status or {}).get("restartCount") or 0),
     }
 
 
 class PodExitView(ApiView):
-    """``POST /api/v1/namespaces/{ns}/pods/{name}/exit``: end a simulated pod with ``exitCode``."""
+    """``POST /api/v1/namespaces/{ns}/pods/{name}/exit``: end a simulated pod with ``exitCode``.
+
+    With ``"restartContainer": true`` only the main container exits and the pod's restartPolicy decides
+    (OnFailure with a non-zero code, or Always: restarted in place, ``restartCount`` + 1)."""
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request: Request, namespace: str, name: str) -> Response:
@@ -154,7 +158,10 @@ class PodExitView(ApiView):
         code = body.get("exitCode", 1)
         if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 255:
             raise BadRequest("exitCode must be an integer between 0 and 255")
-        pod = services.end_pod(self.access(request), namespace, name, code)
+        restart = body.get("restartContainer", False)
+        if not isinstance(restart, bool):
+            raise BadRequest("restartContainer must be true or false")
+        pod = services.end_pod(self.access(request), namespace, name, code, restart=restart)
         return Response(_pod_state(pod))
 
 

@@ -116,6 +116,7 @@ class SimPod(models.Model):
     start_at = models.FloatField(null=True, blank=True, db_index=True)
     finish_at = models.FloatField(null=True, blank=True, db_index=True)
     remove_at = models.FloatField(null=True, blank=True, db_index=True)
+    restart_count = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["namespace", "name"]

@@ -141,6 +141,8 @@ def _observed_status(pod: Pod, info: PodInfo) -> dict[str, Any]:
     )
     if info.exit_code is not None:
         status["exitCode"] = info.exit_code
+    if info.restart_count or "restartCount" in status:
+        status["restartCount"] = info.restart_count
     if info.deleting:
         status["deleting"] = True
     return status
@@ -482,13 +484,26 @@ def _pod_for_injection(access: Access, namespace: str, name: str, verb: str) -> 
     return pod
 
 
-def end_pod(access: Access, namespace: str, name: str, exit_code: int, *, backend: ClusterBackend | None = None) -> Pod:
-    """End a running simulated pod now with ``exit_code`` (platform admins, tenant admins of the pod)."""
+def end_pod(
+    access: Access,
+    namespace: str,
+    name: str,
+    exit_code: int,
+    *,
+    restart: bool = False,
+    backend: ClusterBackend | None = None,
+) -> Pod:
+    """End a running simulated pod now with ``exit_code`` (platform admins, tenant admins of the pod).
+
+    With ``restart`` only the main container exits: the pod's restartPolicy decides (OnFailure and a
+    non-zero code, or Always: restarted in place, restartCount + 1; else the pod ends)."""
     pod = _pod_for_injection(access, namespace, name, "end")
     backend = backend or get_backend()
-    fail = _require_sim(backend, "fail_pod")
+    fail = _require_sim(backend, "restart_container" if restart else "fail_pod")
     try:
-        if exit_code == 0:
+        if restart:
+            fail(namespace, name, exit_code=exit_code, reason="Error" if exit_code else "Completed")
+        elif exit_code == 0:
             fail(namespace, name, exit_code=0, reason="Completed")
         else:
             fail(namespace, name, exit_code=exit_code, reason="Error")
@@ -498,7 +513,13 @@ def end_pod(access: Access, namespace: str, name: str, exit_code: int, *, backen
         raise Conflict(str(exc), kind="Pod", name=name) from None
     with transaction.atomic():
         audit.record(
-            access.user, "end", "Pod", pod.key, tenant=pod.tenant, source="api", message=f"exitCode={exit_code}"
+            access.user,
+            "end",
+            "Pod",
+            pod.key,
+            tenant=pod.tenant,
+            source="api",
+            message=f"exitCode={exit_code}" + (" (container restart)" if restart else ""),
         )
     sync_from_backend(backend)
     return Pod.objects.filter(pk=pod.pk).first() or pod

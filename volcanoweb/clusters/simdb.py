@@ -41,6 +41,7 @@ from volcanoweb.clusters.backends.base import (
     PodSpec,
     ServiceSpec,
     Taint,
+    restarts_in_place,
 )
 from volcanoweb.clusters.backends.sim import (
     DEFAULT_MAX_PODS,
@@ -72,6 +73,7 @@ _POD_FIELDS = [
     "start_at",
     "finish_at",
     "remove_at",
+    "restart_count",
 ]
 
 
@@ -114,6 +116,7 @@ def pod_info(pod: SimPod) -> PodInfo:
         created_at=pod.created_at,
         started_at=pod.started_at,
         finished_at=pod.finished_at,
+        restart_count=pod.restart_count,
     )
 
 
@@ -436,6 +439,28 @@ class DatabaseSimCluster(ClusterBackend):
             self._end(tx, pod, phase, exit_code, reason, "", tx.now)
             pod.save(update_fields=_POD_FIELDS)
 
+    def restart_container(self, namespace: str, name: str, exit_code: int = 1, reason: str = "Error") -> PodInfo:
+        """The running pod's main container exits with ``exit_code``: restarted in place (restartCount + 1,
+        still Running, its simulated run starts again) under restartPolicy OnFailure (non-zero code) or
+        Always, else the pod ends as with :meth:`fail_pod`."""
+        with self._locked() as tx:
+            pod = SimPod.objects.filter(namespace=namespace, name=name).first()
+            if pod is None:
+                raise NotFound(f"pod {namespace}/{name} not found")
+            if pod.phase != "Running":
+                raise Conflict(f"pod {namespace}/{name} is not running ({pod.phase})")
+            if restarts_in_place(pod.spec.get("restart_policy") or "Never", exit_code):
+                pod.restart_count += 1
+                pod.reason, pod.message = reason, f"container restarted after exit code {exit_code}"
+                pod.finish_at = tx.now + self._duration(tx, pod)
+                tx.pod_event("MODIFIED", pod)
+            else:
+                pod.start_at = pod.finish_at = None
+                phase = "Succeeded" if exit_code == 0 else "Failed"
+                self._end(tx, pod, phase, exit_code, reason if exit_code else "Completed", "", tx.now)
+            pod.save(update_fields=_POD_FIELDS)
+            return pod_info(pod)
+
     # ------------------------------------------------------------ nodes
 
     def add_node(self, info: NodeInfo) -> None:
@@ -649,13 +674,17 @@ class DatabaseSimCluster(ClusterBackend):
         node.used = {k: node.used.get(k, 0) + usage.get(k, 0) for k in {*node.used, *usage}}
         tx.dirty_nodes.add(node.name)
         pod.phase, pod.started_at = "Running", at
-        duration = tx.state.default_duration
+        pod.finish_at = at + self._duration(tx, pod)
+        tx.pod_event("MODIFIED", pod)
+
+    @staticmethod
+    def _duration(tx: _Tx, pod: SimPod) -> float:
+        """The simulated run time: the duration annotation, else the default."""
         annotations = pod.spec.get("annotations") or {}
         if SIM_DURATION_ANNOTATION in annotations:
             with contextlib.suppress(ValueError):
-                duration = parse_duration(annotations[SIM_DURATION_ANNOTATION])
-        pod.finish_at = at + duration
-        tx.pod_event("MODIFIED", pod)
+                return parse_duration(annotations[SIM_DURATION_ANNOTATION])
+        return tx.state.default_duration
 
     def _finish(self, tx: _Tx, pod: SimPod, at: float) -> None:
         if pod.phase != "Running":

@@ -133,3 +133,29 @@ def test_manual_clock_never_goes_back(sim: Any) -> None:
     backend.tick()
     assert backend.now() == 10
     assert isinstance(clock, ManualClock)
+
+
+def test_container_exit_restarts_in_place_under_on_failure(sim: Any) -> None:
+    backend, clock = sim
+    restarting = spec("restarting", **{"sim.volcanoweb.io/duration": "100s"})
+    restarting.restart_policy = "OnFailure"
+    backend.create_pod(restarting)
+    backend.create_pod(spec("once", **{"sim.volcanoweb.io/duration": "1h"}))  # restartPolicy Never
+    backend.bind_many([("ns", "restarting", "cpu-0"), ("ns", "once", "cpu-1")])
+    backend.tick()
+    clock.advance(60)
+    backend.tick()
+    backend.poll_events()
+    info = backend.restart_container("ns", "restarting", exit_code=137)
+    assert (info.phase, info.restart_count) == ("Running", 1)
+    assert [e.object.restart_count for e in backend.poll_events() if e.kind == "pod"] == [1]
+    assert backend.node_usage("cpu-0")["cpu"] == 1000  # still holds its node
+    clock.advance(60)  # past the first run's end: the restarted run goes on
+    backend.tick()
+    assert backend.get_pod("ns", "restarting").phase == "Running"
+    clock.advance(40)
+    backend.tick()
+    assert backend.get_pod("ns", "restarting").phase == "Succeeded"
+    assert backend.restart_container("ns", "once", exit_code=1).phase == "Failed"
+    with pytest.raises(Conflict):
+        backend.restart_container("ns", "once", exit_code=1)

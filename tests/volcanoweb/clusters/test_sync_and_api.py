@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.volcanoweb.clusters.helpers import make_gang, pod_spec
+from volcanoweb.audit.models import AuditEntry
 from volcanoweb.clusters import services
 from volcanoweb.clusters.models import Node
 from volcanoweb.jobs.models import Pod, PodGroup
@@ -112,3 +113,23 @@ def test_evict_pod(synced: Any, cast: Any) -> None:
     with pytest.raises(Exception, match="not found"):
         backend.get_pod("team-a", "g-0")
     assert not Pod.objects.filter(namespace="team-a", name="g-0").exists()  # a plain pod is simply gone
+
+
+def test_container_exit_restarts_in_place_and_is_mirrored(synced: Any, client_for: Any, cast: Any) -> None:
+    backend, _ = synced
+    _, (pod,) = make_gang("r", 1, tenant=cast.team_a)
+    pod.spec = {**pod.spec, "restartPolicy": "OnFailure"}
+    pod.save(update_fields=["spec"])
+    services.sync_from_backend()
+    backend.bind("team-a", "r-0", "cpu-0")
+    backend.tick()
+    services.sync_from_backend()
+    url = "/api/v1/namespaces/team-a/pods/r-0/exit"
+    bad = client_for(cast.alice).post(url, {"exitCode": 1, "restartContainer": "yes"}, format="json")
+    assert bad.status_code == 400
+    assert "restartContainer" in bad.json()["message"]
+    response = client_for(cast.alice).post(url, {"exitCode": 1, "restartContainer": True}, format="json")
+    assert response.status_code == 200, response.content
+    assert (response.json()["phase"], response.json()["restartCount"]) == ("Running", 1)
+    assert Pod.objects.get(name="r-0").status["restartCount"] == 1
+    assert AuditEntry.objects.filter(action="end", message__contains="container restart").exists()

@@ -123,7 +123,7 @@ class World:
                 pod.save(update_fields=["status", "deletion_timestamp"])
                 continue
             pod.phase, pod.node_name, pod.exit_code = info.phase, info.node_name, info.exit_code
-            pod.status = {**pod.status, "reason": info.reason}
+            pod.status = {**pod.status, "reason": info.reason, "restartCount": info.restart_count}
             if info.deleting and pod.deletion_timestamp is None:
                 pod.deletion_timestamp = timezone.now()
             pod.save()
@@ -139,6 +139,11 @@ class World:
     def fail(self, job: Job, pod_name: str, exit_code: int = 1) -> None:
         """Inject a failure (exit code) into a running pod."""
         self.sim.fail_pod(job.namespace, pod_name, exit_code)
+        self.mirror()
+
+    def crash(self, job: Job, pod_name: str, exit_code: int = 1) -> None:
+        """The pod's container exits with ``exit_code``; its restartPolicy decides (restart in place or end)."""
+        self.sim.restart_container(job.namespace, pod_name, exit_code)
         self.mirror()
 
     def evict(self, job: Job, pod_name: str) -> None:

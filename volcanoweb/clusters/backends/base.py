@@ -315,6 +315,12 @@ class PodSpec:
         return cls(**values)
 
 
+def restarts_in_place(restart_policy: str, exit_code: int) -> bool:
+    """Whether the kubelet restarts a container that exited with ``exit_code`` in place (the pod stays
+    Running, its restartCount grows): ``Always`` on any exit, ``OnFailure`` on a non-zero code."""
+    return restart_policy == "Always" or (restart_policy == "OnFailure" and exit_code != 0)
+
+
 @dataclass(slots=True)
 class PodInfo:
     """A pod as observed in the cluster.
@@ -345,6 +351,7 @@ class PodInfo:
     created_at: float | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    restart_count: int = 0
 
     @property
     def key(self) -> tuple[str, str]:

@@ -189,6 +189,10 @@ def pod_from_k8s(data: dict[str, Any]) -> PodInfo:
     reason = status.get("reason") or ""
     message = status.get("message") or ""
     finished_at: float | None = None
+    restarts = sum(
+        int(c.get("restartCount") or 0)
+        for c in [*(status.get("containerStatuses") or []), *(status.get("initContainerStatuses") or [])]
+    )
     for container in status.get("containerStatuses") or []:
         terminated = (container.get("state") or {}).get("terminated")
         if terminated:
@@ -220,6 +224,7 @@ def pod_from_k8s(data: dict[str, Any]) -> PodInfo:
         created_at=_timestamp(meta.get("creationTimestamp")),
         started_at=_timestamp(status.get("startTime")),
         finished_at=finished_at,
+        restart_count=restarts,
     )
 
 

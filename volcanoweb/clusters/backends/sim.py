@@ -72,6 +72,7 @@ from .base import (
     PodSpec,
     ServiceSpec,
     Taint,
+    restarts_in_place,
 )
 from .quantity import parse_quantity
 
@@ -272,6 +273,7 @@ class _Pod:
     start_at: float | None = None
     finish_at: float | None = None
     remove_at: float | None = None
+    restart_count: int = 0
     usage: dict[str, Decimal] = field(default_factory=dict)
 
     def info(self) -> PodInfo:
@@ -296,6 +298,7 @@ class _Pod:
             created_at=self.created_at,
             started_at=self.started_at,
             finished_at=self.finished_at,
+            restart_count=self.restart_count,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -317,6 +320,7 @@ class _Pod:
             "start_at": self.start_at,
             "finish_at": self.finish_at,
             "remove_at": self.remove_at,
+            "restart_count": self.restart_count,
         }
 
     @classmethod
@@ -579,6 +583,27 @@ class SimCluster(ClusterBackend):
             pod.start_at = pod.finish_at = None
             self._end(pod, "Failed", exit_code, reason, "", self._now)
 
+    def restart_container(self, namespace: str, name: str, exit_code: int = 1, reason: str = "Error") -> PodInfo:
+        """The running pod's main container exits with ``exit_code``.
+
+        With restartPolicy ``OnFailure`` (non-zero code) or ``Always`` the kubelet restarts it in place:
+        restartCount + 1, the pod stays Running and its simulated run starts again. Otherwise the pod
+        ends as with :meth:`fail_pod`."""
+        with self._lock:
+            pod = self._pod(namespace, name)
+            if pod.phase != "Running":
+                raise Conflict(f"pod {namespace}/{name} is not running ({pod.phase})")
+            if not restarts_in_place(pod.spec.restart_policy, exit_code):
+                pod.start_at = pod.finish_at = None
+                phase = "Succeeded" if exit_code == 0 else "Failed"
+                self._end(pod, phase, exit_code, reason if exit_code else "Completed", "", self._now)
+                return pod.info()
+            pod.restart_count += 1
+            pod.reason, pod.message = reason, f"container restarted after exit code {exit_code}"
+            self._pod_event("MODIFIED", pod)
+            self._schedule(pod, "finish", self._now + self._duration(pod))
+            return pod.info()
+
     # ------------------------------------------------------------ services etc.
 
     def ensure_service(self, spec: ServiceSpec) -> bool:
@@ -792,13 +817,16 @@ class SimCluster(ClusterBackend):
         pod.admitted = True
         _add(node.used, usage)
         pod.phase, pod.started_at = "Running", at
+        self._pod_event("MODIFIED", pod)
+        self._schedule(pod, "finish", at + self._duration(pod))
+
+    def _duration(self, pod: _Pod) -> float:
+        """The simulated run time: the duration annotation, else the default."""
         annotations = pod.spec.annotations
-        duration = self.default_duration
         if SIM_DURATION_ANNOTATION in annotations:
             with contextlib.suppress(ValueError):
-                duration = parse_duration(annotations[SIM_DURATION_ANNOTATION])
-        self._pod_event("MODIFIED", pod)
-        self._schedule(pod, "finish", at + duration)
+                return parse_duration(annotations[SIM_DURATION_ANNOTATION])
+        return self.default_duration
 
     def _finish(self, pod: _Pod, at: float) -> None:
         if pod.phase != "Running":
