@@ -133,3 +133,30 @@ def test_container_exit_restarts_in_place_and_is_mirrored(synced: Any, client_fo
     assert (response.json()["phase"], response.json()["restartCount"]) == ("Running", 1)
     assert Pod.objects.get(name="r-0").status["restartCount"] == 1
     assert AuditEntry.objects.filter(action="end", message__contains="container restart").exists()
+
+
+def test_a_pod_is_broadcast_only_when_its_phase_or_node_changes(
+    synced: Any, cast: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend, _ = synced
+    published: list[tuple[str, str, dict[str, Any]]] = []
+    monkeypatch.setattr(services, "publish", lambda kind, key, **fields: published.append((kind, key, fields)))
+    _, (pod,) = make_gang("b", 1, tenant=cast.team_a)
+    pod.spec = {**pod.spec, "restartPolicy": "OnFailure"}
+    pod.save(update_fields=["spec"])
+    services.sync_from_backend()
+    backend.bind("team-a", "b-0", "cpu-0")
+    backend.tick()
+    services.sync_from_backend()  # bound and started
+    services.sync_from_backend()  # nothing new
+    before = [f for kind, _, f in published if kind == "pod"]
+    assert before
+    assert before[-1]["phase"] == "Running"
+    backend.restart_container("team-a", "b-0", exit_code=1)
+    services.sync_from_backend()  # status only (restartCount, reason): stored, not broadcast
+    assert Pod.objects.get(name="b-0").status["restartCount"] == 1
+    assert [f for kind, _, f in published if kind == "pod"] == before
+    backend.evict("team-a", "b-0")
+    backend.tick()
+    services.sync_from_backend()  # gone: broadcast
+    assert len([f for kind, _, f in published if kind == "pod"]) > len(before)
