@@ -115,15 +115,21 @@ def test_evict_pod(synced: Any, cast: Any) -> None:
     assert not Pod.objects.filter(namespace="team-a", name="g-0").exists()  # a plain pod is simply gone
 
 
-def test_container_exit_restarts_in_place_and_is_mirrored(synced: Any, client_for: Any, cast: Any) -> None:
-    backend, _ = synced
-    _, (pod,) = make_gang("r", 1, tenant=cast.team_a)
+def run_restartable_pod(backend: Any, cast: Any, name: str) -> str:
+    """Create, bind and start a one-pod gang whose pod has restartPolicy OnFailure; return the pod name."""
+    _, (pod,) = make_gang(name, 1, tenant=cast.team_a)
     pod.spec = {**pod.spec, "restartPolicy": "OnFailure"}
     pod.save(update_fields=["spec"])
     services.sync_from_backend()
-    backend.bind("team-a", "r-0", "cpu-0")
+    backend.bind("team-a", pod.name, "cpu-0")
     backend.tick()
     services.sync_from_backend()
+    return pod.name
+
+
+def test_container_exit_restarts_in_place_and_is_mirrored(synced: Any, client_for: Any, cast: Any) -> None:
+    backend, _ = synced
+    run_restartable_pod(backend, cast, "r")
     url = "/api/v1/namespaces/team-a/pods/r-0/exit"
     bad = client_for(cast.alice).post(url, {"exitCode": 1, "restartContainer": "yes"}, format="json")
     assert bad.status_code == 400
@@ -141,13 +147,7 @@ def test_a_pod_is_broadcast_only_when_its_phase_or_node_changes(
     backend, _ = synced
     published: list[tuple[str, str, dict[str, Any]]] = []
     monkeypatch.setattr(services, "publish", lambda kind, key, **fields: published.append((kind, key, fields)))
-    _, (pod,) = make_gang("b", 1, tenant=cast.team_a)
-    pod.spec = {**pod.spec, "restartPolicy": "OnFailure"}
-    pod.save(update_fields=["spec"])
-    services.sync_from_backend()
-    backend.bind("team-a", "b-0", "cpu-0")
-    backend.tick()
-    services.sync_from_backend()  # bound and started
+    run_restartable_pod(backend, cast, "b")  # bound and started
     services.sync_from_backend()  # nothing new
     before = [f for kind, _, f in published if kind == "pod"]
     assert before

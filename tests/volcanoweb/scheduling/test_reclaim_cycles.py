@@ -16,23 +16,8 @@ from volcanoweb.scheduling.models import SchedulingRun
 from volcanoweb.scheduling.services import run_cycle
 from volcanoweb.tenancy.access import SYSTEM
 
-# The cookbook's scheduler configuration (12-scheduler-conf.yaml).
-CONFIG = """
-actions: "enqueue, allocate, backfill, reclaim, preempt"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+# The cookbook's scheduler configuration (reclaim and preempt after backfill; binpack).
+CONFIG = (builders.COOKBOOK / "12-scheduler-conf.yaml").read_text()
 
 
 def test_reclaim_takes_free_room_first_and_evicts_only_the_shortfall(cast: Any) -> None:
