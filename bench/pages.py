@@ -1,8 +1,10 @@
 """Dashboard page render benchmark (issue 6): every page's server time with 10,000 jobs in the database.
 
 In-process Django test Client on a fresh PostgreSQL database ``volcanoweb_pages_<pid>`` (dropped
-afterwards): the demo seed (tenants ml/data/dev, users, queues, cookbook jobs), then N jobs bulk-created
-across the tenants' namespaces with their tasks, PodGroups, pods and events, in a realistic phase mix.
+afterwards): the demo seed (tenants ml/data/dev, users, queues, cookbook jobs) and the node inventory
+(the configured sim pool, mirrored as the runtime does), then N jobs bulk-created across the tenants'
+namespaces with their tasks, PodGroups, pods (linked to their PodGroup, as the runtime links them) and
+events, in a realistic phase mix.
 Each page is fetched ``--repeat`` times per user (after one warm-up); the median server time and the
 query count are reported, for a tenant admin (alice, ml) and a platform admin.
 """
@@ -53,11 +55,16 @@ def populate(n: int, seed: int) -> dict[str, Any]:
     """Seed the demo and bulk-create ``n`` jobs (tasks, PodGroups, pods, events) over the demo tenants."""
     from django.utils import timezone
 
+    from volcanoweb.clusters.models import Node
     from volcanoweb.demo.services import seed_demo
     from volcanoweb.jobs.models import Event, Job, Pod, PodGroup, Task
     from volcanoweb.tenancy.models import Namespace
 
     seed_demo()
+    with contextlib.suppress(Exception):  # the node inventory, as the running system mirrors it
+        from volcanoweb.clusters.services import resync_nodes
+
+        resync_nodes()
     rng = random.Random(seed)
     templates = list(Job.objects.select_related("tenant").prefetch_related("tasks"))
     namespaces = {ns.name: ns.tenant_id for ns in Namespace.objects.all()}
@@ -100,11 +107,14 @@ def populate(n: int, seed: int) -> dict[str, Any]:
                      phase=job.phase if job.phase in ("Running", "Pending") else "Completed",
                      created_at=job.created_at)
         )  # fmt: skip
+    Task.objects.bulk_create(tasks, batch_size=2000)
+    PodGroup.objects.bulk_create(groups, batch_size=2000)  # PostgreSQL returns the primary keys
+    for k, (job, group) in enumerate(zip(jobs, groups, strict=True)):
         pod_phase = POD_PHASE[job.phase]
-        for r in range(2):
+        for r in range(2):  # linked to their PodGroup, as the runtime does (queue demand joins through it)
             pods.append(
                 Pod(name=f"{job.name}-main-{r}", namespace=job.namespace, tenant_id=job.tenant_id, job=job,
-                    group_name=f"{job.name}-{job.uid}", task_name="main", index=r, phase=pod_phase,
+                    podgroup=group, group_name=group.name, task_name="main", index=r, phase=pod_phase,
                     node_name="" if pod_phase == "Pending" else f"cpu-{(k + r) % 8}", scheduler_name="volcano",
                     requests={"cpu": 1000, "memory": 2 << 30, "pods": 1}, created_at=job.created_at)
             )  # fmt: skip
@@ -116,8 +126,6 @@ def populate(n: int, seed: int) -> dict[str, Any]:
                       message=f"{reason} {job.name}", source="bench", first_timestamp=job.created_at,
                       last_timestamp=job.created_at)
             )  # fmt: skip
-    Task.objects.bulk_create(tasks, batch_size=2000)
-    PodGroup.objects.bulk_create(groups, batch_size=2000)
     Pod.objects.bulk_create(pods, batch_size=2000)
     Event.objects.bulk_create(events, batch_size=2000)
     with contextlib.suppress(Exception):
@@ -131,6 +139,7 @@ def populate(n: int, seed: int) -> dict[str, Any]:
         "podgroups": PodGroup.objects.count(),
         "pods": Pod.objects.count(),
         "events": Event.objects.count(),
+        "nodes": Node.objects.count(),
     }
 
 

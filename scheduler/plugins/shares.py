@@ -24,6 +24,7 @@ from scheduler.framework import (
 )
 from scheduler.info import ALLOCATED, JobInfo, QueueInfo, TaskInfo
 from scheduler.model import JobPhase, TaskStatus
+from scheduler.proportion import QueueInput, water_fill
 from scheduler.result import JobReason, ReasonKind
 
 if TYPE_CHECKING:
@@ -395,12 +396,9 @@ class ProportionPlugin(
         attr.weight = queue.weight
         if queue.queue.guarantee is not None:
             attr.guarantee = list(s.vector(queue.queue.guarantee))
-        real = vec.add(vec.exceeded(s.total, self.total_guarantee), attr.guarantee)
         if queue.queue.capability is not None and queue.queue.capability.to_dict():
             attr.capability = s.capability_vector(queue.queue.capability)
-            real = vec.vmin(real, attr.capability)
-        attr.real_capability = real
-        self.attrs[queue.name] = attr
+        self.attrs[queue.name] = attr  # real capability and deserved: set by _water_fill
         return attr
 
     def _update_share(self, attr: QueueAttr) -> None:
@@ -411,34 +409,13 @@ class ProportionPlugin(
         attr.share = best
 
     def _water_fill(self) -> None:
-        remaining = list(self.session.total)
-        met: set[str] = set()
-        attrs = list(self.attrs.values())
-        while True:
-            total_weight = sum(a.weight for a in attrs if a.name not in met)
-            if total_weight == 0:
-                break
-            old_remaining = list(remaining)
-            inc = [0.0] * len(remaining)
-            dec = [0.0] * len(remaining)
-            for a in attrs:
-                if a.name in met:
-                    continue
-                old = list(a.deserved)
-                ratio = a.weight / total_weight
-                d = [x + r * ratio for x, r in zip(a.deserved, remaining, strict=True)]
-                d = vec.vmin(d, a.real_capability)
-                d = vec.vmin(d, a.request)
-                d = vec.vmax(d, a.guarantee)
-                a.deserved = d
-                self._update_share(a)
-                if vec.le(a.request, d) or d == old:
-                    met.add(a.name)
-                vec.iadd(inc, vec.exceeded(d, old))
-                vec.iadd(dec, vec.exceeded(old, d))
-            remaining = vec.exceeded(vec.add(remaining, dec), inc)
-            if vec.is_empty(remaining) or remaining == old_remaining:
-                break
+        """Real capability and deserved of every queue with jobs (:func:`scheduler.proportion.water_fill`)."""
+        queues = [QueueInput(a.name, a.weight, a.request, a.guarantee, a.capability) for a in self.attrs.values()]
+        for name, share in water_fill(self.session.total, self.total_guarantee, queues).items():
+            attr = self.attrs[name]
+            attr.real_capability = share.real_capability
+            attr.deserved = share.deserved
+            self._update_share(attr)
 
     def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
         """Higher queue priority first, then lower share."""

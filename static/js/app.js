@@ -146,8 +146,14 @@
       var ta = document.getElementById("manifest");
       if (!sel.value) { ta.value = ""; ta.dispatchEvent(new Event("input", { bubbles: true })); return; }
       fetch(sel.dataset.templateBase + encodeURIComponent(sel.value), { credentials: "same-origin" })
-        .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
-        .then(function (text) {
+        .then(function (r) {
+          if (!r.ok) throw new Error(r.status);
+          var ns = r.headers.get("X-Default-Namespace");
+          return r.text().then(function (text) { return { text: text, ns: ns }; });
+        })
+        .then(function (got) {
+          var text = got.text, nsInput = document.getElementById("ns-input");
+          if (got.ns && nsInput) nsInput.value = got.ns; // the namespace follows the template's queue
           ta.value = text;
           ta.dispatchEvent(new Event("input", { bubbles: true }));
           if (window.htmx) window.htmx.trigger(ta, "revalidate");

@@ -151,6 +151,19 @@ def test_submit_page_gives_dry_run_feedback(session: Any, demo: None) -> None:
     guard.check()
 
 
+def test_submit_namespace_follows_the_template(session: Any, demo: None) -> None:
+    """A platform admin on "All tenants" picks a template: the namespace becomes one its queue accepts."""
+    page, guard = session
+    login(page, "admin", PASSWORD)
+    page.goto("/submit/")
+    page.get_by_label("Start from").select_option("09-genome-analysis.yaml")  # queue hpc, owned by dev
+    page.wait_for_function("() => document.getElementById('ns-input').value === 'dev'")
+    page.wait_for_selector("[data-dry-run=ok]")
+    page.get_by_role("button", name="Apply").click()
+    page.wait_for_url(re.compile(r"/jobs/dev/genome-analysis/"))
+    guard.check()
+
+
 def test_another_tenants_jobs_are_invisible(session: Any, demo: None) -> None:
     page, guard = session
     login(page, "carol", PASSWORD)  # tenant admin of data

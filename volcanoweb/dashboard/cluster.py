@@ -2,7 +2,8 @@
 
 The node inventory comes from ``clusters.Node`` when the runtime provides that model. Until then,
 with the simulated backend, the configured pool (``SIM_NODE_POOL``) is shown and labelled as such.
-Allocation always comes from the pods bound to each node (``Pod.node_name``), which the runtime writes.
+Allocation always comes from the pods bound to each node (``Pod.node_name``), which the runtime writes;
+the database adds their requests up (:mod:`volcanoweb.dashboard.aggregates`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from typing import Any
 
 from django.apps import apps
 from django.conf import settings
+from django.db.models import QuerySet
 
-from volcanoweb.dashboard.resources import add_into, parse_map, sum_maps
+from volcanoweb.dashboard.aggregates import request_sums
+from volcanoweb.dashboard.resources import parse_map, sum_maps
 from volcanoweb.jobs.models import Pod, PodPhase
 
 ACTIONS = {"fail": "Fail node", "recover": "Recover node"}
@@ -97,36 +100,56 @@ def inventory_source() -> str:
     return "configured" if settings.CLUSTER_BACKEND == "sim" else "none"
 
 
-def list_nodes() -> list[NodeView]:
-    """Return every node with what the pods bound to it request (two queries)."""
+def inventory() -> list[NodeView]:
+    """Return every node of the inventory, without allocation (one query, or none for the sim pool)."""
     model = node_model()
     if model is not None:
-        nodes = _from_model(model)
-    elif settings.CLUSTER_BACKEND == "sim":
-        nodes = _from_sim_pool()
-    else:
-        nodes = []
+        return _from_model(model)
+    if settings.CLUSTER_BACKEND == "sim":
+        return _from_sim_pool()
+    return []
+
+
+def bound_pods() -> QuerySet[Pod]:
+    """Pods holding resources on a node: bound, Pending or Running, not being deleted."""
+    active = Pod.objects.filter(phase__in=(PodPhase.PENDING, PodPhase.RUNNING), deletion_timestamp__isnull=True)
+    return active.exclude(node_name="")
+
+
+def list_nodes() -> list[NodeView]:
+    """Return every node with what the pods bound to it request (two queries, summed in SQL)."""
+    nodes = inventory()
     by_name = {node.name: node for node in nodes}
-    bound = (
-        Pod.objects.filter(phase__in=(PodPhase.PENDING, PodPhase.RUNNING), deletion_timestamp__isnull=True)
-        .exclude(node_name="")
-        .values_list("node_name", "requests")
-    )
-    for node_name, requests in bound:
+    for (node_name,), sums in sorted(request_sums(bound_pods(), "node_name").items()):
         node = by_name.get(node_name)
-        if node is None:
+        if node is None:  # pods on a node the inventory does not (or no longer) list
             node = by_name[node_name] = NodeView(name=node_name, allocatable={})
             nodes.append(node)
-        add_into(node.allocated, {k: float(v) for k, v in (requests or {}).items() if isinstance(v, int | float)})
-        node.pods += 1
+        node.allocated = sums.requests
+        node.pods = sums.pods
     return nodes
+
+
+def capacity(nodes: list[NodeView] | None = None) -> dict[str, float]:
+    """Return the allocatable resources of the schedulable, ready nodes (``nodes``: the inventory)."""
+    nodes = inventory() if nodes is None else nodes
+    return sum_maps(n.allocatable for n in nodes if n.ready and not n.unschedulable)
+
+
+def allocated_total() -> dict[str, float]:
+    """Return Σ requests of every pod bound to a node (one query)."""
+    sums = request_sums(bound_pods()).get(())
+    return sums.requests if sums is not None else {}
+
+
+def capacity_and_allocated() -> tuple[dict[str, float], dict[str, float]]:
+    """Return (capacity, allocation) of the cluster as :func:`totals` does, without a per-node pass."""
+    return capacity(), allocated_total()
 
 
 def totals(nodes: list[NodeView]) -> tuple[dict[str, float], dict[str, float]]:
     """Return (capacity of schedulable ready nodes, allocation on all nodes)."""
-    capacity = sum_maps(n.allocatable for n in nodes if n.ready and not n.unschedulable)
-    allocated = sum_maps(n.allocated for n in nodes)
-    return capacity, allocated
+    return capacity(nodes), sum_maps(n.allocated for n in nodes)
 
 
 def injection_service() -> Any:

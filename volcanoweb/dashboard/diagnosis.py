@@ -201,8 +201,7 @@ def _queue_checks(job: Job, podgroup: PodGroup | None, queue: Queue | None) -> l
                     "block",
                 )
             )
-    nodes = cluster.list_nodes()
-    capacity, allocated = cluster.totals(nodes)
+    capacity, allocated = cluster.capacity_and_allocated()
     for name, amount in need.items():
         if capacity and amount > capacity.get(name, 0):
             out.append(
@@ -261,10 +260,10 @@ def why_pending(job: Job) -> list[Reason]:
     known = {r.detail for r in reasons if r.detail}
     reasons += _scheduler_conditions(podgroup, known)
     known |= {r.detail for r in reasons if r.detail}
-    names = [job.name] + ([podgroup.name] if podgroup else [])
-    warnings = Event.objects.filter(involved_namespace=job.namespace, involved_name__in=names, type=EventType.WARNING)[
-        :5
-    ]
+    about = Q(involved_kind="Job", involved_name=job.name)  # kind first: the events index is used
+    if podgroup is not None:
+        about |= Q(involved_kind="PodGroup", involved_name=podgroup.name)
+    warnings = Event.objects.filter(about, involved_namespace=job.namespace, type=EventType.WARNING)[:5]
     for e in warnings:
         if e.message not in known:  # the scheduler's Unschedulable event repeats its reason
             known.add(e.message)
@@ -326,7 +325,7 @@ def forecast_job(spec: dict[str, Any]) -> tuple[str, str, list[Reason]]:
                         "block",
                     )
                 )
-    capacity, allocated = cluster.totals(cluster.list_nodes())
+    capacity, allocated = cluster.capacity_and_allocated()
     for name, amount in need.items():
         if name in ("pods",):
             continue

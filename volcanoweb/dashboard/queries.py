@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from volcanoweb.dashboard import cluster
-from volcanoweb.dashboard.resources import CPU, GPU, MAIN_RESOURCES, MEMORY, add_into, parse_map
+from volcanoweb.dashboard.aggregates import request_sums
+from volcanoweb.dashboard.resources import CPU, GPU, MAIN_RESOURCES, MEMORY, add_into, parse_map, sum_maps
 from volcanoweb.dashboard.scope import Scope
 from volcanoweb.dashboard.shares import QueueDemand, deserved_shares
-from volcanoweb.jobs.models import Event, Job, JobPhase, Pod, PodPhase
+from volcanoweb.jobs.models import Event, Job, JobPhase, Pod, PodGroup, PodGroupPhase, PodPhase
 from volcanoweb.queues.models import ROOT_QUEUE, Queue
 from volcanoweb.scheduling.models import RunStatus, SchedulingRun
 
@@ -176,33 +177,54 @@ class QueueRow:
         return out
 
 
-def _demand_by_queue() -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    """Return (allocated, requested) per queue from bound and pending pods (one query)."""
+def _active_pods() -> QuerySet[Pod]:
+    """Pending and Running pods not being deleted, annotated with ``bound`` (placed on a node)."""
+    return Pod.objects.filter(phase__in=(PodPhase.PENDING, PodPhase.RUNNING), deletion_timestamp__isnull=True).annotate(
+        bound=ExpressionWrapper(~Q(node_name=""), output_field=BooleanField())
+    )
+
+
+def demand_by_queue() -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """Return (allocated, requested) per queue from bound and pending pods (two grouped queries).
+
+    Like the scheduler's session, every queue with an unfinished PodGroup is in ``requested``, also
+    when its pods do not exist yet (a gang waiting to be admitted): its share is its guarantee.
+    """
     allocated: dict[str, dict[str, float]] = {}
-    requested: dict[str, dict[str, float]] = {}
-    rows = Pod.objects.filter(
-        phase__in=(PodPhase.PENDING, PodPhase.RUNNING), podgroup__isnull=False, deletion_timestamp__isnull=True
-    ).values_list("podgroup__queue_name", "node_name", "requests")
-    for queue_name, node_name, requests in rows:
-        amounts = {k: float(v) for k, v in (requests or {}).items() if isinstance(v, int | float)}
-        add_into(requested.setdefault(queue_name, {}), amounts)
-        if node_name:
-            add_into(allocated.setdefault(queue_name, {}), amounts)
+    requested: dict[str, dict[str, float]] = {
+        name: {}
+        for name in PodGroup.objects.exclude(phase=PodGroupPhase.COMPLETED)
+        .order_by()
+        .values_list("queue_name", flat=True)
+        .distinct()
+    }
+    sums = request_sums(_active_pods().filter(podgroup__isnull=False), "podgroup__queue_name", "bound")
+    for (queue_name, bound), group in sums.items():
+        add_into(requested.setdefault(queue_name, {}), group.requests)
+        if bound:
+            add_into(allocated.setdefault(queue_name, {}), group.requests)
     return allocated, requested
 
 
 def queue_tree(
-    scope: Scope, overrides: dict[str, dict[str, Any]] | None = None, *, include_hidden: bool = False
+    scope: Scope,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    *,
+    include_hidden: bool = False,
+    capacity: dict[str, float] | None = None,
+    demand: tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]] | None = None,
 ) -> tuple[list[QueueRow], dict[str, float]]:
     """Return the shown queues in tree order with shares, and the cluster capacity used for them.
 
     ``overrides`` maps a queue name to ``weight`` / ``capability`` / ``guarantee`` (parsed) for a what-if.
     Shares are computed over every queue (the scheduler does), then filtered to those shown.
+    ``capacity`` and ``demand`` (:func:`demand_by_queue`) save reading them again when the caller has them.
     """
     all_queues = list(Queue.objects.select_related("tenant").order_by("name"))
     visible = set(Queue.objects.filter(scope.queue_q()).values_list("pk", flat=True).distinct())
-    capacity, _ = cluster.totals(cluster.list_nodes())
-    allocated, requested = _demand_by_queue()
+    if capacity is None:
+        capacity = cluster.capacity()
+    allocated, requested = demand if demand is not None else demand_by_queue()
     rows = {
         q.name: QueueRow(queue=q, capability=parse_map(q.capability), guarantee=parse_map(q.guarantee))
         for q in all_queues
@@ -218,17 +240,21 @@ def queue_tree(
         row.allocated = allocated.get(name, {})
         row.request = requested.get(name, {})
         row.editable = scope.can_manage_queue(row.queue)
+    parents = {q.parent_id for q in all_queues}
     leaves = [r for r in rows.values() if r.queue.name != ROOT_QUEUE]
     demand = [
-        QueueDemand(r.queue.name, r.queue.weight, r.capability, r.guarantee, r.request) for r in leaves if r.request
+        QueueDemand(r.queue.name, r.queue.weight, r.capability, r.guarantee, requested[r.queue.name])
+        for r in leaves
+        if r.queue.name in requested
     ]
     busy = [
         QueueDemand(r.queue.name, r.queue.weight, r.capability, r.guarantee, None)
         for r in leaves
-        if not _has_children(r.queue, all_queues)
+        if r.queue.pk not in parents
     ]
-    now = deserved_shares(capacity, demand) if capacity else {}
-    if_busy = deserved_shares(capacity, busy) if capacity else {}
+    guarantees = sum_maps(r.guarantee for r in rows.values())  # the scheduler counts every queue's
+    now = deserved_shares(capacity, demand, guarantees) if capacity else {}
+    if_busy = deserved_shares(capacity, busy, guarantees) if capacity else {}
     for name, row in rows.items():
         spec_deserved = parse_map(row.queue.deserved)
         row.deserved = spec_deserved or now.get(name, {})
@@ -237,10 +263,6 @@ def queue_tree(
     for r in ordered:
         r.visible = r.queue.pk in visible
     return [r for r in ordered if include_hidden or r.visible], capacity
-
-
-def _has_children(queue: Queue, all_queues: list[Queue]) -> bool:
-    return any(q.parent_id == queue.pk for q in all_queues)
 
 
 def _tree_order(rows: dict[str, QueueRow]) -> list[QueueRow]:
@@ -267,20 +289,16 @@ def queue_usage(scope: Scope, queue: Queue) -> dict[str, Any]:
 
     Namespaces the caller cannot read are folded into one "other tenants" line.
     """
-    rows = Pod.objects.filter(
-        podgroup__queue_name=queue.name, phase__in=(PodPhase.PENDING, PodPhase.RUNNING), deletion_timestamp__isnull=True
-    ).values_list("namespace", "tenant_id", "node_name", "requests")
+    sums = request_sums(_active_pods().filter(podgroup__queue_name=queue.name), "namespace", "tenant_id", "bound")
     lines: dict[str, dict[str, Any]] = {}
-    for namespace, tenant_id, node_name, requests in rows:
+    for (namespace, tenant_id, bound), group in sums.items():
         key = namespace if scope.access.can_read(tenant_id) else "other tenants"
         line = lines.setdefault(key, {"namespace": key, "running": 0, "pending": 0, "allocated": {}})
-        if node_name:
-            line["running"] += 1
-            add_into(
-                line["allocated"], {k: float(v) for k, v in (requests or {}).items() if isinstance(v, int | float)}
-            )
+        if bound:
+            line["running"] += group.pods
+            add_into(line["allocated"], group.requests)
         else:
-            line["pending"] += 1
+            line["pending"] += group.pods
     jobs = (
         scope.filter(
             Job.objects.filter(queue_name=queue.name).exclude(
@@ -290,7 +308,8 @@ def queue_usage(scope: Scope, queue: Queue) -> dict[str, Any]:
         .only("namespace", "name", "phase", "created_at")
         .order_by("-created_at")[:10]
     )
-    return {"lines": sorted(lines.values(), key=lambda x: -x["allocated"].get(CPU, 0)), "jobs": list(jobs)}
+    ordered = sorted(lines.values(), key=lambda x: (-x["allocated"].get(CPU, 0), x["namespace"]))
+    return {"lines": ordered, "jobs": list(jobs)}
 
 
 def filtered_jobs(scope: Scope, params: dict[str, str]) -> tuple[QuerySet[Job], str]:

@@ -1,22 +1,23 @@
-"""What-if for queue shares: Volcano's proportion water-filling as a small pure function.
+"""Queue shares for the pages and the what-if: the scheduler's own proportion water-filling.
 
-The scheduler core computes deserved shares inside ``scheduler.plugins.shares.ProportionPlugin``
-(bound to a Session), and does not expose the computation on its own; this mirrors the same
-steps so the dashboard can preview a weight, guarantee or capability change before it is saved:
-
-* ``real capability = min(capability, total - Σ guarantees + own guarantee)``;
-* repeat: give every unsatisfied queue ``weight / Σ weights`` of what remains, clamp to
-  ``min(real capability, request)`` and ``max(guarantee)``; a queue is satisfied once its request
-  fits or its share stops changing; stop when nothing remains or nothing moved.
+The numbers come from :func:`scheduler.proportion.water_fill`, the function the proportion plugin
+runs when a session opens, so a preview of a weight, guarantee or capability change computes exactly
+what the scheduler would. This module only converts between the pages' resource maps (scheduler
+units, keyed by resource name) and the scheduler's vectors (cpu, memory, pods, then the other
+resources in name order), with the plugin's conventions: a capability of 0 or none is unlimited,
+and Σ guarantees counts every queue.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-EPS = 1e-9
+from scheduler.proportion import QueueInput, water_fill
+
+#: The scheduler's fixed leading dimensions (``scheduler.vec``: index 2, pods, is ignored by "is empty").
+LEADING = ("cpu", "memory", "pods")
 
 
 @dataclass
@@ -30,44 +31,39 @@ class QueueDemand:
     request: Mapping[str, float] | None = None
 
 
-def deserved_shares(total: Mapping[str, float], queues: Sequence[QueueDemand]) -> dict[str, dict[str, float]]:
-    """Return each queue's deserved resources (same keys as ``total``) by weighted water-filling."""
-    dims = list(total)
-    tot = [float(total[d]) for d in dims]
-    guarantee_sum = [sum(float(q.guarantee.get(d, 0)) for q in queues) for d in dims]
-    state: dict[str, dict[str, list[float]]] = {}
-    for q in queues:
-        g = [float(q.guarantee.get(d, 0)) for d in dims]
-        real = [max(t - gs, 0.0) + gi for t, gs, gi in zip(tot, guarantee_sum, g, strict=True)]
-        if q.capability:
-            real = [min(r, float(q.capability[d])) if d in q.capability else r for r, d in zip(real, dims, strict=True)]
-        req = [math.inf] * len(dims) if q.request is None else [float(q.request.get(d, 0)) for d in dims]
-        state[q.name] = {"deserved": [0.0] * len(dims), "real": real, "request": req, "guarantee": g}
-    remaining = list(tot)
-    met: set[str] = set()
-    for _ in range(1000):
-        total_weight = sum(q.weight for q in queues if q.name not in met)
-        if total_weight <= 0:
-            break
-        old_remaining = list(remaining)
-        inc = [0.0] * len(dims)
-        dec = [0.0] * len(dims)
-        for q in queues:
-            if q.name in met:
-                continue
-            s = state[q.name]
-            old = list(s["deserved"])
-            ratio = q.weight / total_weight
-            new = [x + r * ratio for x, r in zip(old, remaining, strict=True)]
-            new = [min(x, c, rq) for x, c, rq in zip(new, s["real"], s["request"], strict=True)]
-            new = [max(x, g) for x, g in zip(new, s["guarantee"], strict=True)]
-            s["deserved"] = new
-            if all(rq <= x + EPS for rq, x in zip(s["request"], new, strict=True)) or new == old:
-                met.add(q.name)
-            for i, (n, o) in enumerate(zip(new, old, strict=True)):
-                inc[i] += max(n - o, 0.0)
-                dec[i] += max(o - n, 0.0)
-        remaining = [max(r + d - i, 0.0) for r, d, i in zip(remaining, dec, inc, strict=True)]
-        if all(r <= EPS for r in remaining) or remaining == old_remaining:
-            break
-    return {name: dict(zip(dims, s["deserved"], strict=True)) for name, s in state.items()}
+def dimensions(total: Iterable[str]) -> tuple[str, ...]:
+    """Return the scheduler's dimension order for a cluster with these resources."""
+    return (*LEADING, *sorted(set(total) - set(LEADING)))
+
+
+def deserved_shares(
+    total: Mapping[str, float],
+    queues: Sequence[QueueDemand],
+    total_guarantee: Mapping[str, float] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Return each queue's deserved resources (the keys of ``total``) by the scheduler's water-filling.
+
+    ``total_guarantee`` is Σ guarantees of every queue, also those without demand (the scheduler
+    counts all); by default the guarantees of ``queues``.
+    """
+    dims = dimensions(total)
+
+    def vector(values: Mapping[str, float], default: float = 0.0) -> list[float]:
+        return [float(values.get(d, default)) for d in dims]
+
+    if total_guarantee is None:
+        total_guarantee = {d: sum(float(q.guarantee.get(d, 0)) for q in queues) for d in dims}
+    inputs = [
+        QueueInput(
+            q.name,
+            q.weight,
+            request=[math.inf] * len(dims) if q.request is None else vector(q.request),
+            guarantee=vector(q.guarantee),
+            capability=[float(c) if c > 0 else math.inf for c in vector(q.capability)],
+        )
+        for q in queues
+    ]
+    shares = water_fill(vector(total), vector(total_guarantee), inputs)
+    return {
+        name: {d: x for d, x in zip(dims, share.deserved, strict=True) if d in total} for name, share in shares.items()
+    }

@@ -124,3 +124,34 @@ def test_queue_page_allocation_matches_the_runtime_status(sim: Any, cast: Any, l
     row = row[: row.index("</tr>")]
     assert "2 / " in row  # allocated CPU cores from the bound pods agrees with the status
     assert f'<td class="num">{queue.running}</td>' in row
+
+
+def test_queue_shares_are_the_schedulers_deserved(sim: Any, cast: Any, login: Any) -> None:
+    """The pages' shares come from the scheduler's water-filling: they equal the cycle's deserved."""
+    from volcanoweb.dashboard import queries
+    from volcanoweb.dashboard.scope import Scope
+    from volcanoweb.tenancy.access import access_for
+
+    builders.make_queue("heavy", tenant="team-a", weight=3)
+    builders.make_queue("light", tenant="team-a", weight=1, guarantee={"cpu": "10"})
+    builders.make_queue("capped", tenant="team-a", weight=4, capability={"cpu": "4"})
+    # 16 + 16 + 4 cores of gangs for the sim's 32: each is admitted, together they do not fit
+    jobs = [submit("h", "heavy", replicas=8), submit("l", "light", replicas=8), submit("c", "capped", replicas=2)]
+    run_cycle()  # admits the gangs that fit; then their pods are created
+    runtime_services.on_podgroups_changed([job.pk for job in jobs])
+    cluster_services.sync_from_backend()
+    run = run_cycle()
+    assert run is not None
+    assert run.status == "succeeded", run.error
+    scheduler = run.decisions["queueDeserved"]
+    assert set(scheduler) == {"heavy", "light", "capped"}
+    rows, _capacity = queries.queue_tree(Scope(access=access_for(cast.alice)))
+    shown = {r.queue.name: r.deserved for r in rows}
+    for name, deserved in scheduler.items():
+        for resource in ("cpu", "memory"):
+            assert round(shown[name].get(resource, 0)) == deserved.get(resource, 0), (name, resource)
+    # weights 3 : 1 : 4, light's guarantee of 10 cores, capped's capability of 4, heavy's request of 16
+    assert {name: scheduler[name]["cpu"] for name in scheduler} == {"heavy": 16000, "light": 12000, "capped": 4000}
+    html = login(cast.alice).get("/queues/").content.decode()
+    row = html[html.index('id="q-light"') :]
+    assert 'data-deserved="cpu">12<' in row[: row.index("</tr>")]

@@ -26,6 +26,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     scope = get_scope(request)
     fragment = request.GET.get("fragment")
     context: dict[str, object] = {"scope": scope, "nav": "overview"}
+    capacity: dict[str, float] | None = None
     if fragment in (None, "capacity"):
         nodes = cluster.list_nodes()
         capacity, allocated = cluster.totals(nodes)
@@ -38,7 +39,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         context["phases"] = counts
         context["job_total"] = sum(counts.values())
     if fragment in (None, "shares"):
-        rows, _capacity = queries.queue_tree(scope)
+        rows, _capacity = queries.queue_tree(scope, capacity=capacity)
         context["share_rows"] = [r for r in rows if r.queue.name != "root" and not r.children]
         context["share_dims"] = (CPU, MEMORY, GPU)
     if fragment in (None, "events"):

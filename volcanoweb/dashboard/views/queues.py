@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
-from volcanoweb.dashboard import queries
+from volcanoweb.dashboard import cluster, queries
 from volcanoweb.dashboard.forms import QueueEditForm
 from volcanoweb.dashboard.resources import add_into
 from volcanoweb.dashboard.scope import get_scope
@@ -88,8 +88,11 @@ def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
     form = QueueEditForm(request.POST)
     if not form.is_valid():
         return render(request, "dashboard/_queue_preview.html", {"queue": queue, "form": form, "invalid": True})
-    before, capacity = queries.queue_tree(scope, include_hidden=True)
-    after, _ = queries.queue_tree(scope, {queue.name: form.overrides()}, include_hidden=True)
+    capacity, demand = cluster.capacity(), queries.demand_by_queue()  # read once for both trees
+    before, _ = queries.queue_tree(scope, include_hidden=True, capacity=capacity, demand=demand)
+    after, _ = queries.queue_tree(
+        scope, {queue.name: form.overrides()}, include_hidden=True, capacity=capacity, demand=demand
+    )
     lines: list[dict[str, Any]] = []
     hidden: dict[str, Any] = {"count": 0, "old": {}, "new": {}}
     for old in before:

@@ -11,12 +11,16 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from volcanoweb.dashboard import diagnosis
-from volcanoweb.dashboard.scope import get_scope
+from volcanoweb.dashboard.scope import Scope, get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.demo.services import COOKBOOK_DIR as COOKBOOK
 from volcanoweb.manifests import parse
+from volcanoweb.manifests.admission import tenant_may_use
 from volcanoweb.manifests.errors import ApiError
 from volcanoweb.manifests.services import apply_documents
+from volcanoweb.queues.models import Queue
+from volcanoweb.tenancy.access import visible_queue_filter
+from volcanoweb.tenancy.models import Namespace
 
 
 def cookbook() -> list[dict[str, str]]:
@@ -28,28 +32,76 @@ def cookbook() -> list[dict[str, str]]:
     return out
 
 
-def _default_namespace(request: HttpRequest) -> str:
+def _default_namespace(request: HttpRequest, text: str = "") -> str:
+    """Return the namespace the editor starts with; with a template's ``text``, one its queues accept."""
     scope = get_scope(request)
-    from volcanoweb.tenancy.models import Namespace
-
+    current = ""
     if scope.selected is not None:
-        ns = Namespace.objects.filter(tenant_id=scope.selected).order_by("name").values_list("name", flat=True).first()
-        if ns:
-            return ns
-    fallback = scope.access.default_namespace()
-    if Namespace.objects.filter(name=fallback).exists():
-        return fallback
-    visible = scope.filter(Namespace.objects.all()).order_by("name").values_list("name", flat=True).first()
-    return visible or fallback
+        current = (
+            Namespace.objects.filter(tenant_id=scope.selected).order_by("name").values_list("name", flat=True).first()
+            or ""
+        )
+    if not current:
+        fallback = scope.access.default_namespace()
+        if Namespace.objects.filter(name=fallback).exists():
+            current = fallback
+        else:
+            visible = scope.filter(Namespace.objects.all()).order_by("name").values_list("name", flat=True).first()
+            current = visible or fallback
+    queues = template_queues(text) if text else set()
+    return namespace_for_queues(scope, queues, current) if queues else current
+
+
+def template_queues(text: str) -> set[str]:
+    """Return the queues named by the documents of ``text`` that take the editor's default namespace."""
+    try:
+        documents = parse.parse_documents(text)
+    except ApiError:
+        return set()
+    names = set()
+    for doc in documents:
+        if (doc.get("metadata") or {}).get("namespace") or doc.get("kind") == "Queue":
+            continue
+        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        template = spec.get("jobTemplate") if isinstance(spec.get("jobTemplate"), dict) else {}  # CronJob
+        inner = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+        queue = spec.get("queue") or inner.get("queue")
+        if isinstance(queue, str) and queue:
+            names.add(queue)
+    return names
+
+
+def namespace_for_queues(scope: Scope, queues: set[str], current: str) -> str:
+    """Return a namespace the caller may write whose tenant may use every one of ``queues``.
+
+    Preference: a namespace of a queue's owning tenant, then ``current``, then by name; only the
+    namespaces and queues the caller sees are considered. ``current`` when none fits (the dry run
+    then says why).
+    """
+    found = list(
+        Queue.objects.filter(visible_queue_filter(scope.access), name__in=queues)
+        .distinct()
+        .prefetch_related("allowed_tenants")
+    )
+    if not found:
+        return current
+    owners = {q.tenant_id for q in found if q.tenant_id is not None}
+    fitting = [
+        ns
+        for ns in scope.filter(Namespace.objects.select_related("tenant")).order_by("name")
+        if scope.can_write(ns.tenant_id) and all(tenant_may_use(q, ns.tenant) for q in found)
+    ]
+    if not fitting:
+        return current
+    best = min(fitting, key=lambda ns: (ns.tenant_id not in owners, ns.name != current, ns.name))
+    return best.name
 
 
 @login_required
 def submit(request: HttpRequest) -> HttpResponse:
     """Render the editor, optionally preloaded with a cookbook template (``?template=01-...yaml``)."""
     chosen = request.GET.get("template", "")
-    text = ""
-    if chosen:
-        text = _template_text(chosen)
+    text = _template_text(chosen) if chosen else ""
     return page(
         request,
         "dashboard/submit.html",
@@ -58,7 +110,7 @@ def submit(request: HttpRequest) -> HttpResponse:
             "templates": cookbook(),
             "text": text,
             "chosen": chosen,
-            "namespace": _default_namespace(request),
+            "namespace": _default_namespace(request, text),
         },
     )
 
@@ -72,8 +124,15 @@ def _template_text(name: str) -> str:
 
 @login_required
 def template_text(request: HttpRequest, name: str) -> HttpResponse:
-    """Return one cookbook template as plain text (the editor loads it)."""
-    return HttpResponse(_template_text(name), content_type="text/plain; charset=utf-8")
+    """Return one cookbook template as plain text (the editor loads it).
+
+    The ``X-Default-Namespace`` header names a namespace the template's queues accept; the editor
+    puts it in its namespace field, so the namespace follows the template.
+    """
+    text = _template_text(name)
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    response["X-Default-Namespace"] = _default_namespace(request, text)
+    return response
 
 
 def _apply(request: HttpRequest, dry_run: bool) -> tuple[list[Any], dict[str, Any] | None]:
@@ -88,7 +147,7 @@ def _apply(request: HttpRequest, dry_run: bool) -> tuple[list[Any], dict[str, An
         outcomes = apply_documents(
             scope.access,
             documents,
-            default_namespace=request.POST.get("namespace") or _default_namespace(request),
+            default_namespace=request.POST.get("namespace") or _default_namespace(request, text),
             dry_run=dry_run,
         )
     except ApiError as exc:
