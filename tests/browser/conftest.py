@@ -1,4 +1,4 @@
-"""Headless Chromium through Playwright's sync API, against pytest-django's live_server.
+"""Headless Chromium through Playwright's sync API, against a real ASGI server (daphne) on the test database.
 
 Installs nothing: uses CHROMIUM_PATH or /usr/bin/chromium (scripts/ensure-chromium.sh installs it).
 Every page fixture records console errors and any request leaving the app's origin; the test fails
@@ -14,6 +14,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+
+from tests.browser.asgi_server import AsgiServer
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -90,9 +92,18 @@ def open_page(browser: Any, base_url: str, *, width: int = 1400, height: int = 9
     return context, page, guard
 
 
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[AsgiServer]:
+    """The project's ASGI application (pages, static files, WebSocket) in a daphne process."""
+    with django_db_blocker.unblock():
+        server = AsgiServer().start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def session(browser: Any, live_server: Any) -> Iterator[tuple[Any, Guard]]:
-    context, page, guard = open_page(browser, live_server.url)
+def session(browser: Any, asgi_server: AsgiServer, transactional_db: Any) -> Iterator[tuple[Any, Guard]]:
+    context, page, guard = open_page(browser, asgi_server.url)
     yield page, guard
     context.close()
 

@@ -78,16 +78,17 @@ def test_every_page_renders(session: Any, demo: None) -> None:
             page.wait_for_selector("[data-dry-run]")
         if name == "overview":
             page.wait_for_function("() => !document.querySelector('canvas.phase-chart') || window.Chart")
+            page.wait_for_selector("#live-status[data-state=live]")  # the page's WebSocket is connected
         assert page.locator("h1").first.is_visible(), name
         assert page.locator("a.skip-link").count() == 1
         shot(page, name)
     guard.check()
 
 
-def test_pages_are_usable_on_a_phone(browser: Any, live_server: Any, demo: None) -> None:
+def test_pages_are_usable_on_a_phone(browser: Any, asgi_server: Any, demo: None) -> None:
     from tests.browser.conftest import open_page
 
-    context, page, guard = open_page(browser, live_server.url, width=390, height=844)
+    context, page, guard = open_page(browser, asgi_server.url, width=390, height=844)
     try:
         login(page, "alice", PASSWORD)
         page.goto("/jobs/")
@@ -278,10 +279,10 @@ def test_queue_tree_keeps_names_readable_with_the_panel_open(session: Any, demo:
     guard.check()
 
 
-def test_queues_on_a_phone(browser: Any, live_server: Any, demo: None) -> None:
+def test_queues_on_a_phone(browser: Any, asgi_server: Any, demo: None) -> None:
     from tests.browser.conftest import open_page
 
-    context, page, guard = open_page(browser, live_server.url, width=390, height=844)
+    context, page, guard = open_page(browser, asgi_server.url, width=390, height=844)
     try:
         login(page, "alice", PASSWORD)
         page.goto("/queues/")

@@ -1,0 +1,56 @@
+"""A real ASGI server (daphne, in a forked process) serving the test database, for the browser tests.
+
+pytest-django's ``live_server`` is a WSGI thread: pages load but their WebSocket cannot connect, so
+every screenshot showed "Offline" and no page test saw a live update. This server runs the project's
+ASGI application (HTTP, static files and the WebSocket) on the test database and the test Redis; tests
+that use it need committed data (``transactional_db``), as with ``live_server``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_INHERITED: list[Any] = []
+
+
+def _forget_inherited_connections() -> None:
+    """In the forked child: drop the parent's database connections without closing them.
+
+    Closing (or garbage-collecting) them would send the server a Terminate on sockets the parent still
+    uses; the child opens its own connections instead."""
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        _INHERITED.append(conn.connection)
+        conn.connection = None
+
+
+def _application() -> Any:
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    from volcanoweb.asgi import application
+
+    return ASGIStaticFilesHandler(application)
+
+
+class AsgiServer:
+    """A daphne process on a free port; ``url`` is its base URL."""
+
+    def __init__(self) -> None:
+        from daphne.testing import DaphneProcess
+
+        self.process = DaphneProcess("127.0.0.1", _application, setup=_forget_inherited_connections)
+        self.url = ""
+
+    def start(self, timeout: float = 30.0) -> AsgiServer:
+        self.process.start()
+        if not self.process.ready.wait(timeout):
+            detail = "" if self.process.errors.empty() else self.process.errors.get(False)[1]
+            self.stop()
+            raise RuntimeError(f"daphne did not start within {timeout} s {detail}")
+        self.url = f"http://127.0.0.1:{self.process.port.value}"
+        return self
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join(10)
