@@ -32,8 +32,8 @@ stack: $(STAMP)  ## start web (ASGI), Celery worker and beat against PostgreSQL 
 web: $(STAMP)  ## the ASGI server alone (stack mode)
 	$(BIN)/daphne -b 127.0.0.1 -p $(PORT) volcanoweb.asgi:application
 
-worker: $(STAMP)  ## a Celery worker (stack mode)
-	$(BIN)/celery -A volcanoweb worker --pool=threads --concurrency=4 --loglevel=INFO
+worker: $(STAMP)  ## a Celery worker for both queues: controllers (celery) and periodic work (stack mode)
+	$(BIN)/celery -A volcanoweb worker --pool=threads --concurrency=4 --loglevel=INFO -Q celery,periodic
 
 beat: $(STAMP)  ## Celery beat (stack mode)
 	$(BIN)/celery -A volcanoweb beat --loglevel=INFO --schedule var/celerybeat-schedule

@@ -1,6 +1,6 @@
 """End-to-end benchmark on the stack: REST API submission to bound pods, and WebSocket fan-out.
 
-Starts ``manage.py runstack`` (daphne + Celery worker + beat, DB-backed sim cluster) on a fresh
+Starts ``manage.py runstack`` (ASGI server, Celery workers and beat, DB-backed sim cluster) on a fresh
 PostgreSQL database ``volcanoweb_bench_<pid>`` and an empty Redis DB, then
 
 * submits N single-pod jobs with ``POST /api/v1/apply`` from C concurrent clients (threads + httpx),
@@ -437,7 +437,11 @@ def run(args: Any) -> dict[str, Any]:
             "schedule_period_seconds": args.period,
             "database": stack.db_name,
             "redis": stack.redis_url,
-            "stack": "manage.py runstack: daphne + celery worker (threads x4) + beat, DEBUG=false",
+            "stack": (
+                f"manage.py runstack: {os.environ.get('WEB_SERVER') or 'uvicorn'}"
+                f" (workers: {os.environ.get('WEB_WORKERS') or 2}) + celery worker -Q celery (threads x4)"
+                " + celery worker -Q periodic (threads x3) + beat, DEBUG=false"
+            ),
         },
         "uptime_before": _uptime(),
     }

@@ -12,8 +12,14 @@ from django.conf import settings  # noqa: E402
 # Django runs each sync view of an ASGI request in a fresh thread, so a persistent connection (CONN_MAX_AGE > 0)
 # is opened per request and never reused or closed: under load the server runs out of PostgreSQL connections.
 # Django's documentation says to disable persistent connections under ASGI; the Celery processes keep them.
+# Without them every request would connect anew (a PostgreSQL backend started and authenticated per request,
+# ~10 ms), so PostgreSQL connections come from a pool shared by the request threads instead.
 for _db in settings.DATABASES.values():
     _db["CONN_MAX_AGE"] = 0
+    if _db.get("ENGINE") == "django.db.backends.postgresql" and settings.ASGI_DB_POOL_SIZE > 0:
+        _db.setdefault("OPTIONS", {}).setdefault(
+            "pool", {"min_size": 1, "max_size": settings.ASGI_DB_POOL_SIZE, "timeout": 30}
+        )
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402 - needs Django set up first
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

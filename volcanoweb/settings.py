@@ -105,6 +105,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# PostgreSQL connections the ASGI server keeps in a pool for its request threads (volcanoweb/asgi.py; 0: none).
+ASGI_DB_POOL_SIZE = env_int("ASGI_DB_POOL_SIZE", 10, minimum=0)
 
 # --- redis, channels, celery ---------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")
@@ -138,6 +140,11 @@ CELERY_TIMEZONE = "UTC"
 # --- the scheduler and the cluster ---------------------------------------
 SCHEDULE_PERIOD = env_float("SCHEDULE_PERIOD", 1.0, positive=True)
 CONTROLLER_RESYNC_PERIOD = env_float("CONTROLLER_RESYNC_PERIOD", 5.0, positive=True)
+# Every CONTROLLER_RESYNC_PERIOD the resync reconciles the jobs with work due (timers, commands, deletions);
+# every CONTROLLER_DRIFT_RESYNC_PERIOD also those whose rows drifted from the controller's records (a missed
+# notification); every CONTROLLER_FULL_RESYNC_PERIOD (0: never) every busy job.
+CONTROLLER_DRIFT_RESYNC_PERIOD = env_float("CONTROLLER_DRIFT_RESYNC_PERIOD", 30.0)
+CONTROLLER_FULL_RESYNC_PERIOD = env_float("CONTROLLER_FULL_RESYNC_PERIOD", 300.0)
 CLUSTER_BACKEND = env_choice("CLUSTER_BACKEND", ("sim", "kubernetes"), "sim")
 KUBECONFIG = env_str("KUBECONFIG", "")
 KUBE_CONTEXT = env_str("KUBE_CONTEXT", "")
@@ -154,6 +161,9 @@ except ValueError as exc:
 SIM_CLOCK_SPEED = env_float("SIM_CLOCK_SPEED", 10.0, positive=True)
 SIM_DEFAULT_DURATION = env_float("SIM_DEFAULT_DURATION", 60.0, positive=True)
 RUN_LOOPS_IN_PROCESS = env_bool("RUN_LOOPS_IN_PROCESS", EMBEDDED)
+# The stack's ASGI server (runstack, docker-compose.yml): uvicorn with WEB_WORKERS processes, or daphne (one).
+WEB_SERVER = env_choice("WEB_SERVER", ("uvicorn", "daphne"), "uvicorn")
+WEB_WORKERS = env_int("WEB_WORKERS", 2, minimum=1)
 # Periodic work: (name, Celery task, period in seconds). Celery beat runs these in the stack
 # mode; the embedded mode calls the same tasks from in-process loops (volcanoweb.core.loops).
 CRONJOB_TICK_PERIOD = env_float("CRONJOB_TICK_PERIOD", 10.0, positive=True)
@@ -173,6 +183,12 @@ CELERY_BEAT_SCHEDULE = {
     name: {"task": task, "schedule": period, "options": {"expires": max(period * 2, 1.0)}}
     for name, task, period in PERIODIC_TASKS
 }
+# Periodic work has its own queue and worker (runstack's "scheduler" process), so that a burst of
+# controller tasks on the default queue never delays a scheduling cycle or the backend sync past
+# its beat expiry.
+PERIODIC_QUEUE = "periodic"
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {task: {"queue": PERIODIC_QUEUE} for _name, task, _period in PERIODIC_TASKS}
 MAX_MANIFEST_BYTES = env_int("MAX_MANIFEST_BYTES", 1_048_576, minimum=1024)
 
 # --- auth, i18n, static ----------------------------------------------------

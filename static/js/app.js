@@ -3,7 +3,8 @@
  * Live: every element with data-live="kind kind..." (optionally data-live-id / data-live-prefix)
  * and hx-trigger="live" is refreshed (htmx re-fetches its fragment) when a message about a
  * matching object arrives on /ws/live/. Messages are {"kind", "id", ...}; kinds are compared
- * lower-case. Refreshes are debounced per element and postponed while the user is interacting
+ * lower-case; a burst the server collapsed arrives as {"kind", "id": "*", "count"} and matches every id.
+ * Refreshes are debounced per element and postponed while the user is interacting
  * inside the element (focus or checked boxes), so nothing is lost and nothing needs a reload.
  */
 (function () {
@@ -37,6 +38,7 @@
     if (kinds.indexOf(kind) < 0 && kinds.indexOf("*") < 0) return false;
     var exact = el.dataset.liveId, prefix = el.dataset.livePrefix;
     if (!exact && !prefix) return true;
+    if (ids.indexOf("*") >= 0) return true; // a collapsed burst ({"id": "*", "count": n}): any object may have changed
     for (var i = 0; i < ids.length; i++) {
       if (exact && ids[i] === exact) return true;
       if (prefix && ids[i].indexOf(prefix) === 0) return true;

@@ -295,3 +295,20 @@ def test_queues_on_a_phone(browser: Any, asgi_server: Any, demo: None) -> None:
         guard.check()
     finally:
         context.close()
+
+
+def test_job_page_refreshes_on_a_collapsed_burst(session: Any, demo: None) -> None:
+    """The server collapses a burst into {"kind", "id": "*", "count"}: the job page refreshes on it, and
+    not on a message about another job."""
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/jobs/ml/pytorch-distributed/")
+    page.wait_for_selector("#live-status[data-state=live]")
+    fragments: list[str] = []
+    page.on("request", lambda r: fragments.append(r.url) if "fragment=" in r.url else None)
+    page.evaluate("window.volcanoLive.onMessage({kind: 'pod', id: 'ml/someone-else-0', phase: 'Running'})")
+    page.wait_for_timeout(800)
+    assert fragments == []
+    with page.expect_request(lambda r: "fragment=status" in r.url):
+        page.evaluate("window.volcanoLive.onMessage({kind: 'pod', id: '*', count: 30})")
+    guard.check()

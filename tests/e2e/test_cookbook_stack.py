@@ -105,11 +105,19 @@ class LiveClient:
                 message = json.loads(text)
                 self.messages.extend(message if isinstance(message, list) else [message])
 
-    def seen(self, kind: str, key: str, **fields: Any) -> bool:
-        return any(
-            m.get("kind") == kind and m.get("id") == key and all(m.get(k) == v for k, v in fields.items())
-            for m in list(self.messages)
-        )
+    def seen(self, kind: str, key: str, *, within: float = 5.0, **fields: Any) -> bool:
+        """Whether such a message arrived, waiting up to ``within`` seconds: it is sent after the commit that
+        the API already shows, and the consumer holds it for its coalescing window."""
+        deadline = time.monotonic() + within
+        while True:
+            if any(
+                m.get("kind") == kind and m.get("id") == key and all(m.get(k) == v for k, v in fields.items())
+                for m in list(self.messages)
+            ):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
 
     def close(self) -> None:
         self.stopped = True

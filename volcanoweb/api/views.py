@@ -65,6 +65,11 @@ def _check_url_identity(doc: dict[str, Any], namespace: str | None, name: str | 
         doc["metadata"] = {**meta, "name": name}
 
 
+def _names_namespace(doc: dict[str, Any]) -> bool:
+    meta = doc.get("metadata")
+    return isinstance(meta, dict) and isinstance(meta.get("namespace"), str) and bool(meta["namespace"])
+
+
 class ApplyView(ApiView):
     """``POST /api/v1/apply``: multi-document YAML or JSON, all or nothing; ``?dryRun=true`` validates only."""
 
@@ -80,9 +85,10 @@ class ApplyView(ApiView):
         dry_run = request.query_params.get("dryRun", "").lower() in ("true", "all", "1")
         namespace = clean_text(request.query_params.get("namespace"), "namespace", 63)
         access = self.access(request)
-        outcomes = apply_documents(
-            access, self.documents(request), default_namespace=namespace or access.default_namespace(), dry_run=dry_run
-        )
+        documents = self.documents(request)
+        if not namespace and not all(_names_namespace(doc) for doc in documents):
+            namespace = access.default_namespace()  # a query: only when some document needs it
+        outcomes = apply_documents(access, documents, default_namespace=namespace or None, dry_run=dry_run)
         items = [{**o.summary(), "object": o.object} for o in outcomes]
         return Response({"apiVersion": "v1", "kind": "ApplyResult", "dryRun": dry_run, "items": items})
 

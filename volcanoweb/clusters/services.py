@@ -5,7 +5,7 @@ and fault injection on the simulated cluster.
 backend's events, mirrors pod phase / node / exit code / timestamps into ``jobs.Pod`` rows and
 nodes into :class:`~volcanoweb.clusters.models.Node`, gives plain ``schedulerName: volcano`` pods a
 PodGroup (semantics §5.2), creates API-submitted plain pods in the backend, and then tells the job
-controller which jobs' pods changed (``volcanoweb.runtime.services.on_pods_changed``, when present).
+controller which jobs' pods changed (``volcanoweb.runtime.dispatch.request_sync``).
 """
 
 from __future__ import annotations
@@ -50,6 +50,21 @@ log = logging.getLogger(__name__)
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 GPU_RESOURCE = "nvidia.com/gpu"
 FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+#: The Pod columns :func:`_mirror_pods` reads or writes.
+MIRROR_FIELDS = (
+    "id",
+    "namespace",
+    "name",
+    "tenant_id",
+    "job_id",
+    "phase",
+    "node_name",
+    "exit_code",
+    "started_at",
+    "finished_at",
+    "deletion_timestamp",
+    "status",
+)
 
 
 @dataclass
@@ -171,6 +186,18 @@ def _apply_pod_info(pod: Pod, info: PodInfo, now: datetime) -> list[str]:
     return changed
 
 
+def _controller_view(pod: Pod) -> tuple[Any, ...]:
+    """What the job controller reads of a pod row (phase, exit code, deletion, restarts, gone)."""
+    status = pod.status or {}
+    return (
+        pod.phase,
+        pod.exit_code,
+        pod.deletion_timestamp is not None,
+        status.get("restartCount"),
+        bool(status.get("deleted")),
+    )
+
+
 def _new_pod_row(info: PodInfo, tenants: dict[str, int | None]) -> Pod:
     """A mirror row for a pod created directly in the cluster (another operator's pod)."""
     spec: dict[str, Any] = {"schedulerName": info.scheduler_name, "containers": []}
@@ -209,7 +236,9 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
         names_by_ns.setdefault(ns, set()).add(name)
     rows: dict[tuple[str, str], Pod] = {}
     for ns, names in names_by_ns.items():
-        for pod in Pod.objects.filter(namespace=ns, name__in=names):
+        # only what the mirror reads and writes: a pod's spec, labels and annotations are large JSON documents,
+        # and decoding them for every event of a cycle's thousands of binds was most of the mirror's time
+        for pod in Pod.objects.filter(namespace=ns, name__in=names).only(*MIRROR_FIELDS):
             rows[(ns, pod.name)] = pod
     tenants = dict(Namespace.objects.filter(name__in=list(names_by_ns)).values_list("name", "tenant_id"))
     now = timezone.now()
@@ -228,6 +257,7 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
                 publish("pod", pod.key, tenant_id=pod.tenant_id, action="deleted")
                 continue
             seen = (pod.phase, pod.node_name)
+            observed = _controller_view(pod)
             changed = _apply_pod_info(pod, info, now)
             pod.status = {**pod.status, "deleted": True}
             if pod.deletion_timestamp is None:
@@ -241,12 +271,15 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
             continue
         else:
             seen = (pod.phase, pod.node_name)
+            observed = _controller_view(pod)
             changed = _apply_pod_info(pod, info, now)
         if not changed:
             continue
         fields.update(changed)
         updated.append(pod)
-        if pod.job_id is not None:
+        if pod.job_id is not None and _controller_view(pod) != observed:
+            # the job controller derives its events from these only; a bind, or the cluster's own echo of a
+            # pod the controller just created (uid, resourceVersion), needs no reconcile
             result.job_ids.add(pod.job_id)
         if event.type == "DELETED" or (pod.phase, pod.node_name) != seen:
             # browsers only show phase and node; status-only changes would flood them at scale
@@ -400,9 +433,10 @@ def sync_from_backend(backend: ClusterBackend | None = None, *, timeout: float =
     result = SyncResult()
     _sync_once(backend, result, timeout)
     if result.job_ids:
-        from volcanoweb.runtime import services as runtime  # the runtime calls back into this module
+        from volcanoweb.runtime import dispatch  # the runtime calls back into this module
 
-        runtime.on_pods_changed(sorted(result.job_ids))
+        # Coalesced with every other request for these jobs (run at once when Celery is eager).
+        dispatch.request_sync(sorted(result.job_ids))
     return result
 
 
@@ -411,6 +445,8 @@ def _sync_once(backend: ClusterBackend, result: SyncResult, timeout: float) -> N
         if not Node.objects.exists():
             result.nodes_changed += resync_nodes(backend)
         create_plain_pods_in_backend(backend)
+        # before the poll: with the database-backed sim, polling locks the cluster until this transaction ends
+        result.podgroups_created = ensure_plain_pod_groups(backend)
         events = backend.poll_events(timeout)
         result.events = len(events)
         latest_nodes: dict[str, BackendEvent] = {}
@@ -421,7 +457,6 @@ def _sync_once(backend: ClusterBackend, result: SyncResult, timeout: float) -> N
             assert isinstance(event.object, NodeInfo)
             result.nodes_changed += _mirror_node(event.type, event.object)
         _mirror_pods(events, result)
-        result.podgroups_created = ensure_plain_pod_groups(backend)
 
 
 # --------------------------------------------------------------------------- fault injection

@@ -12,6 +12,12 @@ from volcanoweb.live import groups
 
 #: Seconds over which messages about the same object are merged before sending.
 COALESCE_WINDOW = 0.2
+#: More objects of one kind than this in one window are sent as one ``{"kind": k, "id": "*", "count": n}``
+#: message: a burst (a cycle binding thousands of pods, the controller catching up) must not bury a browser,
+#: or the server, in frames; pages listing that kind refresh once.
+COLLAPSE_OVER = 20
+#: At most this many frames per window: beyond it the most numerous kinds are collapsed too.
+MAX_FRAMES = 40
 
 
 @database_sync_to_async
@@ -54,14 +60,54 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def live_message(self, event: dict[str, Any]) -> None:
         """Buffer one broadcast; send the buffer after the coalescing window."""
-        payload = event["payload"]
-        self.buffer[(str(payload.get("kind")), str(payload.get("id")))] = payload
+        self._buffer(event["payload"])
+
+    async def live_batch(self, event: dict[str, Any]) -> None:
+        """Buffer the broadcasts of one committed change set (``live.broadcast.send_many``)."""
+        for payload in event["payloads"]:
+            self._buffer(payload)
+
+    def _buffer(self, payload: dict[str, Any]) -> None:
+        # Merged field by field, newest value first: a later message about the same object (its pod deleted
+        # after an eviction, a finished job removed by its TTL) must not drop what an earlier one said.
+        key = (str(payload.get("kind")), str(payload.get("id")))
+        self.buffer[key] = {**self.buffer.get(key, {}), **payload}
         if self.flusher is None or self.flusher.done():
             self.flusher = asyncio.ensure_future(self._flush_later())
 
     async def _flush_later(self) -> None:
         await asyncio.sleep(COALESCE_WINDOW)
-        items = list(self.buffer.values())
-        self.buffer.clear()
-        for payload in items:
+        for payload in collapse(list(self.buffer.values())):
             await self.send_json(payload)
+        self.buffer.clear()
+
+
+def collapse(
+    payloads: list[dict[str, Any]], limit: int | None = None, budget: int | None = None
+) -> list[dict[str, Any]]:
+    """Return ``payloads`` with every kind that has more than ``limit`` of them replaced by one summary, and
+    more kinds (the most numerous first) while there are more than ``budget`` messages."""
+    limit = COLLAPSE_OVER if limit is None else limit
+    budget = MAX_FRAMES if budget is None else budget
+    counts: dict[str, int] = {}
+    for payload in payloads:
+        kind = str(payload.get("kind"))
+        counts[kind] = counts.get(kind, 0) + 1
+    collapsed = {kind for kind, n in counts.items() if n > limit}
+    frames = len(collapsed) + sum(n for kind, n in counts.items() if kind not in collapsed)
+    for kind, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        if frames <= budget or n == 1:
+            break
+        if kind not in collapsed:
+            collapsed.add(kind)
+            frames -= n - 1
+    out: list[dict[str, Any]] = []
+    summarized: set[str] = set()
+    for payload in payloads:
+        kind = str(payload.get("kind"))
+        if kind not in collapsed:
+            out.append(payload)
+        elif kind not in summarized:
+            summarized.add(kind)
+            out.append({"kind": kind, "id": "*", "count": counts[kind]})
+    return out

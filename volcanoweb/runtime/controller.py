@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -36,12 +37,13 @@ class ControllerError(Exception):
     """An action could not be completed (the request is retried by the next reconcile)."""
 
 
-def job_record(job: Job) -> JobRecord:
-    """Return (creating it) the controller's record of a job."""
-    record, _ = JobRecord.objects.get_or_create(
-        job_id=job.pk, defaults={"job_uid": job.uid, "namespace": job.namespace, "name": job.name}
+def job_record(job: Job) -> tuple[JobRecord, bool]:
+    """Return (creating it) the controller's record of a job, and whether it was created."""
+    plugins = sorted(job.spec.get("plugins") or {})
+    return JobRecord.objects.get_or_create(
+        job_id=job.pk,
+        defaults={"job_uid": job.uid, "namespace": job.namespace, "name": job.name, "resources": {"plugins": plugins}},
     )
-    return record
 
 
 def restart_count(pod: Pod) -> int:
@@ -73,18 +75,48 @@ def is_ready(pod: Pod) -> bool:
     return all(s.get("ready", True) for s in statuses)
 
 
+@dataclass
+class Prefetched:
+    """One locked job's rows, read together with other jobs' (see ``services.sync_jobs``)."""
+
+    record: JobRecord | None
+    podgroup: PodGroup | None
+    pods: list[Pod]
+    pod_records: list[PodRecord]
+    armed_due: list[ArmedAction]
+    queue_exists: bool
+
+
 class JobController:
     """Drive one locked job through Volcano's lifecycle."""
 
-    def __init__(self, job: Job, backend: ClusterBackend, now: datetime) -> None:
+    def __init__(self, job: Job, backend: ClusterBackend, now: datetime, prefetched: Prefetched | None = None) -> None:
         self.job = job
         self.backend = backend
         self.now = now
-        self.record = job_record(job)
+        if prefetched is not None and prefetched.record is not None:
+            self.record, created = prefetched.record, False
+        else:
+            self.record, created = job_record(job)
         self.plugins = job_plugins(job.spec)
         controlled = dict((job.status or {}).get("controlledResources") or {})
         self.ctx = JobContext(job.name, job.namespace, str(job.uid), job.spec, backend, controlled)
         self.executed: list[str] = []
+        # Read once per reconcile and kept up to date by this controller's own writes (the job row is
+        # locked; a concurrent change by the scheduler or the backend mirror asks for another sync).
+        self._pods: list[Pod] | None = None
+        self._podgroup: tuple[PodGroup | None] | None = None
+        self._records: dict[str, PodRecord] | None = {} if created else None  # a new record has no pods
+        self._new_record = created
+        self._queue_exists: bool | None = None
+        self._armed_due: list[ArmedAction] | None = None
+        if prefetched is not None:
+            self._pods = sorted(prefetched.pods, key=lambda p: p.name)
+            self._podgroup = (prefetched.podgroup,)
+            if not created:
+                self._records = {r.name: r for r in prefetched.pod_records}
+                self._armed_due = list(prefetched.armed_due)
+            self._queue_exists = prefetched.queue_exists
 
     # ------------------------------------------------------------------ helpers
 
@@ -103,17 +135,44 @@ class JobController:
         return next((t for t in self.job.spec.get("tasks") or [] if t.get("name") == name), None)
 
     def pods(self) -> list[Pod]:
-        return list(Pod.objects.filter(job=self.job).order_by("name"))
+        """The job's pod rows by name (read once per reconcile, then maintained by this controller)."""
+        if self._pods is None:
+            self._pods = list(Pod.objects.filter(job=self.job).order_by("name"))
+        return list(self._pods)
+
+    def _forget_pod(self, pod: Pod) -> None:
+        if self._pods is not None:
+            self._pods = [p for p in self._pods if p.pk != pod.pk]
+
+    def _remember_pod(self, pod: Pod) -> None:
+        if self._pods is not None:
+            self._pods = sorted([*(p for p in self._pods if p.pk != pod.pk), pod], key=lambda p: p.name)
 
     def podgroup(self) -> PodGroup | None:
-        return PodGroup.objects.filter(job=self.job).first()
+        """The job's PodGroup (read once per reconcile)."""
+        if self._podgroup is None:
+            self._podgroup = (PodGroup.objects.filter(job=self.job).first(),)
+        return self._podgroup[0]
+
+    def pod_records(self) -> dict[str, PodRecord]:
+        """The controller's records of the job's pods by name (read once per reconcile)."""
+        if self._records is None:
+            self._records = {r.name: r for r in PodRecord.objects.filter(job_record=self.record)}
+        return dict(self._records)
+
+    def queue_exists(self) -> bool:
+        if self._queue_exists is None:
+            self._queue_exists = Queue.objects.filter(name=self.job.queue_name).exists()
+        return self._queue_exists
 
     # ------------------------------------------------------------------ reconcile
 
     def reconcile(self, requests: list[P.Request], *, default_sync: bool) -> list[str]:
         """Process explicit requests plus everything derived from pod/PodGroup changes until quiet."""
-        self.record.resources = {**self.record.resources, "plugins": sorted(self.job.spec.get("plugins") or {})}
-        self.record.save(update_fields=["resources"])
+        resources = {**self.record.resources, "plugins": sorted(self.job.spec.get("plugins") or {})}
+        if resources != self.record.resources:
+            self.record.resources = resources
+            self.record.save(update_fields=["resources"])
         batch = [*requests, *self.derive()]
         if not batch and default_sync:
             batch = [P.Request(event=P.OUT_OF_SYNC)]
@@ -137,7 +196,7 @@ class JobController:
             self.record.save(update_fields=["podgroup_phase"])
             if pg_phase:
                 requests.append(P.Request(event=P.UNKNOWN if pg_phase == PodGroupPhase.UNKNOWN else ""))
-        records = {r.name: r for r in PodRecord.objects.filter(job_record=self.record)}
+        records = self.pod_records()
         pods = self.pods()
         by_task: dict[str, list[Pod]] = {}
         for pod in pods:
@@ -160,7 +219,8 @@ class JobController:
         for pod in pods:
             if not (pod.status or {}).get("deleted"):
                 continue
-            gone = PodRecord.objects.filter(job_record=self.record, name=pod.name).first()
+            gone = self.pod_records().get(pod.name)
+            self._forget_pod(pod)
             pod.delete()
             if gone is not None:
                 request = self._gone(gone)
@@ -170,6 +230,8 @@ class JobController:
 
     def _gone(self, rec: PodRecord) -> P.Request:
         event = P.OUT_OF_SYNC if rec.out_of_sync else P.POD_EVICTED
+        if self._records is not None and rec.name in self._records and self._records[rec.name].pk == rec.pk:
+            del self._records[rec.name]
         rec.delete()
         return P.Request(
             event=event,
@@ -191,7 +253,7 @@ class JobController:
         }
         out_of_sync = pod.annotations.get(OUT_OF_SYNC) == "true"
         if rec is None:
-            PodRecord.objects.create(
+            rec = PodRecord.objects.create(
                 job_record=self.record,
                 name=pod.name,
                 pod_uid=str(pod.uid),
@@ -201,6 +263,8 @@ class JobController:
                 restarts=restarts,
                 out_of_sync=out_of_sync,
             )
+            if self._records is not None:
+                self._records[rec.name] = rec
             if out_of_sync:
                 return P.Request(event=P.OUT_OF_SYNC, **base)
             if pod.phase == "Pending":
@@ -305,7 +369,12 @@ class JobController:
 
     def due_actions(self) -> list[P.Request]:
         """Pop the armed actions whose time has come, as requests."""
-        due = list(ArmedAction.objects.filter(job_record=self.record, fire_at__lte=self.now))
+        if self._new_record:
+            return []  # nothing can be armed on a record created just now
+        if self._armed_due is not None:
+            due, self._armed_due = self._armed_due, None
+        else:
+            due = list(ArmedAction.objects.filter(job_record=self.record, fire_at__lte=self.now))
         for item in due:
             item.delete()
         return [
@@ -358,7 +427,7 @@ class JobController:
         job = self.job
         if job.deletion_timestamp is not None:
             return
-        if not Queue.objects.filter(name=job.queue_name).exists():
+        if not self.queue_exists():
             self.event("JobStatusError", f"queue {job.queue_name} not found", EventType.WARNING)
             return
         status = copy.deepcopy(self.status)
@@ -371,7 +440,10 @@ class JobController:
         else:
             for plugin in self.plugins:
                 plugin.on_job_update(self.ctx)
-        podgroup, _ = ensure_job_podgroup(job)
+        podgroup, created = ensure_job_podgroup(job, self.podgroup())
+        self._podgroup = (podgroup,)
+        if created:
+            self._pods = None  # their podgroup column was just set
         self._warn_unscheduled(podgroup)
         status["controlledResources"] = dict(self.ctx.controlled)
         if podgroup.phase in GATED_PG_PHASES:
@@ -445,7 +517,7 @@ class JobController:
         if task.get("minAvailable") is None:
             return True
         names = [pod_name(self.job.name, name, i) for i in range(int(task.get("replicas") or 0))]
-        ready = sum(1 for pod in Pod.objects.filter(job=self.job, name__in=names) if is_ready(pod))
+        ready = sum(1 for pod in self.pods() if pod.name in names and is_ready(pod))
         return ready >= int(task["minAvailable"])
 
     # ------------------------------------------------------------------ pods
@@ -469,7 +541,9 @@ class JobController:
     ) -> Pod:
         job, meta, spec = self.job, built["metadata"], built["spec"]
         priority_class = spec.get("priorityClassName") or ""
-        priority = PriorityClass.objects.filter(name=priority_class).values_list("value", flat=True).first()
+        priority = None
+        if priority_class:
+            priority = PriorityClass.objects.filter(name=priority_class).values_list("value", flat=True).first()
         owner = {
             "apiVersion": "batch.volcano.sh/v1alpha1",
             "kind": "Job",
@@ -479,7 +553,7 @@ class JobController:
             "blockOwnerDeletion": True,
         }
         fields: dict[str, Any] = {
-            "tenant": job.tenant,
+            "tenant_id": job.tenant_id,
             "job": job,
             "podgroup": podgroup,
             "group_name": podgroup.name,
@@ -504,15 +578,18 @@ class JobController:
             if info.uid:
                 pod.uid = info.uid
             pod.save()
+            self._remember_pod(pod)
             return pod
         for key, value in fields.items():
             setattr(pod, key, value)
         pod.resource_version += 1
         pod.save()
+        self._remember_pod(pod)
         return pod
 
     def delete_pod(self, pod: Pod) -> bool:
         """Delete a pod as the controller does: mark it out of sync first, so its removal is no PodEvicted."""
+        self._records = None
         PodRecord.objects.update_or_create(
             job_record=self.record,
             name=pod.name,
@@ -532,6 +609,7 @@ class JobController:
         try:
             self.backend.get_pod(pod.namespace, pod.name)
         except NotFound:
+            self._forget_pod(pod)
             pod.delete()
             return True
         except BackendError:
@@ -576,6 +654,7 @@ class JobController:
         status["controlledResources"] = dict(self.ctx.controlled)
         self.write_status(status, running_duration=True)
         PodGroup.objects.filter(job=job).delete()
+        self._podgroup = (None,)
         if errors:
             raise ControllerError(f"failed to kill {errors} pods")
 

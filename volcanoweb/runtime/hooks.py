@@ -14,14 +14,14 @@ log = logging.getLogger(__name__)
 
 def on_change(kind: str, obj: Any, action: str) -> None:
     """Enqueue the controller work a committed change calls for (job submitted/updated/commanded/deleted...)."""
-    from volcanoweb.runtime import tasks
+    from volcanoweb.runtime import dispatch, tasks
 
     try:
         if kind == "Job":
             if action == "delete":
                 tasks.job_deleted.delay(obj.pk, str(obj.uid))
             else:
-                tasks.sync_job.delay(obj.pk)
+                dispatch.request_sync([obj.pk], urgent=True)
         elif kind == "Pod" and action == "create" and getattr(obj, "job_id", None) is None:
             tasks.group_bare_pods.delay()
         elif kind in ("Queue", "PodGroup") and action in ("create", "delete", "state", "update"):

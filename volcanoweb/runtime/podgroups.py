@@ -120,9 +120,15 @@ def job_podgroup_fields(job: Job) -> dict[str, Any]:
     }
 
 
-def ensure_job_podgroup(job: Job) -> tuple[PodGroup, bool]:
-    """Create the job's PodGroup (phase Pending) or update its derived fields; return (podgroup, created)."""
+def ensure_job_podgroup(job: Job, current: PodGroup | None = None) -> tuple[PodGroup, bool]:
+    """Create the job's PodGroup (phase Pending) or update its derived fields; return (podgroup, created).
+
+    ``current`` is the PodGroup the caller just read: when its derived fields are up to date it is
+    returned as it is (no query); otherwise the row is locked and read again.
+    """
     fields = job_podgroup_fields(job)
+    if current is not None and all(getattr(current, key) == value for key, value in fields.items()):
+        return current, False
     podgroup = PodGroup.objects.select_for_update().filter(job=job).first()
     if podgroup is None:
         owner = {

@@ -129,7 +129,8 @@ def sync_queues(names: list[str] | None = None) -> dict[str, str]:
         counts: dict[str, dict[str, int]] = {}
         for queue_name, phase, n in rows:
             counts.setdefault(queue_name, {})[phase] = n
-        queues = Queue.objects.select_for_update()
+        # locked in primary-key order, as the scheduling cycle's queue status update does (no deadlock)
+        queues = Queue.objects.select_for_update().order_by("pk")
         if names is not None:
             queues = queues.filter(name__in=names)
         ordered = sorted(queues, key=lambda q: (q.depth(), q.name))

@@ -13,23 +13,26 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from volcanoweb.audit import services as audit
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend
-from volcanoweb.jobs.models import Command, EventType, Job, Pod
+from volcanoweb.jobs.models import Command, EventType, Job, Pod, PodGroup, PodGroupPhase, Task
 from volcanoweb.jobs.services import record_event
+from volcanoweb.queues.models import Queue
 from volcanoweb.runtime import policies as P
 from volcanoweb.runtime import queuecontrol
 from volcanoweb.runtime import state as S
 from volcanoweb.runtime.backend import get_backend, set_backend
-from volcanoweb.runtime.controller import ControllerError, JobController
-from volcanoweb.runtime.models import ArmedAction, JobRecord
+from volcanoweb.runtime.controller import ControllerError, JobController, Prefetched
+from volcanoweb.runtime.models import ArmedAction, JobRecord, PodRecord
 from volcanoweb.runtime.podgroups import group_bare_pod
 
 log = logging.getLogger(__name__)
 IDLE_PHASES = (*S.FINISHED, S.ABORTED)
+ADMITTED_PG_PHASES = (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING)
 JOB_ACTIONS = (P.ABORT_JOB, P.RESUME_JOB, P.RESTART_JOB, P.TERMINATE_JOB, P.COMPLETE_JOB)
 
 __all__ = [
@@ -42,15 +45,21 @@ __all__ = [
     "resync_controllers",
     "set_backend",
     "sync_job",
+    "sync_jobs",
     "sync_queues",
 ]
 
 
-def _consume_commands(job: Job) -> list[P.Request]:
-    """Mark the job's pending commands consumed (in the caller's transaction) and return their requests."""
+def _consume_commands(job: Job, pending: list[Command] | None = None) -> list[P.Request]:
+    """Mark the job's pending commands consumed (in the caller's transaction) and return their requests.
+
+    ``pending``: the job's unconsumed commands, already read and locked by the caller.
+    """
     requests: list[P.Request] = []
     now = timezone.now()
-    for command in Command.objects.select_for_update().filter(job=job, consumed_at__isnull=True).order_by("id"):
+    if pending is None:
+        pending = list(Command.objects.select_for_update().filter(job=job, consumed_at__isnull=True).order_by("id"))
+    for command in pending:
         if command.action not in JOB_ACTIONS:
             command.consumed_at, command.result = now, f"unsupported action {command.action} for a Job"
         else:
@@ -89,6 +98,88 @@ def sync_job(job_id: int, *, backend: ClusterBackend | None = None, now: datetim
             log.warning("job %s: %s", job.key, exc)
             record_event(job, "Job", EventType.WARNING, "SyncError", str(exc), source="job-controller")
             return controller.executed
+
+
+def _reconcile_locked(
+    job: Job, backend: ClusterBackend, now: datetime, prefetched: Prefetched, commands: list[Command]
+) -> list[str]:
+    if job.deletion_timestamp is not None:
+        _finalize(job, backend)
+        return []
+    controller = JobController(job, backend, now, prefetched)
+    requests = [*_consume_commands(job, commands), *controller.due_actions()]
+    live = any(p.phase not in ("Succeeded", "Failed") for p in prefetched.pods)
+    default_sync = job.phase not in IDLE_PHASES or live
+    try:
+        return controller.reconcile(requests, default_sync=default_sync)
+    except (ControllerError, BackendError) as exc:
+        log.warning("job %s: %s", job.key, exc)
+        record_event(job, "Job", EventType.WARNING, "SyncError", str(exc), source="job-controller")
+        return controller.executed
+
+
+def sync_jobs(
+    job_ids: list[int], *, backend: ClusterBackend | None = None, now: datetime | None = None
+) -> dict[int, list[str]]:
+    """Reconcile several jobs as :func:`sync_job` does, in one transaction with their rows read together.
+
+    Every job row is locked first (in id order), so nobody else reconciles them meanwhile; then their
+    records, PodGroup, pods, pod records, unconsumed commands and due timers are read in a few queries
+    for all of them, and each job is reconciled in its own savepoint: a job that fails unexpectedly is
+    rolled back (and logged; the resync retries it) without the others. What one sync costs in round
+    trips and query building is shared by the batch.
+    """
+    from volcanoweb.live import broadcast
+
+    backend = backend or get_backend()
+    now = now or timezone.now()
+    ids = sorted({int(i) for i in job_ids})
+    out: dict[int, list[str]] = {}
+    with transaction.atomic():
+        jobs = {j.pk: j for j in Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
+        records = {r.job_id: r for r in JobRecord.objects.filter(job_id__in=list(jobs))}
+        groups = {g.job_id: g for g in PodGroup.objects.filter(job_id__in=list(jobs))}
+        pods: dict[int, list[Pod]] = {}
+        for pod in Pod.objects.filter(job_id__in=list(jobs)).order_by("job_id", "name"):
+            pods.setdefault(pod.job_id or 0, []).append(pod)
+        pod_records: dict[int, list[PodRecord]] = {}
+        for rec in PodRecord.objects.filter(job_record_id__in=[r.pk for r in records.values()]):
+            pod_records.setdefault(rec.job_record_id, []).append(rec)
+        armed: dict[int, list[ArmedAction]] = {}
+        due = ArmedAction.objects.filter(job_record_id__in=[r.pk for r in records.values()], fire_at__lte=now)
+        for action in due.order_by("fire_at", "id"):
+            armed.setdefault(action.job_record_id, []).append(action)
+        commands: dict[int, list[Command]] = {}
+        pending = Command.objects.select_for_update().filter(job_id__in=list(jobs), consumed_at__isnull=True)
+        for command in pending.order_by("id"):
+            commands.setdefault(command.job_id or 0, []).append(command)
+        queues = set(
+            Queue.objects.filter(name__in={j.queue_name for j in jobs.values()}).values_list("name", flat=True)
+        )
+        for job_id in ids:
+            job = jobs.get(job_id)
+            checkpoint = broadcast.pending_snapshot()
+            try:
+                with transaction.atomic():
+                    if job is None:
+                        _cleanup_records(JobRecord.objects.filter(job_id=job_id), backend)
+                        out[job_id] = []
+                        continue
+                    record = records.get(job_id)
+                    prefetched = Prefetched(
+                        record=record,
+                        podgroup=groups.get(job_id),
+                        pods=pods.get(job_id, []),
+                        pod_records=pod_records.get(record.pk, []) if record is not None else [],
+                        armed_due=armed.get(record.pk, []) if record is not None else [],
+                        queue_exists=job.queue_name in queues,
+                    )
+                    out[job_id] = _reconcile_locked(job, backend, now, prefetched, commands.get(job_id, []))
+            except Exception:  # this job is rolled back to its savepoint; the others go on
+                log.exception("sync of job %s failed", job_id)
+                broadcast.restore_pending(checkpoint)
+                out[job_id] = []
+    return out
 
 
 def on_job_submitted(job_id: int, *, backend: ClusterBackend | None = None) -> list[str]:
@@ -261,17 +352,94 @@ def sync_queues(names: list[str] | None = None) -> dict[str, str]:
     return queuecontrol.sync_queues(names)
 
 
-def resync_controllers(*, backend: ClusterBackend | None = None, now: datetime | None = None) -> dict[str, Any]:
-    """The periodic resync: every job with work to do, orphaned records, bare pods, queues, TTLs."""
+def due_job_ids(now: datetime) -> set[int]:
+    """Return the jobs with work due whatever their pods: a deletion, an unconsumed command, a due timer,
+    or a transitional phase (Restarting, Aborting, ...). A few indexed queries."""
+    due = Q(deletion_timestamp__isnull=False) | Q(commands__consumed_at__isnull=True, commands__isnull=False)
+    due |= ~Q(phase__in=(*IDLE_PHASES, S.PENDING, S.RUNNING, ""))
+    ids = set(Job.objects.filter(due).values_list("pk", flat=True))
+    ids |= set(ArmedAction.objects.filter(fire_at__lte=now).values_list("job_record__job_id", flat=True))
+    return ids
+
+
+def drifted_job_ids(now: datetime) -> list[int]:
+    """Return the jobs whose rows differ from what the controller last saw, or that have work due.
+
+    A few queries whose cost follows the number of such jobs, not of all jobs: a job never synced
+    (no record), a PodGroup phase other than the recorded one, a pod without a matching record (new,
+    or its phase changed), a record whose pod is gone, a pod the cluster deleted, an unconsumed command,
+    a deletion, a due timer, a transitional phase (Restarting, Aborting, ...), or an admitted job with
+    fewer pods than replicas (a failed or waiting creation).
+    """
+    record = JobRecord.objects.filter(job_id=OuterRef("pk"))
+    recorded_phase = JobRecord.objects.filter(job_id=OuterRef(OuterRef("pk"))).values("podgroup_phase")[:1]
+    podgroup = PodGroup.objects.filter(job=OuterRef("pk"))
+    seen_pod = PodRecord.objects.filter(
+        job_record__job_id=OuterRef("job_id"), name=OuterRef("name"), phase=OuterRef("phase")
+    )
+    unseen_pod = Pod.objects.filter(job=OuterRef("pk")).filter(~Exists(seen_pod) | Q(status__has_key="deleted"))
+    pod_of_record = Pod.objects.filter(job_id=OuterRef("job_record__job_id"), name=OuterRef("name"))
+    lost_pod = PodRecord.objects.filter(job_record__job_id=OuterRef("pk")).filter(~Exists(pod_of_record))
+    drift = (
+        ~Exists(record)
+        | Exists(podgroup.exclude(phase=Subquery(recorded_phase)))
+        | (~Exists(podgroup) & Exists(record.exclude(podgroup_phase="")))
+        | Exists(unseen_pod)
+        | Exists(lost_pod)
+    )
+    ids = due_job_ids(now)
+    ids |= set(Job.objects.exclude(phase__in=IDLE_PHASES).filter(drift).values_list("pk", flat=True))
+    ids |= set(
+        Job.objects.filter(phase__in=IDLE_PHASES)
+        .filter(Exists(unseen_pod) | Exists(lost_pod))
+        .values_list("pk", flat=True)
+    )
+    replicas = Task.objects.filter(job=OuterRef("pk")).values("job").annotate(n=Sum("replicas")).values("n")
+    pods = Pod.objects.filter(job=OuterRef("pk")).values("job").annotate(n=Count("id")).values("n")
+    short = (
+        Job.objects.filter(phase__in=(S.PENDING, S.RUNNING, ""), podgroup__phase__in=ADMITTED_PG_PHASES)
+        .annotate(want=Subquery(replicas), have=Coalesce(Subquery(pods), 0))
+        .filter(have__lt=F("want"))
+    )
+    ids |= set(short.values_list("pk", flat=True))
+    return sorted(ids)
+
+
+def resync_controllers(
+    *,
+    backend: ClusterBackend | None = None,
+    now: datetime | None = None,
+    full: bool = True,
+    drift: bool = True,
+    queue: bool = False,
+) -> dict[str, Any]:
+    """The periodic resync: jobs with work to do, orphaned records, bare pods, queues, TTLs.
+
+    ``full`` reconciles every busy job (unfinished, or with live pods); otherwise the jobs
+    :func:`drifted_job_ids` finds, which is what a missed or failed notification leaves behind
+    (with ``drift=False`` only :func:`due_job_ids`: timers, commands, deletions, transitional phases).
+    With ``queue`` the jobs are handed to :func:`volcanoweb.runtime.dispatch.request_sync` (coalesced with
+    the syncs already asked for) instead of being reconciled here.
+    """
     backend = backend or get_backend()
     now = now or timezone.now()
-    busy = Q(deletion_timestamp__isnull=False) | ~Q(phase__in=IDLE_PHASES)
-    busy |= Q(commands__consumed_at__isnull=True, commands__isnull=False)
-    busy |= Q(pods__phase__in=("Pending", "Running", "Unknown"))
-    armed = ArmedAction.objects.filter(fire_at__lte=now).values_list("job_record__job_id", flat=True)
-    busy |= Q(pk__in=list(armed))
-    job_ids = sorted(set(Job.objects.filter(busy).values_list("pk", flat=True)))
-    synced = 0
+    if full:
+        busy = Q(deletion_timestamp__isnull=False) | ~Q(phase__in=IDLE_PHASES)
+        busy |= Q(commands__consumed_at__isnull=True, commands__isnull=False)
+        busy |= Q(pods__phase__in=("Pending", "Running", "Unknown"))
+        armed = ArmedAction.objects.filter(fire_at__lte=now).values_list("job_record__job_id", flat=True)
+        busy |= Q(pk__in=list(armed))
+        job_ids = sorted(set(Job.objects.filter(busy).values_list("pk", flat=True)))
+    elif drift:
+        job_ids = drifted_job_ids(now)
+    else:
+        job_ids = sorted(due_job_ids(now))
+    synced, queued = 0, 0
+    if queue:
+        from volcanoweb.runtime import dispatch
+
+        dispatch.request_sync(job_ids)
+        queued, job_ids = len(job_ids), []
     for job_id in job_ids:
         try:
             sync_job(job_id, backend=backend, now=now)
@@ -286,7 +454,9 @@ def resync_controllers(*, backend: ClusterBackend | None = None, now: datetime |
         except (BackendError, JobRecord.DoesNotExist):
             continue
     return {
+        "full": full,
         "jobs": synced,
+        "queued": queued,
         "orphans": cleaned,
         "bare_pods": group_bare_pods(backend=backend),
         "queues": sync_queues(),

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 
-from volcanoweb.runtime import services
+from volcanoweb.runtime import dispatch, services
 
 
 @shared_task(name="volcanoweb.runtime.sync_job", ignore_result=True)
@@ -16,10 +18,22 @@ def sync_job(job_id: int) -> list[str]:
     return services.sync_job(job_id)
 
 
+@shared_task(name="volcanoweb.runtime.sync_dirty_jobs", ignore_result=True)
+def sync_dirty_jobs(slot: int = 0) -> int:
+    """Reconcile the jobs queued by ``dispatch.request_sync`` (each once) in a drain slot; return the sync count."""
+    return dispatch.drain(services.sync_jobs, slot=slot)
+
+
 @shared_task(name="volcanoweb.runtime.on_pods_changed", ignore_result=True)
 def on_pods_changed(job_ids: list[int]) -> dict[int, list[str]]:
     """React to mirrored pod changes of these jobs."""
     return services.on_pods_changed(job_ids)
+
+
+@shared_task(name="volcanoweb.runtime.on_podgroups_changed", ignore_result=True)
+def on_podgroups_changed(job_ids: list[int]) -> dict[int, list[str]]:
+    """React to PodGroup phases the scheduler changed (Inqueue: create the pods)."""
+    return services.on_podgroups_changed(job_ids)
 
 
 @shared_task(name="volcanoweb.runtime.job_deleted", ignore_result=True)
@@ -46,13 +60,34 @@ def group_bare_pods() -> int:
 _resync_running = threading.Lock()
 
 
+#: time.monotonic() of this worker's last full resync and last drift check (0: none yet).
+_last = {"full": 0.0, "drift": 0.0}
+
+
+def _due(kind: str, period: float) -> bool:
+    """Whether the ``kind`` sweep is due (and, if so, note that it runs now)."""
+    now = time.monotonic()
+    if period <= 0 or (_last[kind] and now - _last[kind] < period):
+        return False
+    _last[kind] = now
+    return True
+
+
 @shared_task(name="volcanoweb.runtime.resync_controllers", ignore_result=True)
 def resync_controllers() -> dict[str, Any]:
-    """The periodic resync of every controller (skipped while this worker is still running the previous one)."""
+    """The periodic resync (skipped while this worker is still running the previous one).
+
+    Every run hands the jobs with work due (timers, commands, deletions) to the coalesced syncs; every
+    CONTROLLER_DRIFT_RESYNC_PERIOD also the jobs whose rows drifted from the controller's records
+    (``services.drifted_job_ids``), and every CONTROLLER_FULL_RESYNC_PERIOD every busy job. Thousands of
+    quiet running jobs are thus not reconciled every few seconds.
+    """
     if not _resync_running.acquire(blocking=False):
         return {"skipped": "a resync is already running in this worker"}
     try:
-        return services.resync_controllers()
+        full = _due("full", float(settings.CONTROLLER_FULL_RESYNC_PERIOD))
+        drift = full or _due("drift", float(settings.CONTROLLER_DRIFT_RESYNC_PERIOD))
+        return services.resync_controllers(full=full, drift=drift, queue=True)
     finally:
         _resync_running.release()
 

@@ -19,6 +19,7 @@ One cycle (:func:`run_cycle`):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -26,7 +27,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -37,7 +38,7 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 import scheduler
-from scheduler import CycleResult, SchedulerConfig, parse_config
+from scheduler import CycleResult, SchedulerConfig, SessionCache, parse_config
 from scheduler.config import DEFAULT_CONFIG_YAML
 from scheduler.quantity import format_quantity
 from volcanoweb.clusters.backend import get_backend
@@ -49,6 +50,7 @@ from volcanoweb.core import metrics
 from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhase
 from volcanoweb.live.broadcast import discard_pending, publish
 from volcanoweb.queues.models import Queue
+from volcanoweb.runtime.dispatch import request_sync
 from volcanoweb.scheduling.models import (
     IntentKind,
     PodIntent,
@@ -57,7 +59,7 @@ from volcanoweb.scheduling.models import (
     SchedulerProfile,
     SchedulingRun,
 )
-from volcanoweb.scheduling.snapshots import SnapshotInfo, build_snapshot
+from volcanoweb.scheduling.snapshots import Memo, SnapshotInfo, build_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,8 @@ class ApplyStats:
     podgroups: int = 0
     events: int = 0
     queues: int = 0
+    admitted: list[int] = field(default_factory=list)  # jobs whose PodGroup became Inqueue
+    job_ids: list[int] = field(default_factory=list)  # jobs whose PodGroup phase changed otherwise
 
 
 # --------------------------------------------------------------------------- claim
@@ -163,11 +167,16 @@ def _set_condition(status: dict[str, Any], condition: dict[str, Any]) -> bool:
     return True
 
 
+#: The Pod columns :func:`_bind_pods` reads or writes (not the large spec, labels and annotations).
+BIND_FIELDS = ("id", "namespace", "name", "tenant_id", "phase", "node_name", "deletion_timestamp", "status")
+
+
 def _bind_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: ApplyStats) -> None:
     wanted = {info.pod_ids[key]: (key, node) for key, node in result.binds.items() if key in info.pod_ids}
     if not wanted:
         return
-    pods = list(Pod.objects.select_for_update().filter(pk__in=list(wanted)).order_by("pk"))
+    rows = Pod.objects.select_for_update().filter(pk__in=list(wanted)).only(*BIND_FIELDS)
+    pods = list(rows.order_by("pk"))
     intents: list[PodIntent] = []
     bound: list[Pod] = []
     for pod in pods:
@@ -216,7 +225,7 @@ def _evict_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: App
 def _nominate(info: SnapshotInfo, result: CycleResult) -> None:
     ids = {info.pod_ids[key]: node for key, node in result.pipelined.items() if key in info.pod_ids}
     changed = []
-    for pod in Pod.objects.filter(pk__in=list(ids)):
+    for pod in Pod.objects.filter(pk__in=list(ids)).only("id", "status"):
         if (pod.status or {}).get("nominatedNodeName") != ids[pod.pk]:
             pod.status = {**(pod.status or {}), "nominatedNodeName": ids[pod.pk]}
             changed.append(pod)
@@ -258,6 +267,8 @@ def _update_podgroups(info: SnapshotInfo, result: CycleResult, run_id: int, stat
         changed: set[str] = set()
         new_phase = result.podgroups.get(key)
         if new_phase and new_phase != group.phase:
+            if group.job_id is not None:
+                (stats.admitted if new_phase == PodGroupPhase.INQUEUE else stats.job_ids).append(group.job_id)
             group.phase = new_phase
             status["phase"] = new_phase
             changed.update(("phase", "status"))
@@ -378,6 +389,12 @@ def apply_result(info: SnapshotInfo, result: CycleResult, run: SchedulingRun, to
             "queueDeserved": {k: dict(v) for k, v in sorted(result.queue_deserved.items())},
         }
         run.save(update_fields=["binds", "evictions", "pipelined", "unschedulable", "decisions"])
+        if stats.admitted or stats.job_ids:
+            # Volcano's job controller watches PodGroups: an admitted (Inqueue) gang gets its pods now,
+            # not at the next periodic resync.
+            admitted, changed = sorted(stats.admitted), sorted(stats.job_ids)
+            # robust: the decisions are committed; a notification lost here is found by the drift resync
+            transaction.on_commit(lambda: (request_sync(admitted, urgent=True), request_sync(changed)), robust=True)
     return stats
 
 
@@ -477,6 +494,30 @@ def recover_intents(backend: ClusterBackend, *, exclude_run: int | None = None) 
 
 # --------------------------------------------------------------------------- the cycle
 
+_state_lock = threading.Lock()
+_memo = Memo()
+_cache = SessionCache()
+
+
+@contextlib.contextmanager
+def _loop_state() -> Iterator[tuple[Memo | None, SessionCache | None]]:
+    """This process's snapshot memo and session cache (none when another thread of it is using them).
+
+    Unchanged rows give the same objects as in the previous cycle, so the scheduler's session cache
+    updates its opened state for the PodGroups that changed instead of opening a session over every pod.
+    One cycle runs at a time (the lease), but a cycle that outlived its lease may overlap the next one.
+    """
+    if not _state_lock.acquire(blocking=False):
+        yield None, None
+        return
+    try:
+        yield _memo, _cache
+    except BaseException:
+        _memo.done()  # the memo is consistent; the cache drops its state itself when a cycle raises
+        raise
+    finally:
+        _state_lock.release()
+
 
 def _record_metrics(run: SchedulingRun, result: CycleResult | None) -> None:
     metrics.E2E_SCHEDULING_LATENCY.observe(run.duration_ms)
@@ -505,9 +546,10 @@ def run_claimed_cycle(token: int, holder: str, backend: ClusterBackend | None = 
         recovered = recover_intents(backend, exclude_run=run.pk)
         run.recovered = recovered.bound + recovered.evicted
         t0 = time.perf_counter()
-        info = build_snapshot()
-        t1 = time.perf_counter()
-        result = scheduler.run_cycle(info.snapshot, config, timer=time.perf_counter)
+        with _loop_state() as (memo, cache):
+            info = build_snapshot(memo)
+            t1 = time.perf_counter()
+            result = scheduler.run_cycle(info.snapshot, config, timer=time.perf_counter, cache=cache)
         t2 = time.perf_counter()
         apply_result(info, result, run, token)
         t3 = time.perf_counter()

@@ -268,10 +268,42 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
     )
 
 
-def build_snapshot() -> SnapshotInfo:
-    """Return the scheduler's view of the database now (read-only; a handful of queries)."""
+class Memo:
+    """The core's objects built by the last snapshot, by row: an unchanged row gives back the *same* object.
+
+    The scheduler's :class:`~scheduler.SessionCache` reuses a session's opened state for the nodes,
+    queues and priority classes that are the same objects as in the previous cycle, and updates it only
+    for the PodGroups whose job or task objects changed; building every object anew from the rows would
+    make every cycle open a session over every pod. Not thread-safe: one per scheduling loop.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, Any], tuple[Any, Any]] = {}
+        self._next: dict[tuple[str, Any], tuple[Any, Any]] = {}
+
+    def get(self, kind: str, key: Any, row: Any, build: Any) -> Any:
+        """Return the object built from ``row`` (compared by value with the last cycle's row of that key)."""
+        last = self._last.get((kind, key))
+        if last is not None and last[0] == row:
+            self._next[(kind, key)] = last
+            return last[1]
+        obj = build()
+        self._next[(kind, key)] = (row, obj)
+        return obj
+
+    def done(self) -> None:
+        """End a snapshot: forget the rows it did not see."""
+        self._last, self._next = self._next, {}
+
+
+def build_snapshot(memo: Memo | None = None) -> SnapshotInfo:
+    """Return the scheduler's view of the database now (read-only; a handful of queries).
+
+    With ``memo``, the objects of rows unchanged since the memo's last snapshot are the same objects.
+    """
+    memo = memo if memo is not None else Memo()
     nodes = [
-        node_from_row(r)
+        memo.get("node", r["name"], r, lambda r=r: node_from_row(r))
         for r in NodeRow.objects.filter(ready=True).values("name", "allocatable", "labels", "taints", "unschedulable")
     ]
     queue_rows = list(
@@ -292,9 +324,12 @@ def build_snapshot() -> SnapshotInfo:
         )
     )
     parents = {r["id"]: r["name"] for r in queue_rows}
-    queues = [queue_from_row(r, parents) for r in queue_rows]
+    queues = [
+        memo.get("queue", r["id"], (r, parents.get(r["parent_id"])), lambda r=r: queue_from_row(r, parents))
+        for r in queue_rows
+    ]
     if "root" not in {q.name for q in queues}:
-        queues.append(Queue("root", reclaimable=False))
+        queues.append(memo.get("queue", None, None, lambda: Queue("root", reclaimable=False)))
     # A Completed PodGroup stays in while it has an unfinished pod: a task that waited on
     # ``dependsOn`` gets its pods after the earlier tasks' pods all finished (Volcano keeps it too).
     unfinished = Pod.objects.filter(namespace=OuterRef("namespace"), group_name=OuterRef("name")).exclude(
@@ -321,7 +356,7 @@ def build_snapshot() -> SnapshotInfo:
     jobs = []
     for r in pg_rows:
         key = f"{r['namespace']}/{r['name']}"
-        jobs.append(job_from_row(r))
+        jobs.append(memo.get("job", r["id"], r, lambda r=r: job_from_row(r)))
         info.podgroup_ids[key] = r["id"]
         info.podgroup_phases[key] = r["phase"]
     binding = {
@@ -338,14 +373,21 @@ def build_snapshot() -> SnapshotInfo:
         managed = r["scheduler_name"] in VOLCANO_SCHEDULERS and group_key in info.podgroup_ids
         if not managed and not r["node_name"]:
             continue
-        task = task_from_row(r, group_key if managed else "", key in binding)
+        job_key, bound = group_key if managed else "", key in binding
+        task = memo.get("task", r["id"], (r, job_key, bound), lambda r=r, j=job_key, b=bound: task_from_row(r, j, b))
         if task is None:
             continue
         tasks.append(task)
         info.pod_ids[key] = r["id"]
     classes = [
-        PriorityClass(r["name"], r["value"], r["global_default"], r["preemption_policy"])
+        memo.get(
+            "class",
+            r["name"],
+            r,
+            lambda r=r: PriorityClass(r["name"], r["value"], r["global_default"], r["preemption_policy"]),
+        )
         for r in PriorityClassRow.objects.values("name", "value", "global_default", "preemption_policy")
     ]
+    memo.done()
     info.snapshot = Snapshot.of(nodes, queues, jobs, tasks, classes)
     return info

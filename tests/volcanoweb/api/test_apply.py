@@ -131,3 +131,15 @@ def test_job_templates_and_flows_are_stored_and_round_trip(cast: Any, alice_api:
     again = alice_api.post("/api/v1/apply", data=fetched, format="json")
     assert again.json()["items"][0]["action"] == "unchanged"
     assert alice_api.get("/api/v1/jobtemplates").json()["items"][0]["metadata"]["name"] == "prepare"
+
+
+def test_applying_a_job_costs_a_bounded_number_of_queries(cast: Any, alice_api: Any) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    post_yaml(alice_api, "/api/v1/apply", to_yaml(job_manifest("warm", namespace="team-a")))  # session, caches
+    with CaptureQueriesContext(connection) as ctx:
+        response = post_yaml(alice_api, "/api/v1/apply", to_yaml(job_manifest("counted", namespace="team-a")))
+    assert response.status_code == 200, response.json()
+    # 20 before: the queue admission took 4 queries and the default namespace was looked up unasked
+    assert len(ctx) <= 16, [q["sql"][:90] for q in ctx.captured_queries]

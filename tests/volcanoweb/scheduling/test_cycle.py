@@ -202,9 +202,9 @@ def test_two_cycles_racing_only_one_runs(cast: Any, monkeypatch: pytest.MonkeyPa
         cluster_services.sync_from_backend(backend)
         slow_build = cycles.build_snapshot
 
-        def slow() -> Any:
+        def slow(*args: Any) -> Any:
             time.sleep(0.5)
-            return slow_build()
+            return slow_build(*args)
 
         monkeypatch.setattr(cycles, "build_snapshot", slow)
         barrier = threading.Barrier(4)

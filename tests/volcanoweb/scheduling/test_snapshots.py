@@ -91,3 +91,31 @@ def test_snapshot_pod_details(sim: Any, cast: Any) -> None:
     assert task.required_affinity[0].match_expressions[0].values == ("a",)
     assert task.preemptable is False
     assert task.role == "ps"
+
+
+def test_unchanged_rows_give_the_same_objects(sim: Any, cast: Any) -> None:
+    from volcanoweb.scheduling.snapshots import Memo
+
+    cluster_services.sync_from_backend()
+    _group, pods = make_gang("memo", 3, tenant=cast.team_a)
+    memo = Memo()
+    first = build_snapshot(memo).snapshot
+    again = build_snapshot(memo).snapshot
+    for field in ("nodes", "queues", "jobs", "tasks", "priority_classes"):
+        assert all(a is b for a, b in zip(getattr(first, field), getattr(again, field), strict=True)), field
+    Pod.objects.filter(pk=pods[0].pk).update(node_name="cpu-1")
+    changed = build_snapshot(memo).snapshot
+    by_name = {t.name: t for t in again.tasks}
+    assert [t.name for t in changed.tasks if t is not by_name[t.name]] == ["memo-0"]
+    assert next(t for t in changed.tasks if t.name == "memo-0").node_name == "cpu-1"
+
+
+def test_the_scheduling_loop_reuses_its_session_when_the_rows_did_not_change(sim: Any, cast: Any) -> None:
+    from volcanoweb.scheduling import cycles
+
+    cluster_services.sync_from_backend()
+    make_gang("huge", 2, tenant=cast.team_a, cpu=64_000)  # fits nowhere: cycles change nothing
+    hits = cycles._cache.hits
+    runs = [cycles.run_cycle() for _ in range(3)]
+    assert [run.status if run else None for run in runs] == ["succeeded"] * 3
+    assert cycles._cache.hits >= hits + 1  # the cycles after the first reuse the opened session

@@ -17,14 +17,38 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from volcanoweb.core.dbsetup import ensure_database
 
 
+def web_command(bindir: Path, host: str, port: int, server: str, workers: int) -> list[str]:
+    """Return the ASGI server's command line: uvicorn with ``workers`` processes, or daphne (one process).
+
+    Both serve HTTP and the WebSockets; the channel layer (Redis) joins the uvicorn worker processes.
+    Django runs every sync view under the GIL of its process, so one process serves at most about one
+    core's worth of requests: with 20 clients applying jobs, two uvicorn workers answered ~35 requests/s
+    where daphne answered ~24 (docs/performance.md).
+    """
+    if server == "uvicorn":
+        return [
+            str(bindir / "uvicorn"), "volcanoweb.asgi:application", "--host", host, "--port", str(port),
+            "--workers", str(workers), "--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio",
+            "--lifespan", "off", "--no-access-log",
+        ]  # fmt: skip
+    return [str(bindir / "daphne"), "-b", host, "-p", str(port), "volcanoweb.asgi:application"]
+
+
 def stack_commands(host: str, port: int, var_dir: Path) -> dict[str, list[str]]:
     """Return the command line of each stack process (docker-compose.yml runs the same ones)."""
     bindir = Path(sys.executable).parent
     return {
-        "web": [str(bindir / "daphne"), "-b", host, "-p", str(port), "volcanoweb.asgi:application"],
+        "web": web_command(bindir, host, port, settings.WEB_SERVER, settings.WEB_WORKERS),
+        # Controller work (job syncs, hooks) on the default queue.
         "worker": [
             str(bindir / "celery"), "-A", "volcanoweb", "worker", "--pool=threads", "--concurrency=4",
-            "--loglevel=INFO", "--without-gossip", "--without-mingle", "-n", "worker@%h",
+            "--loglevel=INFO", "--without-gossip", "--without-mingle", "-n", "worker@%h", "-Q", "celery",
+        ],
+        # Periodic work (scheduling cycle, backend sync, resync) on its own queue and process, so that
+        # it never waits behind a burst of controller tasks (settings.CELERY_TASK_ROUTES).
+        "scheduler": [
+            str(bindir / "celery"), "-A", "volcanoweb", "worker", "--pool=threads", "--concurrency=3",
+            "--loglevel=INFO", "--without-gossip", "--without-mingle", "-n", "scheduler@%h", "-Q", "periodic",
         ],
         "beat": [
             str(bindir / "celery"), "-A", "volcanoweb", "beat", "--loglevel=INFO",

@@ -1,0 +1,117 @@
+"""Coalesced job syncs: many notifications about the same job become one ``sync_job``.
+
+Every write that concerns a job (a submission, a command, a PodGroup phase set by the scheduler, a pod
+mirrored from the cluster) asks for the job to be reconciled. Queuing one Celery task per request made
+a burst of submissions (and every pod change after a cycle) queue one task per event, each paying the
+task overhead, and the same job was reconciled several times in a row.
+
+With a Redis broker, :func:`request_sync` adds the job ids to a Redis sorted set scored by the time of
+the first request (a job is in it at most once; ids are taken oldest first) and queues a
+``sync_dirty_jobs`` task for a free drain slot (a ``SET NX`` flag per slot; at most
+:data:`DRAIN_SLOTS` drain tasks are queued or running). Each pops ids in batches and reconciles each
+job; ids added while they run are picked up by the same tasks. A request made while a job is being
+reconciled adds the id again, so nothing is missed (two drains never hold the same id at once, and
+the job row lock orders their writes). *Urgent* requests (a submission, a gang admitted by the
+scheduler: what stands between a job and its pods) have their own set, drained first, so that
+status-only syncs of running jobs never delay the next job's pods.
+If a worker dies after popping ids, the periodic resync (``resync_controllers``) finds the jobs whose
+records drifted from the rows and reconciles them.
+
+When Celery runs eagerly (the embedded mode, the tests) each job is synced at once, in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+DIRTY_KEY = "volcanoweb:runtime:dirty-jobs"
+URGENT_KEY = "volcanoweb:runtime:urgent-jobs"
+DRAIN_KEY = "volcanoweb:runtime:drain"  # one flag per slot: f"{DRAIN_KEY}:{slot}"
+#: Drain tasks allowed at once: they overlap their database round trips on the worker's threads.
+DRAIN_SLOTS = 3
+#: Seconds the "a drain task is queued or running" flag lives without a refresh (a dead worker's flag expires).
+DRAIN_TTL = 60
+#: Job ids popped at a time by the drain task.
+BATCH = 20
+
+_client: Any = None
+
+
+def redis_client() -> Any:
+    """Return the Redis client of the broker (None when Celery runs eagerly or the broker is not Redis)."""
+    global _client
+    from volcanoweb.celery import app
+
+    if app.conf.task_always_eager:
+        return None
+    url = str(settings.CELERY_BROKER_URL or "")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    if _client is None:
+        import redis
+
+        _client = redis.Redis.from_url(url)
+    return _client
+
+
+def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
+    """Ask for these jobs to be reconciled soon (once each, however often they are asked for).
+
+    ``urgent``: the job waits for the controller to get its pods (submitted, or its gang admitted).
+    """
+    from volcanoweb.runtime import tasks
+
+    ids = sorted({int(i) for i in job_ids})
+    if not ids:
+        return
+    client = redis_client()
+    if client is None:
+        for job_id in ids:
+            tasks.sync_job.delay(job_id)
+        return
+    now = time.time()
+    client.zadd(URGENT_KEY if urgent else DIRTY_KEY, dict.fromkeys(ids, now), nx=True)
+    for slot in range(DRAIN_SLOTS):
+        if client.set(f"{DRAIN_KEY}:{slot}", "1", nx=True, ex=DRAIN_TTL):
+            tasks.sync_dirty_jobs.delay(slot)
+            return
+
+
+def drain(sync: Callable[[list[int]], object], *, slot: int = 0, client: Any = None, batch: int = BATCH) -> int:
+    """Reconcile every job in the dirty sets until they are empty; return how many job syncs ran.
+
+    ``sync`` is called with each popped batch of ids (``services.sync_jobs``: one transaction, a savepoint
+    per job); an exception is logged and the next batch goes on. Clears the slot's flag when the sets
+    are empty (taking it again if ids arrived meanwhile).
+    """
+    client = client if client is not None else redis_client()
+    if client is None:
+        return 0
+    flag = f"{DRAIN_KEY}:{slot}"
+    done = 0
+    while True:
+        ids = [int(member) for member, _score in client.zpopmin(URGENT_KEY, batch)]
+        if ids:
+            client.zrem(DIRTY_KEY, *ids)  # this sync covers them
+        else:
+            ids = [int(member) for member, _score in client.zpopmin(DIRTY_KEY, batch)]
+        if not ids:
+            client.delete(flag)
+            # An id added after the pop above may have found every slot taken and queued nothing: take it back.
+            waiting = client.zcard(URGENT_KEY) + client.zcard(DIRTY_KEY)
+            if waiting and client.set(flag, "1", nx=True, ex=DRAIN_TTL):
+                continue
+            return done
+        client.expire(flag, DRAIN_TTL)
+        try:
+            sync(ids)
+        except Exception:  # one broken batch must not stop the others; the resync retries its jobs
+            log.exception("sync of jobs %s failed", ids)
+        done += len(ids)
