@@ -51,6 +51,8 @@ def _line(rec: dict[str, Any]) -> str:
         f"session p50 {lat['Perc50'] * 1000:8.1f} ms p99 {lat['Perc99'] * 1000:8.1f} ms  "
         f"open p50 {rec['actions_seconds']['Perc50']['open'] * 1000:7.1f} ms  "
         f"rss {rec['memory']['rss_peak_mb']:6.0f} MB"
+        f"  cpu p99 {rec['session_cpu_latency_seconds']['Perc99'] * 1000:7.1f} ms"
+        f"  {'cache' if rec.get('session_cache') else 'no cache'}"
         f"  load {rec['loadavg']['before'][0]:.2f}  {'ok' if rec['ok'] else 'FAIL'}"
     )
 
@@ -89,7 +91,7 @@ def _core(args: argparse.Namespace) -> dict[str, Any]:
         for w in chosen or DEFAULT_AT.get(size, ()):
             warmup = args.warmup if args.warmup is not None else (1 if size in ("S", "M") else 0)
             trace = args.tracemalloc or w == "W9"
-            rec = run_in_subprocess(w, size, args.seed, args.repeat, warmup, trace, args.timeout)
+            rec = run_in_subprocess(w, size, args.seed, args.repeat, warmup, trace, args.timeout, not args.no_cache)
             records.append(rec)
             print(_line(rec), file=sys.stderr)
             if args.out:  # keep what finished if a long run is interrupted
@@ -104,6 +106,7 @@ def _core(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
         "seed": args.seed,
         "repeat": args.repeat,
+        "session_cache": not args.no_cache,
         "seconds": time.perf_counter() - t0,
         "loadavg_end": os.getloadavg(),
         "targets": targets.evaluate(by),
@@ -194,7 +197,9 @@ def cmd_all(args: argparse.Namespace) -> int:
 
 def cmd_case(args: argparse.Namespace) -> int:
     """Internal: run one case and print its record as JSON."""
-    rec = measure(args.workload, args.size, args.seed, args.repeat, args.warmup, args.tracemalloc)
+    rec = measure(
+        args.workload, args.size, args.seed, args.repeat, args.warmup, args.tracemalloc, cache=not args.no_cache
+    )
     print(json.dumps(rec, default=str))
     return 0
 
@@ -231,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         c.add_argument("--seed", type=int, default=1)
         c.add_argument("--tracemalloc", action="store_true", help="tracemalloc peak for every case (W9 always)")
         c.add_argument("--timeout", type=float, default=1800.0, help="per case, seconds")
+        c.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="open every session from scratch (default: one SessionCache per run, as the scheduler keeps)",
+        )
         c.add_argument("--out", default=None)
         c.set_defaults(func=func)
         if name == "all":
@@ -253,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--repeat", type=int, default=3)
     k.add_argument("--warmup", type=int, default=1)
     k.add_argument("--tracemalloc", action="store_true")
+    k.add_argument("--no-cache", action="store_true")
     k.set_defaults(func=cmd_case)
     args = p.parse_args(argv)
     return int(args.func(args))

@@ -75,11 +75,20 @@ def build(workload: str, size: str, seed: int) -> tuple[Case, Snapshot]:
 
 
 def measure(
-    workload: str, size: str, seed: int, repeat: int, warmup: int, trace: bool, smoke: bool = False
+    workload: str,
+    size: str,
+    seed: int,
+    repeat: int,
+    warmup: int,
+    trace: bool,
+    smoke: bool = False,
+    cache: bool = True,
 ) -> dict[str, Any]:
     """Build once, warm up, run ``repeat`` timed runs; return the aggregated case record.
 
-    ``smoke`` shortens the simulated workloads (W8: 30 s, W2/W7/W8b: ≤ 10 sessions, W9: 5)."""
+    ``smoke`` shortens the simulated workloads (W8: 30 s, W2/W7/W8b: ≤ 10 sessions, W9: 5) and
+    also runs the case once without a ``SessionCache``: its placements must be the same.
+    ``cache`` passes one ``SessionCache`` across each run's sessions (see ``driver.run_case``)."""
     rss0 = _rss_mb()
     t0 = time.perf_counter()
     case, snap = build(workload, size, seed)
@@ -95,10 +104,10 @@ def measure(
     gc.freeze()
     load_before = os.getloadavg()
     for _ in range(warmup):
-        run_case(case, snap)
+        run_case(case, snap, cache)
     runs: list[Run] = []
     for _ in range(repeat):
-        runs.append(run_case(case, snap))
+        runs.append(run_case(case, snap, cache))
     load_after = os.getloadavg()
     rss_peak = _rss_mb()
     traced: dict[str, float] | None = None
@@ -106,11 +115,16 @@ def measure(
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
-        run_case(case, snap)
+        run_case(case, snap, cache)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         traced = {"scheduler_peak_mb": (peak - base) / 2**20}
-    return summarise(
+    other: dict[str, Any] | None = None
+    if smoke:
+        # The cache only saves work: without it every decision must be the same.
+        plain = run_case(case, snap, not cache)
+        other = {"session_cache": plain.session_cache, "placement_hash": metrics.placement_hash(plain)}
+    record = summarise(
         case,
         runs,
         build_s,
@@ -123,6 +137,15 @@ def measure(
         {"before": load_before, "after": load_after},
         warmup,
     )
+    if other is not None:
+        record["other_cache_mode"] = other
+        if other["placement_hash"] != record["placement_hash"]:
+            record["correctness_errors"].append(
+                f"placements differ with and without SessionCache: {record['placement_hash']} vs "
+                f"{other['placement_hash']}"
+            )
+            record["ok"] = False
+    return record
 
 
 def summarise(
@@ -172,6 +195,14 @@ def summarise(
         },
         "session_cpu_seconds": med("session_cpu_sum"),
         "harness_seconds": med("harness_seconds"),
+        "session_cache": runs[-1].session_cache,
+        "cache": {
+            **runs[-1].cache_counts,
+            "prime_wall_seconds": statistics.median(r.prime_wall for r in runs),
+            "prime_cpu_seconds": statistics.median(r.prime_cpu for r in runs),
+        }
+        if runs[-1].session_cache
+        else None,
         "memory": memory,
         "quality": metrics.quality(case, runs[-1]),
         "deterministic": len(hashes) == 1,
@@ -223,23 +254,27 @@ def data_items(case: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_in_subprocess(
-    workload: str, size: str, seed: int, repeat: int, warmup: int, trace: bool, timeout: float
+    workload: str, size: str, seed: int, repeat: int, warmup: int, trace: bool, timeout: float, cache: bool = True
 ) -> dict[str, Any]:
     """Run one case in a fresh interpreter (isolated peak RSS, fixed PYTHONHASHSEED)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "bench",
-        "_case",
-        workload,
-        size,
-        "--seed",
-        str(seed),
-        "--repeat",
-        str(repeat),
-        "--warmup",
-        str(warmup),
-    ] + (["--tracemalloc"] if trace else [])
+    cmd = (
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "_case",
+            workload,
+            size,
+            "--seed",
+            str(seed),
+            "--repeat",
+            str(repeat),
+            "--warmup",
+            str(warmup),
+        ]
+        + (["--tracemalloc"] if trace else [])
+        + ([] if cache else ["--no-cache"])
+    )
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     t0 = time.perf_counter()
     try:

@@ -20,6 +20,7 @@ state.
 
 from __future__ import annotations
 
+import gc
 import operator
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionCache"]
 
-_FIELDS = ("nodes", "queues", "jobs", "tasks", "priority_classes")
+#: Fields that must hold the same objects for the opened state to be reused at all.
+_STATIC_FIELDS = ("nodes", "queues", "priority_classes")
 _ARRAYS = ("used", "releasing", "pipelined", "idle", "future", "pod_count", "nz_requested")
 
 
@@ -98,14 +100,19 @@ class Journal:
 class SessionCache:
     """Carries a session's opened state from one cycle to the next (see the module doc)."""
 
-    __slots__ = ("_arrays", "_key", "_session", "hits", "misses")
+    __slots__ = ("_arrays", "_key", "_session", "hits", "misses", "update_limit", "updates")
 
-    def __init__(self) -> None:
+    def __init__(self, update_limit: float = 0.7) -> None:
+        #: The opened state is updated while the pods added and removed (and the PodGroups) number
+        #: at most this fraction of the snapshot's; above, opening afresh is cheaper.
+        self.update_limit = update_limit
         self._session: Session | None = None
         self._key: tuple[Any, ...] = ()
         self._arrays: dict[str, Any] = {}
-        #: Number of cycles that reused / rebuilt the opened state.
+        #: Number of cycles that reused the opened state as it was / updated it for the PodGroups
+        #: that changed / opened a session from scratch.
         self.hits = 0
+        self.updates = 0
         self.misses = 0
 
     def clear(self) -> None:
@@ -114,28 +121,40 @@ class SessionCache:
         self._key = ()
         self._arrays = {}
 
-    def _matches(self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry) -> bool:
+    def _reusable(self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry) -> str:
+        """``"same"`` (every object the same), ``"jobs"`` (only PodGroups and pods changed) or ``""``."""
         if self._session is None:
-            return False
+            return ""
         old, cfg, reg = self._key
         if (cfg is not config and cfg != config) or (reg is not registry and reg != registry):
-            return False
-        return all(_same(getattr(old, f), getattr(snapshot, f)) for f in _FIELDS)
+            return ""
+        if not all(_same(getattr(old, f), getattr(snapshot, f)) for f in _STATIC_FIELDS):
+            return ""
+        return "same" if _same(old.jobs, snapshot.jobs) and _same(old.tasks, snapshot.tasks) else "jobs"
 
     def open(self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry) -> Session:
         """Return a session over ``snapshot``: the cached one reset to its opened state when the
-        inputs are the same objects, else a freshly opened one (which is then cached)."""
+        inputs are the same objects, updated for the PodGroups that changed when only those
+        changed, else a freshly opened one (which is then cached)."""
         from scheduler.session import Session
 
         session = self._session
-        if session is not None and self._matches(snapshot, config, registry):
-            self.hits += 1
+        how = self._reusable(snapshot, config, registry)
+        if session is not None and how:
             table = session.nodes
             for name, saved in self._arrays.items():
                 np.copyto(getattr(table, name), saved)
             table.changes = []
-            session.reopen(snapshot)
-            return session
+            if how == "same":
+                self.hits += 1
+                session.reopen(snapshot)
+                return session
+            if session.update_state(snapshot, self.update_limit):
+                self.updates += 1
+                self._key = (snapshot, config, registry)
+                self._arrays = {name: getattr(table, name).copy() for name in _ARRAYS}
+                session.reopen(snapshot)
+                return session
         self.misses += 1
         self.clear()
         session = Session(snapshot, config, registry, journal=Journal())
@@ -144,6 +163,32 @@ class SessionCache:
         table = session.nodes
         self._arrays = {name: getattr(table, name).copy() for name in _ARRAYS}
         return session
+
+    def prime(
+        self, snapshot: Snapshot, config: SchedulerConfig | None = None, registry: Registry | None = None
+    ) -> None:
+        """Open the state of ``snapshot`` now (as a cycle would, without running any action), so
+        that the next cycles over it, or over snapshots sharing most of its objects, only update
+        it. E.g. a scheduler primes its cache with the cluster when it starts."""
+        from scheduler.config import DEFAULT_CONFIG
+        from scheduler.registry import default_registry
+
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            session = self.open(
+                snapshot,
+                config if config is not None else DEFAULT_CONFIG,
+                registry if registry is not None else default_registry(),
+            )
+            self.release(session)
+        except BaseException:
+            self.clear()
+            raise
+        finally:
+            if paused:
+                gc.enable()
 
     def release(self, session: Session) -> None:
         """Roll ``session`` back to its opened state after its cycle (called by run_cycle)."""

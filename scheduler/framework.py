@@ -374,6 +374,14 @@ class Plugin:
     name: ClassVar[str] = ""
     arguments: ClassVar[Mapping[str, ArgSpec]] = {}
     argument_prefixes: ClassVar[Mapping[str, ArgSpec]] = {}
+    #: Set by plugins whose ``allocatable``, ``job_ready``, ``job_pipelined`` and ``predicate``
+    #: answers (those they implement) have no side effect unless they refuse and, for a job
+    #: without per-role minimums, depend only on the node table and queue state (which change
+    #: only through logged node-table changes), the job's queue, status counts, pending
+    #: BestEffort count, minAvailable and task count, and the task's request, signature and role.
+    #: Allocate then records a job's failure to find a node without trying again when an
+    #: identical job failed since the last change (``actions/allocate.py``).
+    failures_repeatable: ClassVar[bool] = False
 
     def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:
         merged = {k: spec.default for k, spec in self.arguments.items()}
@@ -393,6 +401,21 @@ class Plugin:
         """Become exactly as after ``on_session_open`` over ``session``, given what
         :meth:`save_open_state` returned for a session with the same opened state."""
         raise NotImplementedError
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """Return the open state for ``session`` (for :meth:`restore_open_state`), given ``state``
+        saved over the previous opened state, or None (the default) to be opened again.
+
+        Called by ``SessionCache`` when the snapshot changed only in PodGroups and pods: nodes,
+        queues, priority classes and resource dimensions are the same, the jobs in ``removed``
+        are gone (their JobInfos still hold their old opened state), those in ``added`` are new
+        (PodGroups rebuilt because their Job or pods changed appear in both), every other job is
+        the same JobInfo in the same opened state, and the node table holds the new columns.
+        The result must equal what ``on_session_open`` + ``save_open_state`` would give; it must
+        not share anything with ``state`` that either side modifies later."""
+        return None
 
 
 def save_shared_state(plugin: Plugin) -> dict[str, Any]:

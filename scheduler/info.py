@@ -19,6 +19,8 @@ READY = ALLOCATED | {TaskStatus.SUCCEEDED}
 SCHEDULED = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
 #: Statuses that hold node resources (everything on a node that has not terminated).
 ON_NODE = ALLOCATED | {TaskStatus.PIPELINED, TaskStatus.RELEASING}
+#: Every status, in declaration order (iterating the enum class itself is slow).
+_STATUSES = tuple(TaskStatus)
 
 
 def _name_index(name: str) -> int:
@@ -102,6 +104,8 @@ class JobInfo:
     __slots__ = (
         "allocated",
         "be_pending",
+        "best_effort_tasks",
+        "closed",
         "counts",
         "creation",
         "fit_errors",
@@ -139,16 +143,20 @@ class JobInfo:
         self.phase = job.phase
         self.creation = job.creation
         self.tasks: dict[str, TaskInfo] = {}
-        self.counts: dict[TaskStatus, int] = dict.fromkeys(TaskStatus, 0)
+        self.counts: dict[TaskStatus, int] = dict.fromkeys(_STATUSES, 0)
         self.role_counts: dict[str, dict[TaskStatus, int]] = {}
         self.allocated = [0.0] * ndims
         self.total_request = [0.0] * ndims
         self.be_pending = 0
+        #: Number of BestEffort tasks (any status; fixed at open).
+        self.best_effort_tasks = 0
         self.ready = 0
         self.fit_errors: dict[str, tuple[str, dict[str, int], int]] = {}
         self.role_failed: set[str] = set()
         self.reason: JobReason | None = None
         self.last_tx_pending = 0
+        #: Phase and reason at close while untouched by a cycle (see ``Session.close``).
+        self.closed: tuple[bool, JobPhase, JobReason | None] | None = None
 
     def __repr__(self) -> str:
         return f"JobInfo({self.key})"
@@ -158,8 +166,12 @@ class JobInfo:
     def add_task(self, t: TaskInfo) -> None:
         """Add a task and count its status."""
         self.tasks[t.uid] = t
+        total = self.total_request
         for i, v in enumerate(t.req):
-            self.total_request[i] += v
+            if v:
+                total[i] += v
+        if t.best_effort:
+            self.best_effort_tasks += 1
         self._count(t, t.status, 1)
 
     def set_status(self, t: TaskInfo, status: TaskStatus) -> None:
@@ -175,7 +187,7 @@ class JobInfo:
         if self.task_min and t.role in self.task_min:
             rc = self.role_counts.get(t.role)
             if rc is None:
-                rc = self.role_counts[t.role] = dict.fromkeys(TaskStatus, 0)
+                rc = self.role_counts[t.role] = dict.fromkeys(_STATUSES, 0)
             rc[status] += delta
         if status in ALLOCATED:
             alloc = self.allocated

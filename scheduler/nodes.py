@@ -67,6 +67,12 @@ class NodeTable:
         for t, i in zip(tasks, nodes, strict=True):
             self.tasks[i][t.uid] = t
             t.node = i
+        self.account(tasks, nodes, 1)
+
+    def account(self, tasks: Sequence[TaskInfo], nodes: Sequence[int], sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) the columns' share of ``tasks`` on ``nodes`` in their
+        current status, without touching the node task lists. Integer sums, so the columns are
+        exactly those of accounting the remaining tasks one by one."""
         if not tasks:
             return
         n, r = len(self.names), len(self.dims)
@@ -88,16 +94,28 @@ class NodeTable:
                     out[d] = np.bincount(ix, weights=col.astype(np.float64), minlength=n).astype(np.int64)
             return out
 
-        self.used += column_sums(~pip, req)
-        if rel.any():
-            self.releasing += column_sums(rel, req)
-        if pip.any():
-            self.pipelined += column_sums(pip, req)
-        self.idle = self.alloc - self.used
-        self.future = self.idle + self.releasing - self.pipelined
-        self.pod_count += np.bincount(idx, minlength=n).astype(np.int64)
+        if sign > 0:
+            self.used += column_sums(~pip, req)
+            if rel.any():
+                self.releasing += column_sums(rel, req)
+            if pip.any():
+                self.pipelined += column_sums(pip, req)
+            self.pod_count += np.bincount(idx, minlength=n).astype(np.int64)
+        else:
+            self.used -= column_sums(~pip, req)
+            if rel.any():
+                self.releasing -= column_sums(rel, req)
+            if pip.any():
+                self.pipelined -= column_sums(pip, req)
+            self.pod_count -= np.bincount(idx, minlength=n).astype(np.int64)
+        np.subtract(self.alloc, self.used, out=self.idle)
+        np.add(self.idle, self.releasing, out=self.future)
+        self.future -= self.pipelined
         nz = np.array([t.nz for t in tasks], dtype=np.float64).astype(np.int64)
-        self.nz_requested += column_sums(None, nz)
+        if sign > 0:
+            self.nz_requested += column_sums(None, nz)
+        else:
+            self.nz_requested -= column_sums(None, nz)
         self.generation += len(tasks)
 
     def remove(self, t: TaskInfo) -> None:

@@ -6,7 +6,7 @@ Vectors are plain lists/tuples of numbers; index 0 is cpu (millicores), 1 memory
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 EPS = 0.1  # Volcano's minResource tolerance, in the units above
 CPU, MEMORY, PODS = 0, 1, 2
@@ -54,6 +54,12 @@ def le_on(a: RVec, b: RVec, dims: RVec) -> bool:
     return all(x <= y for i, (x, y, d) in enumerate(zip(a, b, dims, strict=True)) if d > 0 and i != PODS)
 
 
+def add_le_on(a: RVec, b: RVec, limit: RVec) -> bool:
+    """``le_on(add(a, b), limit, b)`` without building the sum: ``a + b ≤ limit`` on the
+    dimensions where ``b`` > 0, pods excluded (the same float operations)."""
+    return all(a[i] + y <= limit[i] for i, y in enumerate(b) if y > 0 and i != PODS)
+
+
 def failing_on(a: RVec, b: RVec, dims: RVec) -> list[int]:
     """Return the dimension indices (pods excluded) where ``dims`` > 0 and a > b."""
     return [i for i, (x, y, d) in enumerate(zip(a, b, dims, strict=True)) if d > 0 and i != PODS and x > y]
@@ -95,3 +101,21 @@ def dominant_share(alloc: RVec, total: RVec) -> float:
             if s > best:
                 best = s
     return best
+
+
+#: Sums of whole numbers below this magnitude are exact in floating point, in any order.
+EXACT_LIMIT = float(2**53)
+
+
+def whole(a: RVec) -> bool:
+    """Whether every element is a whole number in ``[0, 2**53)``."""
+    return not a or (min(a) >= 0 and max(a) < EXACT_LIMIT and all(map(float.is_integer, map(float, a))))
+
+
+def below_exact_limit(vectors: Iterable[RVec]) -> bool:
+    """Whether every element of every vector is below ``2**53``.
+
+    For sums of whole, non-negative numbers this makes every partial sum exact: keeping such a sum
+    up to date by subtracting and adding parts then gives the same float as summing afresh in any
+    order (``SessionCache`` relies on it)."""
+    return all(not a or max(a) < EXACT_LIMIT for a in vectors)

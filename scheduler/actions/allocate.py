@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 __all__ = ["AllocateAction", "need_continue"]
 
 
+def _node_failure(job: JobInfo) -> dict[str, int] | None:
+    """The fit errors of a job whose allocation just failed for want of a node only (no quota
+    refusal: one fit error recorded, the predicates' reason), else None."""
+    reason = job.reason
+    if reason is None or reason.kind != ReasonKind.PREDICATE_FAILURE or len(job.fit_errors) != 1:
+        return None
+    return next(iter(job.fit_errors.values()))[1]
+
+
 def need_continue(job: JobInfo, failed_roles: set[str]) -> bool:
     """Volcano's NeedContinueAllocating after a task of ``job`` failed predicates."""
     if job.min_available == len(job.tasks):
@@ -85,25 +94,50 @@ class AllocateAction(Action):
         queues: PriorityQueue[QueueInfo] = PriorityQueue(session.queue_less)
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+        pending_status, pipelined_status, allocated_status = (
+            TaskStatus.PENDING,
+            TaskStatus.PIPELINED,
+            TaskStatus.ALLOCATED,
+        )
+        # A job whose pending tasks all have one shape and that fails only for want of a node
+        # fails the same way, with the same fit errors, as an earlier job with the same key (shape,
+        # queue, minAvailable, task count, status counts) when no node changed in between: its
+        # failure is then recorded without trying again (see _repeat_failure).
+        repeatable = session.failures_repeatable
+        shapes: dict[str, tuple[Any, ...]] = {}
         for job in session.jobs.values():
             if job.is_pending():
                 if enqueue_configured:
                     continue
                 job.phase = JobPhase.INQUEUE
+            counts = job.counts
+            if not (counts[pending_status] or counts[pipelined_status] or counts[allocated_status]):
+                # Nothing to place and, the job being admitted, no reason reported at close for
+                # it: job_valid (a pure vote) need not be asked.
+                continue
             fit = session.job_valid(job)
             if fit is not None:
                 session.set_reason(
                     job, JobReason(ReasonKind.INVALID, fit.message, fit.plugin, {}, {"valid": job.valid_task_num()})
                 )
                 continue
+            if not counts[pending_status]:
+                continue
             pending = [t for t in job.pending_tasks() if not t.best_effort]
             if not pending:
                 continue
             tasks[job.key] = PriorityQueue(session.task_less, pending, key=session.task_key)
+            if repeatable and not job.task_min:
+                first = pending[0]
+                one = (first.req, first.sig, first.role)
+                if all((t.req, t.sig, t.role) == one and not t.task.nominated_node for t in pending):
+                    shapes[job.key] = one
             if job.queue not in jobs:
                 jobs[job.queue] = PriorityQueue(session.job_less, key=session.job_key)
                 queues.push(session.queues[job.queue])
             jobs[job.queue].push(job)
+        failing: dict[tuple[Any, ...], int] = {}  # shape -> generation of its last recorded failure
+        failures: dict[tuple[Any, ...], tuple[int, dict[str, int]]] = {}
         while queues:
             queue = queues.pop()
             pending_jobs = jobs[queue.name]
@@ -113,12 +147,54 @@ class AllocateAction(Action):
             if not pending_jobs:
                 continue
             job = pending_jobs.pop()
-            stmt = self._allocate_tasks(session, queue, job, tasks[job.key])
+            job_tasks = tasks[job.key]
+            shape = shapes.get(job.key) if job.reason is None and not job.fit_errors else None
+            if shape is not None:
+                generation = len(session.nodes.changes)
+                n_tasks = len(job_tasks)
+                if failing.get(shape) == generation:
+                    key = (
+                        shape,
+                        queue.name,
+                        job.min_available,
+                        len(job.tasks),
+                        tuple(job.counts.values()),
+                        job.be_pending,
+                        n_tasks,
+                    )
+                    hit = failures.get(key)
+                    if hit is not None and hit[0] == generation:
+                        self._repeat_failure(session, job, job_tasks.pop(), hit[1])
+                        queues.push(queue)
+                        continue
+            stmt = self._allocate_tasks(session, queue, job, job_tasks)
             if stmt is not None and session.job_ready(job):
                 stmt.commit()
-                if tasks[job.key]:
+                if job_tasks:
                     pending_jobs.push(job)
+            elif shape is not None and stmt is None and len(session.nodes.changes) == generation:
+                errors = _node_failure(job)
+                if errors is not None:
+                    key = (
+                        shape,
+                        queue.name,
+                        job.min_available,
+                        len(job.tasks),
+                        tuple(job.counts.values()),
+                        job.be_pending,
+                        n_tasks,
+                    )
+                    failing[shape] = generation
+                    failures[key] = (generation, errors)
             queues.push(queue)
+
+    @staticmethod
+    def _repeat_failure(session: Session, job: JobInfo, first: TaskInfo, errors: dict[str, int]) -> None:
+        """What :meth:`_allocate_tasks` does for a job that fails like an earlier one: its first
+        task (all have one shape) finds no node, with the same fit errors; the others are skipped
+        or fail alike; nothing is placed, so the statement is empty and discarded."""
+        job.fit_errors[first.uid] = (first.task.name, dict(errors), len(session.nodes))
+        record_job_failure(session, job, 0)
 
     @staticmethod
     def _overused(session: Session, queue: QueueInfo, jobs: PriorityQueue[JobInfo]) -> None:

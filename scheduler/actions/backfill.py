@@ -26,7 +26,8 @@ class BackfillAction(Action):
         """Run backfill."""
         work: list[TaskInfo] = []
         for job in session.jobs.values():
-            if job.is_pending() or session.job_valid(job) is not None:
+            # job_valid is a pure vote: it is not asked for jobs without BestEffort tasks.
+            if job.is_pending() or not job.best_effort_tasks or session.job_valid(job) is not None:
                 continue
             for t in list(job.tasks.values()):
                 if not t.best_effort or t.task.scheduling_gated:

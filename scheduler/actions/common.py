@@ -52,7 +52,17 @@ def record_fit_error(ssn: Session, task: TaskInfo) -> dict[str, int]:
 
 def fit_key(task: TaskInfo) -> tuple[tuple[int, float], ...]:
     """The task's resource-fit shape: ``(dim, request)`` of requested dims, pods excluded."""
-    return tuple((d, v) for d, v in enumerate(task.req) if v > 0 and d != vec.PODS)
+    req = task.req
+    key = _FIT_KEYS.get(req)
+    if key is None:
+        if len(_FIT_KEYS) >= 4096:
+            _FIT_KEYS.clear()  # bounded; recomputed on demand
+        key = _FIT_KEYS[req] = tuple((d, v) for d, v in enumerate(req) if v > 0 and d != vec.PODS)
+    return key
+
+
+#: fit_key by request vector (a pure function of it).
+_FIT_KEYS: dict[tuple[float, ...], tuple[tuple[int, float], ...]] = {}
 
 
 def _cached_mask(ssn: Session, key: Any, compute: Callable[[], BoolArray], at: Callable[[int], bool]) -> BoolArray:
@@ -137,17 +147,22 @@ def select_node(ssn: Session, task: TaskInfo, sample: int | None) -> tuple[int, 
     if nominated >= 0 and ssn.fits_now(task, nominated):
         idle_ok = all(table.idle[d, nominated] >= v for d, v in enumerate(task.req) if v > 0 and d != vec.PODS)
         return nominated, idle_ok
-    feasible = np.flatnonzero(feasible_mask(ssn, task))
-    if len(feasible) == 0:
+    feasible = feasible_mask(ssn, task).nonzero()[0]
+    m = len(feasible)
+    if m == 0:
         return None
+    # The feasible nodes in scan order from the rotating offset, cut to the first ``sample``.
     start = ssn.predicate_offset
-    if start:
-        pos = int(np.searchsorted(feasible, start))
-        feasible = np.concatenate((feasible[pos:], feasible[:pos]))
-    if sample is not None and len(feasible) > sample:
-        feasible = feasible[:sample]
-        ssn.predicate_offset = (int(feasible[-1]) + 1) % n
-    return _prioritize(ssn, task, feasible)
+    pos = int(np.searchsorted(feasible, start)) if start else 0
+    if sample is not None and m > sample:
+        end = pos + sample
+        window = feasible[pos:end] if end <= m else np.concatenate((feasible[pos:], feasible[: end - m]))
+        ssn.predicate_offset = (int(window[-1]) + 1) % n
+    elif pos:
+        window = np.concatenate((feasible[pos:], feasible[:pos]))
+    else:
+        window = feasible
+    return _prioritize(ssn, task, window)
 
 
 def _prioritize(ssn: Session, task: TaskInfo, nodes: IntArray) -> tuple[int, bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from scheduler.framework import (
@@ -49,6 +50,12 @@ class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, JobStarving):
         """See :meth:`save_open_state`."""
         self.session = session
 
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """Nothing depends on the jobs (SessionCache)."""
+        return state
+
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
         """Higher task priority first."""
         return _cmp(a.priority, b.priority)
@@ -91,6 +98,7 @@ class GangPlugin(
 
     name = "gang"
     has_job_order_key = True
+    failures_repeatable = True
 
     def on_session_open(self, session: Session) -> None:
         self.session = session
@@ -102,6 +110,12 @@ class GangPlugin(
     def restore_open_state(self, session: Session, state: Any) -> None:
         """See :meth:`save_open_state`."""
         self.session = session
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """Nothing depends on the jobs (SessionCache)."""
+        return state
 
     def job_valid(self, job: JobInfo) -> Fit | None:
         """Enough pods must exist (per role and in total) to ever satisfy the gang."""
@@ -186,6 +200,12 @@ class ConformancePlugin(Plugin, Preemptable, Reclaimable):
 
     def restore_open_state(self, session: Session, state: Any) -> None:
         """Stateless."""
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """Stateless."""
+        return state
 
     @staticmethod
     def _allowed(candidates: list[TaskInfo]) -> list[TaskInfo]:

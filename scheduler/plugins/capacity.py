@@ -56,6 +56,7 @@ class CapacityPlugin(
     and keep ``guarantee``. With ``enableHierarchy`` quotas nest along ``spec.parent``."""
 
     name = "capacity"
+    failures_repeatable = True
     arguments: ClassVar[Mapping[str, ArgSpec]] = {
         "ancestorReclaimLevel": ArgSpec("int", 0, "hierarchy: ancestors checked for reclaim"),
         "capacity.DynamicResourceAllocationEnable": ArgSpec("bool", False, "accepted, no effect"),
@@ -263,7 +264,7 @@ class CapacityPlugin(
             return False
         for q in self.chain(queue.name):
             a = self.attrs[q]
-            if not vec.le_on(vec.add(a.allocated, task.req), a.real_capability, task.req):
+            if not vec.add_le_on(a.allocated, task.req, a.real_capability):
                 quota_refused(self.session, self.name, task, a, a.real_capability, "capability")
                 return False
         return True
@@ -299,7 +300,7 @@ class CapacityPlugin(
         a = self.attrs[queue.name]
         for q in self.chain(queue.name):
             qa = self.attrs[q]
-            if not vec.le_on(vec.add(qa.allocated, task.req), qa.real_capability, task.req):
+            if not vec.add_le_on(qa.allocated, task.req, qa.real_capability):
                 return False
         want = vec.add(a.allocated, task.req)
         return any(

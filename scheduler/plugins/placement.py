@@ -24,7 +24,7 @@ from scheduler.framework import (
 from scheduler.model import Taint
 
 if TYPE_CHECKING:
-    from scheduler.info import TaskInfo
+    from scheduler.info import JobInfo, TaskInfo
     from scheduler.session import Session
 
 __all__ = ["BinpackPlugin", "NodeOrderPlugin", "PredicatesPlugin"]
@@ -43,6 +43,7 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
 
     name = "predicates"
     node_local_filters = True
+    failures_repeatable = True
     arguments: ClassVar[Mapping[str, ArgSpec]] = {
         "predicate.NodeAffinityEnable": ArgSpec("bool", True),
         "predicate.NodePortsEnable": ArgSpec("bool", True, "accepted, no effect (no ports)"),
@@ -83,6 +84,14 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         state = save_shared_state(self)
         state["_pods_passed"] = self._pods_passed.copy()
         return state
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """Static filters depend only on the nodes; the pod-count filter is computed again."""
+        out = dict(state)
+        out["_pods_passed"] = session.nodes.pod_count < state["max_pods"]
+        return out
 
     def restore_open_state(self, session: Session, state: Any) -> None:
         """See :meth:`save_open_state`."""
@@ -212,6 +221,12 @@ class NodeOrderPlugin(Plugin, NodeOrder):
     def restore_open_state(self, session: Session, state: Any) -> None:
         """See :meth:`save_open_state`."""
         restore_shared_state(self, session, state)
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """Depends only on the nodes and dimensions, which did not change (SessionCache)."""
+        return state
 
     def _affinity_raw(self, task: TaskInfo) -> FloatArray | None:
         terms = task.task.preferred_affinity
@@ -382,6 +397,12 @@ class BinpackPlugin(Plugin, NodeOrder):
     def restore_open_state(self, session: Session, state: Any) -> None:
         """See :meth:`save_open_state`."""
         restore_shared_state(self, session, state)
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """Depends only on the nodes and dimensions, which did not change (SessionCache)."""
+        return state
 
     def node_score_key(self, task: TaskInfo) -> Any:
         """The score of a node depends only on the task's requests and the node's column."""

@@ -83,8 +83,7 @@ class OvercommitPlugin(Plugin, JobEnqueueable, JobEnqueued):
         factor = float(self.args["overcommit-factor"])
         if factor < 1.0:
             factor = 1.2
-        used = [float(x) for x in session.nodes.used.sum(axis=1)] if len(session.nodes) else [0.0] * session.ndims
-        self.idle = vec.sub([x * factor for x in session.total], used)
+        self.idle = self._idle(session, factor)
         self.inqueue = [0.0] * session.ndims
         for job in session.jobs.values():
             part = inqueue_of(job, session.ndims, deduct_allocated=False)
@@ -99,6 +98,37 @@ class OvercommitPlugin(Plugin, JobEnqueueable, JobEnqueued):
         """See :meth:`save_open_state`."""
         self.session = session
         self.idle, self.inqueue = list(state[0]), list(state[1])
+
+    @staticmethod
+    def _idle(session: Session, factor: float) -> list[float]:
+        used = [float(x) for x in session.nodes.used.sum(axis=1)] if len(session.nodes) else [0.0] * session.ndims
+        return vec.sub([x * factor for x in session.total], used)
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """Idle computed again from the node table; the inqueue sum updated by the jobs that
+        changed (exact: whole numbers), or None to open again (SessionCache)."""
+        if not session.whole_requests:
+            return None
+        n = session.ndims
+        parts = ([0.0] * n, [0.0] * n)
+        for acc, jobs in zip(parts, (removed, added), strict=True):
+            for job in jobs:
+                part = inqueue_of(job, n, deduct_allocated=False)
+                if part is not None:
+                    vec.iadd(acc, part)
+        inqueue = list(state[1])
+        if not vec.below_exact_limit((inqueue, parts[1])):
+            return None
+        vec.isub(inqueue, parts[0])
+        vec.iadd(inqueue, parts[1])
+        if not vec.below_exact_limit((inqueue,)):
+            return None
+        factor = float(self.args["overcommit-factor"])
+        if factor < 1.0:
+            factor = 1.2
+        return (self._idle(session, factor), inqueue)
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
         """Permit if the job's minResources still fit in the overcommitted idle resources."""
@@ -162,6 +192,19 @@ class DrfPlugin(Plugin, JobOrder, Preemptable, AllocateHandler, QueueOrder, Recl
         self.total = session.total
         self.share = dict(state)
         self.hdrf = None
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """The shares of the jobs that changed are computed again, the others kept (SessionCache;
+        the table is only looked up, so its order does not matter)."""
+        share: dict[str, float] = dict(state)
+        for job in removed:
+            share.pop(job.key, None)
+        total = session.total
+        for job in added:
+            share[job.key] = vec.dominant_share(job.allocated, total)
+        return share
 
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         """Lower dominant share first."""
@@ -360,6 +403,7 @@ class ProportionPlugin(
     """Weighted fair share between queues (deserved by water-filling), capped by capability."""
 
     name = "proportion"
+    failures_repeatable = True
 
     def queue_deserved(self) -> Mapping[str, Sequence[float]]:
         """Return each queue's deserved vector as computed at session open."""
@@ -389,6 +433,49 @@ class ProportionPlugin(
         self.session = session
         self.total_guarantee = list(state[0])
         self.attrs = {k: a.copy() for k, a in state[1].items()}
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """The queue sums updated by the jobs that changed (exact: whole numbers), deserved
+        shares computed again; None to open again (SessionCache)."""
+        if not session.whole_requests:
+            return None
+        n = session.ndims
+        parts: list[dict[str, QueueAttr]] = [{}, {}]
+        for acc, jobs in zip(parts, (removed, added), strict=True):
+            for job in jobs:
+                attr = acc.get(job.queue)
+                if attr is None:
+                    attr = acc[job.queue] = QueueAttr(job.queue, n)
+                account_job(attr, job, n)
+        sums: dict[str, list[list[float]]] = {}
+        for name, a in state[1].items():
+            sums[name] = [list(a.allocated), list(a.request), list(a.inqueue), list(a.elastic)]
+        for sign, acc in zip((-1.0, 1.0), parts, strict=True):
+            for name, a in acc.items():
+                total = sums.get(name)
+                if total is None:
+                    total = sums[name] = [[0.0] * n for _ in range(4)]
+                for t, v in zip(total, (a.allocated, a.request, a.inqueue, a.elastic), strict=True):
+                    for i, x in enumerate(v):
+                        if x:
+                            t[i] += sign * x
+        if not vec.below_exact_limit(
+            v for a in state[1].values() for v in (a.allocated, a.request, a.inqueue, a.elastic)
+        ):
+            return None
+        if not vec.below_exact_limit(v for vs in sums.values() for v in vs):
+            return None
+        self.session = session
+        self.total_guarantee = list(state[0])
+        self.attrs = {}
+        for job in session.jobs.values():  # queues in the order their first job is seen
+            if job.queue not in self.attrs:
+                attr = self._new_attr(session.queues[job.queue])
+                attr.allocated, attr.request, attr.inqueue, attr.elastic = (list(v) for v in sums[job.queue])
+        self._water_fill()
+        return self.save_open_state()
 
     def _new_attr(self, queue: QueueInfo) -> QueueAttr:
         s = self.session
@@ -450,7 +537,7 @@ class ProportionPlugin(
         attr = self.attrs.get(queue.name)
         if attr is None:
             return True
-        return vec.le_on(vec.add(attr.allocated, req), attr.deserved, req)
+        return vec.add_le_on(attr.allocated, req, attr.deserved)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Queue open and ``allocated + request ≤ deserved`` on the requested dimensions."""

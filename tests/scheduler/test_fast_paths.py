@@ -4,16 +4,20 @@ scalar node scores with the vectorised ones, cached masks with freshly computed 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
-from scheduler import parse_config
+from scheduler import Snapshot, parse_config, run_cycle
+from scheduler.actions.allocate import AllocateAction
 from scheduler.actions.common import feasible_mask, idle_mask, resource_mask
 from scheduler.framework import ExtensionPoint
 from scheduler.model import TaskStatus
 from scheduler.registry import default_registry
 from scheduler.session import Session
+from scheduler.testing import make_job
 from tests.scheduler.golden_workloads import CONFIGS, build
 
 BINPACK = parse_config(
@@ -88,3 +92,47 @@ def test_cached_masks_track_node_changes(seed: int) -> None:
         feasible = np.flatnonzero(fresh)
         if len(feasible):
             ssn.place(t, int(feasible[step % len(feasible)]), TaskStatus.ALLOCATED)
+
+
+def _backlog(seed: int) -> Snapshot:
+    """A random workload plus runs of identical hopeless jobs (too big, impossible selector, more
+    GPUs than any node) and jobs that fit created between the runs."""
+    snap = build(seed)
+    queue = snap.queues[0].name
+    specs = []
+    for i in range(24):
+        kind = i % 4
+        if kind == 0:
+            specs.append(make_job(f"huge{i:02d}", queue=queue, replicas=3, min_available=3, cpu="999", creation=0))
+        elif kind == 1:
+            specs.append(make_job(f"nosel{i:02d}", queue=queue, cpu="100m", node_selector={"zone": "x"}, creation=2))
+        elif kind == 2:
+            gpus = {"nvidia_com_gpu": 64}
+            specs.append(make_job(f"gpu{i:02d}", queue=queue, replicas=2, min_available=1, creation=2, **gpus))
+        else:
+            specs.append(make_job(f"fits{i:02d}", queue=queue, cpu="10m", memory="16Mi", creation=1))
+    return replace(
+        snap, jobs=(*snap.jobs, *(s.job for s in specs)), tasks=(*snap.tasks, *(t for s in specs for t in s.tasks))
+    )
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 2))
+def test_repeated_failures_are_recorded_as_when_tried(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Allocate records the failure of a job identical to one that just failed (no node changed)
+    # without trying it: the results (reasons, fit errors, messages) are those of trying it.
+    snap = _backlog(seed)
+    repeats = []
+    original = AllocateAction._repeat_failure
+
+    def counting(*args: Any) -> None:
+        repeats.append(args[1].key)
+        original(*args)
+
+    for name, config in CONFIGS.items():
+        monkeypatch.setattr(AllocateAction, "_repeat_failure", staticmethod(counting))
+        shortcut = run_cycle(snap, config).to_json()
+        monkeypatch.setattr(Session, "failures_repeatable", property(lambda self: False))
+        tried = run_cycle(snap, config).to_json()
+        monkeypatch.undo()
+        assert shortcut == tried, name
+    assert repeats, "identical hopeless jobs were recorded without trying them again"
