@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionCache"]
 
+#: A journal always records at least this many pods (small cycles are always kept).
+_MIN_JOURNAL = 1000
 #: Fields that must hold the same objects for the opened state to be reused at all.
 _STATIC_FIELDS = ("nodes", "queues", "priority_classes")
 _ARRAYS = ("used", "releasing", "pipelined", "idle", "future", "pod_count", "nz_requested")
@@ -46,32 +48,49 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 
 class Journal:
-    """First-touch copies of what a session changed, to roll it back to its opened state."""
+    """First-touch copies of what a session changed, to roll it back to its opened state.
 
-    __slots__ = ("jobs", "nodes", "tasks")
+    Past ``limit`` tasks the journal is *abandoned*: it stops recording and the session is
+    dropped after its cycle instead of rolled back (a cycle that changes that many pods leaves a
+    next snapshot too different to update from, so journaling them would only cost time)."""
+
+    __slots__ = ("abandoned", "jobs", "limit", "nodes", "tasks")
 
     def __init__(self) -> None:
         self.tasks: dict[int, tuple[TaskInfo, Any, int]] = {}
         self.jobs: dict[int, tuple[JobInfo, dict[Any, int], dict[str, dict[Any, int]], list[float], int, int]] = {}
         self.nodes: dict[int, dict[str, TaskInfo]] = {}
+        self.limit = 1 << 62
+        self.abandoned = False
 
     def touch(self, task: TaskInfo, table: NodeTable, node: int) -> None:
         """Remember ``task``, its job and node ``node`` (and the task's node) before a change."""
-        if id(task) not in self.tasks:
-            self.tasks[id(task)] = (task, task.status, task.node)
+        if self.abandoned:
+            return
+        tasks = self.tasks
+        if id(task) not in tasks:
+            if len(tasks) >= self.limit:
+                self.abandoned = True
+                return
+            tasks[id(task)] = (task, task.status, task.node)
         job = task.job
-        if id(job) not in self.jobs:
-            self.jobs[id(job)] = (
+        jobs = self.jobs
+        if id(job) not in jobs:
+            roles = job.role_counts
+            jobs[id(job)] = (
                 job,
-                dict(job.counts),
-                {k: dict(v) for k, v in job.role_counts.items()},
-                list(job.allocated),
+                job.counts.copy(),
+                {k: v.copy() for k, v in roles.items()} if roles else {},
+                job.allocated.copy(),
                 job.ready,
                 job.be_pending,
             )
-        for i in (node, task.node):
-            if i >= 0 and i not in self.nodes:
-                self.nodes[i] = dict(table.tasks[i])
+        nodes = self.nodes
+        if node >= 0 and node not in nodes:
+            nodes[node] = table.tasks[node].copy()
+        node = task.node
+        if node >= 0 and node not in nodes:
+            nodes[node] = table.tasks[node].copy()
 
     def rollback(self, session: Session) -> None:
         """Undo every change recorded since the session was opened."""
@@ -95,6 +114,7 @@ class Journal:
         self.tasks.clear()
         self.jobs.clear()
         self.nodes.clear()
+        self.abandoned = False
 
 
 class SessionCache:
@@ -148,13 +168,13 @@ class SessionCache:
             if how == "same":
                 self.hits += 1
                 session.reopen(snapshot)
-                return session
+                return self._journal_limit(session)
             if session.update_state(snapshot, self.update_limit):
                 self.updates += 1
                 self._key = (snapshot, config, registry)
                 self._arrays = {name: getattr(table, name).copy() for name in _ARRAYS}
                 session.reopen(snapshot)
-                return session
+                return self._journal_limit(session)
         self.misses += 1
         self.clear()
         session = Session(snapshot, config, registry, journal=Journal())
@@ -162,6 +182,15 @@ class SessionCache:
         self._key = (snapshot, config, registry)
         table = session.nodes
         self._arrays = {name: getattr(table, name).copy() for name in _ARRAYS}
+        return self._journal_limit(session)
+
+    def _journal_limit(self, session: Session) -> Session:
+        # A cycle that changes more than this many pods is followed by a snapshot with at least
+        # twice as many pods added and removed (each changed pod object is one of each), beyond
+        # ``update_limit``: its session is dropped rather than journaled and rolled back.
+        if session.journal is not None:
+            limit = min(self.update_limit * len(session.snapshot.tasks) / 2, float(1 << 62))
+            session.journal.limit = max(_MIN_JOURNAL, int(limit))
         return session
 
     def prime(
@@ -191,7 +220,12 @@ class SessionCache:
                 gc.enable()
 
     def release(self, session: Session) -> None:
-        """Roll ``session`` back to its opened state after its cycle (called by run_cycle)."""
+        """Roll ``session`` back to its opened state after its cycle (called by run_cycle), or
+        drop it when its journal was abandoned."""
         journal = session.journal
-        if journal is not None:
+        if journal is None:
+            return
+        if journal.abandoned:
+            self.clear()
+        else:
             journal.rollback(session)

@@ -379,8 +379,10 @@ class Plugin:
     #: without per-role minimums, depend only on the node table and queue state (which change
     #: only through logged node-table changes), the job's queue, status counts, pending
     #: BestEffort count, minAvailable and task count, and the task's request, signature and role.
-    #: Allocate then records a job's failure to find a node without trying again when an
-    #: identical job failed since the last change (``actions/allocate.py``).
+    #: Its ``overused`` answer (if implemented) depends only on the queue state. Allocate then
+    #: records a job's failure to find a node without trying again when an identical job failed
+    #: since the last change, and asks whether a queue is overused again only after a change
+    #: (``actions/allocate.py``).
     failures_repeatable: ClassVar[bool] = False
 
     def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:

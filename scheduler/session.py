@@ -429,6 +429,10 @@ class Session:
         old_snap = self.snapshot
         if not self._updatable:
             return False
+        if abs(len(snapshot.tasks) - len(old_snap.tasks)) > limit * len(snapshot.tasks) or abs(
+            len(snapshot.jobs) - len(old_snap.jobs)
+        ) > limit * len(snapshot.jobs):
+            return False  # at least that many were added or removed (see below)
         old_pods = self._pods_by_id
         if old_pods is None:
             old_pods = dict(zip(map(id, old_snap.tasks), old_snap.tasks, strict=True))
@@ -717,13 +721,14 @@ class Session:
 
     @property
     def failures_repeatable(self) -> bool:
-        """Whether every plugin consulted by allocate's placement of a task declares
-        ``Plugin.failures_repeatable``."""
+        """Whether every plugin consulted by allocate's placement of a task (and its overused
+        check) declares ``Plugin.failures_repeatable``."""
         points = (
             ExtensionPoint.ALLOCATABLE,
             ExtensionPoint.JOB_READY,
             ExtensionPoint.JOB_PIPELINED,
             ExtensionPoint.PREDICATE,
+            ExtensionPoint.OVERUSED,
         )
         return all(p.failures_repeatable for point in points for p in self._flat[point])
 
@@ -1095,7 +1100,8 @@ class Session:
         # Kept by a SessionCache: a job this cycle did not touch (no task changed, phase, reason
         # and fit errors as opened) closes as in the last cycle that did not touch it either, so
         # its phase and reason are remembered on the JobInfo (reused only while it is unchanged).
-        touched = self.journal.jobs if self.journal is not None else None
+        journal = self.journal
+        touched = journal.jobs if journal is not None and not journal.abandoned else None
         unschedulable = self.unschedulable_jobs
         for key, job in self.jobs.items():
             if (
@@ -1171,7 +1177,7 @@ class Session:
 
     def _queue_allocated(self) -> dict[str, dict[str, int]]:
         journal = self.journal
-        if journal is None or not self.whole_requests:
+        if journal is None or journal.abandoned or not self.whole_requests:
             totals = {name: [0.0] * self.ndims for name in self.queues}
             for job in self.jobs.values():
                 self._add_to_queues(totals, job.queue, job.allocated, 1.0)

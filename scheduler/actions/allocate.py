@@ -138,12 +138,15 @@ class AllocateAction(Action):
             jobs[job.queue].push(job)
         failing: dict[tuple[Any, ...], int] = {}  # shape -> generation of its last recorded failure
         failures: dict[tuple[Any, ...], tuple[int, dict[str, int]]] = {}
+        not_overused: dict[str, int] = {}  # queue -> generation it was last found not overused at
         while queues:
             queue = queues.pop()
             pending_jobs = jobs[queue.name]
-            if session.overused(queue):
-                self._overused(session, queue, pending_jobs)
-                continue
+            if not repeatable or not_overused.get(queue.name) != len(session.nodes.changes):
+                if session.overused(queue):
+                    self._overused(session, queue, pending_jobs)
+                    continue
+                not_overused[queue.name] = len(session.nodes.changes)
             if not pending_jobs:
                 continue
             job = pending_jobs.pop()

@@ -59,6 +59,12 @@ class Guard:
         assert not self.errors, f"console errors: {self.errors}"
 
 
+def _expected(text: str) -> bool:
+    """Console errors that are not failures: a WebSocket reconnect, and htmx reporting a request it
+    aborted because a newer one replaced it (hx-sync; server errors still show as responseError)."""
+    return "WebSocket" in text or text.startswith(("htmx:sendAbort", "htmx:afterRequest"))
+
+
 def open_page(browser: Any, base_url: str, *, width: int = 1400, height: int = 900) -> tuple[Any, Any, Guard]:
     """Return (context, page, guard) with the origin guard installed."""
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(base_url))
@@ -82,7 +88,7 @@ def open_page(browser: Any, base_url: str, *, width: int = 1400, height: int = 9
     page = context.new_page()
     page.on(
         "console",
-        lambda msg: guard.errors.append(msg.text) if msg.type == "error" and "WebSocket" not in msg.text else None,
+        lambda msg: guard.errors.append(msg.text) if msg.type == "error" and not _expected(msg.text) else None,
     )
     page.on("pageerror", lambda exc: guard.errors.append(str(exc)))
     page.on(

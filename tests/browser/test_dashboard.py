@@ -247,6 +247,8 @@ def test_queue_edit_flow_by_keyboard_only(session: Any, demo: None) -> None:
     page.wait_for_selector("[data-saved-weight]")
     page.wait_for_function("() => document.querySelector('tr#q-ml-training [data-weight]').textContent.trim() === '7'")
     assert page.evaluate("document.activeElement.hasAttribute('data-panel-heading')")
+    # the save's live message refreshes the tree (debounced): let that land before using the tree again
+    page.wait_for_timeout(1500)
     # Esc leaves the edit panel without saving
     _tab_to(page, "Edit ml-training", limit=120, back=True)  # the tree is above the panel
     page.keyboard.press("Enter")

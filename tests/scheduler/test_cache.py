@@ -425,3 +425,24 @@ def test_a_cached_job_closes_as_when_it_was_untouched() -> None:
         assert results[-1] == _json(run_cycle(snap, config))
     assert cache.hits == 3
     assert all(r == results[0] for r in results)
+
+
+def test_a_cycle_changing_most_pods_drops_the_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Past its limit the journal stops recording: the session is dropped after the cycle instead
+    # of rolled back (its successor snapshot would be opened afresh anyway).
+    import scheduler.cache
+
+    monkeypatch.setattr(scheduler.cache, "_MIN_JOURNAL", 0)
+    config = CONFIGS["default"]
+    for seed in range(40):
+        snap = build(seed)
+        cache = SessionCache(update_limit=0.05)
+        first = run_cycle(snap, config, cache=cache)
+        assert _json(first) == _json(run_cycle(snap, config))
+        if first.binds:
+            break
+    else:
+        pytest.fail("no seed binds a pod")
+    assert cache._session is None, "the journal was abandoned: nothing kept"
+    assert _json(run_cycle(snap, config, cache=cache)) == _json(run_cycle(snap, config))
+    assert (cache.hits, cache.updates, cache.misses) == (0, 0, 2)
