@@ -33,6 +33,11 @@ def _node_failure(job: JobInfo) -> dict[str, int] | None:
     return next(iter(job.fit_errors.values()))[1]
 
 
+def _failure_key(shape: object, queue: str, job: JobInfo, n_tasks: int) -> tuple[object, ...]:
+    """What makes two jobs' allocation attempts identical while no node changes (the failure memo)."""
+    return (shape, queue, job.min_available, len(job.tasks), tuple(job.counts.values()), job.be_pending, n_tasks)
+
+
 def need_continue(job: JobInfo, failed_roles: set[str]) -> bool:
     """Volcano's NeedContinueAllocating after a task of ``job`` failed predicates."""
     if job.min_available == len(job.tasks):
@@ -156,15 +161,7 @@ class AllocateAction(Action):
                 generation = len(session.nodes.changes)
                 n_tasks = len(job_tasks)
                 if failing.get(shape) == generation:
-                    key = (
-                        shape,
-                        queue.name,
-                        job.min_available,
-                        len(job.tasks),
-                        tuple(job.counts.values()),
-                        job.be_pending,
-                        n_tasks,
-                    )
+                    key = _failure_key(shape, queue.name, job, n_tasks)
                     hit = failures.get(key)
                     if hit is not None and hit[0] == generation:
                         self._repeat_failure(session, job, job_tasks.pop(), hit[1])
@@ -178,15 +175,7 @@ class AllocateAction(Action):
             elif shape is not None and stmt is None and len(session.nodes.changes) == generation:
                 errors = _node_failure(job)
                 if errors is not None:
-                    key = (
-                        shape,
-                        queue.name,
-                        job.min_available,
-                        len(job.tasks),
-                        tuple(job.counts.values()),
-                        job.be_pending,
-                        n_tasks,
-                    )
+                    key = _failure_key(shape, queue.name, job, n_tasks)
                     failing[shape] = generation
                     failures[key] = (generation, errors)
             queues.push(queue)

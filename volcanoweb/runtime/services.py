@@ -86,30 +86,27 @@ def sync_job(job_id: int, *, backend: ClusterBackend | None = None, now: datetim
         if job is None:
             _cleanup_records(JobRecord.objects.filter(job_id=job_id), backend)
             return []
-        if job.deletion_timestamp is not None:
-            _finalize(job, backend)
-            return []
-        controller = JobController(job, backend, now)
-        requests = [*_consume_commands(job), *controller.due_actions()]
-        default_sync = job.phase not in IDLE_PHASES or _has_live_pods(job)
-        try:
-            return controller.reconcile(requests, default_sync=default_sync)
-        except (ControllerError, BackendError) as exc:
-            log.warning("job %s: %s", job.key, exc)
-            record_event(job, "Job", EventType.WARNING, "SyncError", str(exc), source="job-controller")
-            return controller.executed
+        return _reconcile_locked(job, backend, now)
 
 
 def _reconcile_locked(
-    job: Job, backend: ClusterBackend, now: datetime, prefetched: Prefetched, commands: list[Command]
+    job: Job,
+    backend: ClusterBackend,
+    now: datetime,
+    prefetched: Prefetched | None = None,
+    commands: list[Command] | None = None,
 ) -> list[str]:
+    """Reconcile a locked job row (its rows read here, or ``prefetched`` with its ``commands`` by a batch)."""
     if job.deletion_timestamp is not None:
         _finalize(job, backend)
         return []
     controller = JobController(job, backend, now, prefetched)
     requests = [*_consume_commands(job, commands), *controller.due_actions()]
-    live = any(p.phase not in ("Succeeded", "Failed") for p in prefetched.pods)
-    default_sync = job.phase not in IDLE_PHASES or live
+    default_sync = job.phase not in IDLE_PHASES or (
+        _has_live_pods(job)
+        if prefetched is None
+        else any(p.phase not in ("Succeeded", "Failed") for p in prefetched.pods)
+    )
     try:
         return controller.reconcile(requests, default_sync=default_sync)
     except (ControllerError, BackendError) as exc:
