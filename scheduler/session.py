@@ -4,8 +4,8 @@ and turns the final state into a CycleResult."""
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -90,18 +90,28 @@ STATUS_ORDER = (
 
 
 _UID = operator.attrgetter("uid")
+_JOB_OF = operator.attrgetter("job")
+_NODE_OF = operator.attrgetter("node")
+_T = TypeVar("_T")
+_K = TypeVar("_K")
+
+
+def _group_by(items: Iterable[_T], key: Callable[[_T], _K]) -> dict[_K, list[_T]]:
+    """The items by ``key``, each group in input order."""
+    groups: dict[_K, list[_T]] = {}
+    for item in items:
+        k = key(item)
+        group = groups.get(k)
+        if group is None:
+            groups[k] = [item]
+        else:
+            group.append(item)
+    return groups
 
 
 def _group_tasks(tasks: Sequence[Task]) -> dict[str, list[Task]]:
     """The pods by PodGroup key (``Task.job``), each group in input order."""
-    by_job: dict[str, list[Task]] = {}
-    for t in tasks:
-        group = by_job.get(t.job)
-        if group is None:
-            by_job[t.job] = [t]
-        else:
-            group.append(t)
-    return by_job
+    return _group_by(tasks, _JOB_OF)
 
 
 def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
@@ -556,14 +566,7 @@ class Session:
                 return False
             del d[t.uid]
         table.account(gone, [t.node for t in gone], -1)
-        per_node: dict[int, list[TaskInfo]] = {}
-        for t in placed:
-            items = per_node.get(t.node)
-            if items is None:
-                per_node[t.node] = [t]
-            else:
-                items.append(t)
-        for i, items in per_node.items():
+        for i, items in _group_by(placed, _NODE_OF).items():
             if not _insert_ordered(lists, i, items):
                 return False
         table.account(placed, [t.node for t in placed], 1)
