@@ -11,7 +11,8 @@ from scheduler.config import DEFAULT_CONFIG_YAML
 from scheduler.framework import ExtensionPoint, Plugin
 from scheduler.registry import Registry, RegistryError
 
-COOKBOOK = pathlib.Path("/work/shared/manifests/cookbook/12-scheduler-conf.yaml")
+#: The project's own copy of the cookbook (never a path outside the repository).
+COOKBOOK = pathlib.Path(__file__).resolve().parents[2] / "volcanoweb" / "demo" / "cookbook" / "12-scheduler-conf.yaml"
 
 
 def test_default_config_mirrors_volcano() -> None:
@@ -26,17 +27,7 @@ def test_default_config_mirrors_volcano() -> None:
 
 
 def test_it_accepts_the_cookbook_config() -> None:
-    text = (
-        COOKBOOK.read_text(encoding="utf-8")
-        if COOKBOOK.exists()
-        else """
-actions: "enqueue, allocate, backfill, reclaim, preempt"
-tiers:
-- plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
-- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion},
-            {name: nodeorder}, {name: binpack}]
-"""
-    )
+    text = COOKBOOK.read_text(encoding="utf-8")
     cfg = parse_config(text)
     assert cfg.actions == ("enqueue", "allocate", "backfill", "reclaim", "preempt")
     gang = cfg.tiers[0].plugins[1]

@@ -17,7 +17,8 @@ from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.tenancy.models import Membership, Namespace, Tenant
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-COOKBOOK = REPO_ROOT.parent / "shared" / "manifests" / "cookbook"
+#: The cookbook copy the product ships (demo data, Submit templates); tests never read outside the repository.
+COOKBOOK = REPO_ROOT / "volcanoweb" / "demo" / "cookbook"
 #: The queues the cookbook's jobs submit to (not defined in the cookbook itself).
 COOKBOOK_JOB_QUEUES = ("ml-training", "data-processing", "ci-cd", "hpc")
 
