@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from django.db.models.fields.json import KeyTextTransform
 
+from volcanoweb.core import jsonq
 from volcanoweb.manifests.errors import BadRequest, Cause
 
 DEFAULT_LIMIT = 100
@@ -85,23 +85,22 @@ def parse_label_selector(selector: str) -> list[Requirement]:
 
 
 def apply_label_selector(queryset: QuerySet[Any], selector: str, field: str = "labels") -> QuerySet[Any]:
-    """Filter a queryset by a label selector over a JSON ``labels`` column."""
-    for i, req in enumerate(parse_label_selector(selector)):
-        alias = f"_ls{i}"
+    """Filter a queryset by a label selector over a JSON ``labels`` column (same result on SQLite and PostgreSQL)."""
+    for req in parse_label_selector(selector):
         if req.op == "exists":
             queryset = queryset.filter(**{f"{field}__has_key": req.key})
         elif req.op == "!exists":
             queryset = queryset.exclude(**{f"{field}__has_key": req.key})
+        elif req.op == "=":
+            queryset = queryset.filter(jsonq.label_equals(req.key, req.values[0], field))
+        elif req.op == "!=":  # as in Kubernetes, objects without the label match too
+            missing = jsonq.label_missing(req.key, field)
+            queryset = queryset.filter(missing | ~jsonq.label_equals(req.key, req.values[0], field))
+        elif req.op == "in":
+            queryset = queryset.filter(jsonq.label_in(req.key, req.values, field))
         else:
-            queryset = queryset.annotate(**{alias: KeyTextTransform(req.key, field)})
-            if req.op == "=":
-                queryset = queryset.filter(**{alias: req.values[0]})
-            elif req.op == "!=":  # as in Kubernetes, objects without the label match too
-                queryset = queryset.filter(Q(**{f"{alias}__isnull": True}) | ~Q(**{alias: req.values[0]}))
-            elif req.op == "in":
-                queryset = queryset.filter(**{f"{alias}__in": req.values})
-            else:
-                queryset = queryset.filter(Q(**{f"{alias}__isnull": True}) | ~Q(**{f"{alias}__in": req.values}))
+            missing = jsonq.label_missing(req.key, field)
+            queryset = queryset.filter(missing | ~jsonq.label_in(req.key, req.values, field))
     return queryset
 
 

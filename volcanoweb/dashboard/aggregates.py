@@ -1,8 +1,9 @@
 """Σ pod requests per group, computed by the database: the pages never load pods to add them up.
 
 ``Pod.requests`` is a JSON object of integers in scheduler units (``{"cpu": 1000, "memory": ...}``) whose
-keys vary (extended resources), so PostgreSQL expands it with ``jsonb_each`` and sums per key in one
-grouped query. Other databases (the embedded SQLite mode, small by nature) add up in Python.
+keys vary (extended resources), so the database expands it and sums per key in one grouped query:
+``jsonb_each`` on PostgreSQL (stack mode), ``json_each`` on SQLite (embedded mode), the same statement
+otherwise. Any other database adds up in Python (:func:`sums_in_python`, also the tests' reference).
 """
 
 from __future__ import annotations
@@ -18,8 +19,20 @@ from django.db.models import QuerySet
 from volcanoweb.jobs.models import Pod
 
 Key = tuple[Any, ...]
-#: ``p.req`` when it is a JSON object (jsonb_each refuses anything else), else an empty one.
-OBJECT = "CASE WHEN jsonb_typeof(p.req) = 'object' THEN p.req ELSE '{}'::jsonb END"
+#: Per backend: the expansion of ``p.req`` (only when it is a JSON object; ``jsonb_each`` refuses anything
+#: else) into ``kv(key, value)`` rows, the condition that keeps numbers, and the numeric value.
+EXPAND = {
+    "postgresql": (
+        "CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(p.req) = 'object' THEN p.req ELSE '{}'::jsonb END) AS kv",
+        "jsonb_typeof(kv.value) = 'number'",
+        "kv.value::numeric",
+    ),
+    "sqlite": (
+        "CROSS JOIN json_each(CASE WHEN json_type(p.req) = 'object' THEN p.req ELSE '{}' END) AS kv",
+        "kv.type IN ('integer', 'real')",
+        "kv.value",
+    ),
+}
 
 
 @dataclass
@@ -37,8 +50,10 @@ def request_sums(queryset: QuerySet[Pod], *group: str) -> dict[Key, PodSums]:
     none, the single key is ``()``. Non-numeric request values are ignored.
     """
     rows = queryset.order_by().values_list(*group, "requests")
-    if connections[rows.db].vendor != "postgresql":
+    vendor = connections[rows.db].vendor
+    if vendor not in EXPAND:
         return sums_in_python(rows)
+    expand, is_number, number = EXPAND[vendor]
     try:
         inner, params = rows.query.sql_with_params()
     except EmptyResultSet:
@@ -51,13 +66,14 @@ def request_sums(queryset: QuerySet[Pod], *group: str) -> dict[Key, PodSums]:
     by_group = f"GROUP BY {keys}" if cols else ""
     # Pods of one task request the same: count each distinct (group, requests) once, then expand
     # only those objects; the rows with a NULL resource name carry the pod counts.
+    # (SQLite has no column list on a derived table, hence the CTE ``i``.)
     sql = (
-        f"WITH p ({columns}, n) AS ("
-        f"SELECT {distinct}, COUNT(*) FROM ({inner}) AS i ({columns}) GROUP BY {distinct}) "
+        f"WITH i ({columns}) AS ({inner}), "
+        f"p ({columns}, n) AS (SELECT {distinct}, COUNT(*) FROM i GROUP BY {distinct}) "
         f"SELECT {lead}NULL, SUM(p.n) FROM p {by_group} "
         f"UNION ALL "
-        f"SELECT {lead}kv.key, SUM(kv.value::numeric * p.n) FROM p CROSS JOIN LATERAL jsonb_each({OBJECT}) AS kv "
-        f"WHERE jsonb_typeof(kv.value) = 'number' GROUP BY {lead}kv.key"
+        f"SELECT {lead}kv.key, SUM({number} * p.n) FROM p {expand} "
+        f"WHERE {is_number} GROUP BY {lead}kv.key"
     )
     out: dict[Key, PodSums] = {}
     with connections[rows.db].cursor() as cursor:

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from volcanoweb.audit import services as audit
+from volcanoweb.core import jsonq
 from volcanoweb.jobs import services as jobs_service
 from volcanoweb.jobs.models import FINISHED_JOB_PHASES, EventType, Job, JobPhase
 from volcanoweb.manifests import parse, render
@@ -411,7 +412,7 @@ def jobflow_jobs(jobflow: JobFlow) -> list[Job]:
     """Return the jobs labelled as created by this JobFlow, by name."""
     label = f"{jobflow.namespace}.{jobflow.name}"
     return list(
-        Job.objects.filter(namespace=jobflow.namespace, labels__contains={CREATED_BY_JOBFLOW: label}).order_by("name")
+        Job.objects.filter(jsonq.label_equals(CREATED_BY_JOBFLOW, label), namespace=jobflow.namespace).order_by("name")
     )
 
 
@@ -646,7 +647,7 @@ def sync_jobtemplate_for(namespace: str, name: str) -> None:
         return
     names = sorted(
         Job.objects.filter(
-            namespace=namespace, labels__contains={CREATED_BY_JOBTEMPLATE: f"{namespace}.{name}"}
+            jsonq.label_equals(CREATED_BY_JOBTEMPLATE, f"{namespace}.{name}"), namespace=namespace
         ).values_list("name", flat=True)
     )
     if not names or (template.status or {}).get("jobDependsOnList") == names:
