@@ -8,7 +8,7 @@ PORT ?= 8000
 STAMP := $(VENV)/.installed
 WITH_SERVICES := scripts/with-services.sh
 
-.PHONY: help install run stack test test-fast check lint fmt type test-scheduler test-web bench bench-smoke worker beat web up clean
+.PHONY: help install run stack test test-sqlite test-fast check lint fmt type test-scheduler test-web bench bench-smoke worker beat web up clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -57,10 +57,17 @@ check: lint type  ## lint, types, Django system checks and migrations
 	$(PY) manage.py check --fail-level WARNING
 	$(PY) manage.py makemigrations --check --dry-run
 
-test: $(STAMP)  ## everything: checks, then the whole pytest suite on PostgreSQL and Redis
+test: $(STAMP)  ## everything: checks, the whole pytest suite on PostgreSQL and Redis, then the SQLite pass
 	scripts/ensure-chromium.sh
 	$(MAKE) --no-print-directory check
 	$(WITH_SERVICES) $(BIN)/pytest
+	$(MAKE) --no-print-directory test-sqlite
+
+# The tests marked both_databases (tests/cli, tests/volcanoweb, or the marker) again, on a SQLite file with
+# the options `make run` uses (see tests/conftest.py); the embedded e2e test covers `make run` itself.
+test-sqlite: $(STAMP)  ## the both-database tests again on SQLite, the embedded default
+	@tmp="$$(mktemp -d /tmp/volcanoweb-sqlite.XXXXXX)"; trap 'rm -rf "$$tmp"' EXIT; \
+	DATABASE_URL="sqlite:///$$tmp/db.sqlite3" $(WITH_SERVICES) $(BIN)/pytest -m "both_databases and not e2e and not browser"
 
 test-fast: $(STAMP)  ## the pytest suite without the end-to-end and browser tests
 	$(WITH_SERVICES) $(BIN)/pytest -m "not e2e and not browser"

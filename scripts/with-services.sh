@@ -5,7 +5,8 @@
 # nothing answers there, starts throw-away instances from the installed server
 # binaries in a temporary folder, exports their URLs, runs the command, and
 # stops them afterwards. With no server binaries it fails with the command
-# that installs them.
+# that installs them. A DATABASE_URL of sqlite:///... is used as it is (no
+# PostgreSQL is needed then: the SQLite pass of `make test`).
 set -euo pipefail
 
 PY="${PYTHON:-.venv/bin/python}"
@@ -54,7 +55,9 @@ free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)
 
 ensure_tmp() { [ -n "$TMP_ROOT" ] || { TMP_ROOT="$(mktemp -d /tmp/volcanoweb-services.XXXXXX)"; chmod 755 "$TMP_ROOT"; }; }
 
-if ! probe postgres "$DATABASE_URL" 2>/dev/null; then
+if [[ "$DATABASE_URL" == sqlite:* ]]; then
+  echo "Database: SQLite ($DATABASE_URL)" >&2
+elif ! probe postgres "$DATABASE_URL" 2>/dev/null; then
   PG_BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)"
   if [ -z "$PG_BIN" ] || [ ! -x "$PG_BIN/initdb" ]; then
     echo "PostgreSQL is not reachable at $DATABASE_URL and no server is installed." >&2

@@ -1,16 +1,80 @@
-"""Suite-wide pytest configuration."""
+"""Suite-wide pytest configuration: test order, eager Celery, and the two-database mechanism.
+
+Two databases
+-------------
+The product's default (``make run``) is SQLite; the stack is PostgreSQL. ``make test`` runs the whole
+suite on PostgreSQL, then ``make test-sqlite`` runs the tests marked ``both_databases`` again on SQLite
+(a database file, with the options ``make run`` uses). A test is marked ``both_databases``
+
+* automatically when it lives under one of :data:`BOTH_DATABASES` (a new test file there needs nothing), or
+* explicitly, with ``@pytest.mark.both_databases``, anywhere else.
+
+A test of one backend's own implementation says so with ``@pytest.mark.postgresql_only`` or
+``@pytest.mark.sqlite_only``; it is deselected (not skipped) on the other backend. See CONTRIBUTING.md.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
+#: Directories (relative to the repository) whose tests run on both databases.
+BOTH_DATABASES = ("tests/cli", "tests/volcanoweb")
+#: backend marker -> the database vendor it needs
+ONLY = {"postgresql_only": "postgresql", "sqlite_only": "sqlite"}
+
+
+def database_vendor() -> str:
+    """``postgresql`` or ``sqlite``: the vendor of the configured default database (``none`` without Django)."""
+    try:
+        from django.conf import settings
+
+        engine = str(settings.DATABASES["default"]["ENGINE"])
+    except Exception:  # pytest -p no:django (tests/scheduler alone): no settings
+        return "none"
+    return "sqlite" if engine.endswith("sqlite3") else engine.rsplit(".", 1)[-1]
+
+
+def _in_both_databases_dirs(item: pytest.Item) -> bool:
+    try:
+        relative = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return False
+    return any(relative == d or relative.startswith(d + "/") for d in BOTH_DATABASES)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    vendor = database_vendor()
+    kept, deselected = [], []
+    for item in items:
+        if _in_both_databases_dirs(item):
+            item.add_marker(pytest.mark.both_databases)
+        wanted = [ONLY[m.name] for m in item.iter_markers() if m.name in ONLY]
+        (deselected if wanted and vendor not in wanted else kept).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
     # Playwright's sync API keeps an event loop running in the main thread, which
     # breaks asyncio tests that run after it: move browser tests to the end.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"database: {database_vendor()}"
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: Any) -> None:
+    """On SQLite, the test database is a file (as in ``make run``), not Django's default in-memory one."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if database_vendor() == "sqlite":
+        db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test.sqlite3")
 
 
 @pytest.fixture(autouse=True)
