@@ -20,6 +20,7 @@ from tests.volcanoweb import builders
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.core import jsonq
 from volcanoweb.jobs.models import Job, Pod, PodGroup
+from volcanoweb.queues.builtin import ensure_builtin_queues
 from volcanoweb.queues.models import Queue
 from volcanoweb.workflows.models import CronJob
 
@@ -115,6 +116,7 @@ def _hold_lock(name: str, locked: threading.Event, release: threading.Event) -> 
 @pytest.mark.postgresql_only
 @pytest.mark.django_db(transaction=True)
 def test_postgresql_select_for_update_skip_locked_passes_over_a_locked_row() -> None:
+    ensure_builtin_queues()  # an earlier transactional test may have flushed the migration's root queue
     builders.make_queue("busy")
     builders.make_queue("free")
     locked, release = threading.Event(), threading.Event()
@@ -141,6 +143,7 @@ def test_sqlite_transactions_take_the_write_lock_at_begin() -> None:
     """On SQLite ``select_for_update`` adds nothing to the SQL; ``transaction_mode=IMMEDIATE`` (settings)
     makes every transaction the only writer from its BEGIN, which is the exclusion the row locks give."""
     assert settings.DATABASES["default"]["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    ensure_builtin_queues()  # an earlier transactional test may have flushed the migration's root queue
     builders.make_queue("busy")
     path = settings.DATABASES["default"]["NAME"]
     other = sqlite3.connect(path, timeout=0.2, isolation_level=None)
