@@ -227,6 +227,12 @@ MANIFESTS = [
         "spec.policies[0].actoin",
         "unknown field",
     ),
+    Hostile(
+        "unknown-toleration",
+        doc_with(pod(), "spec.tolerations", [{"key": "gpu", "operator": "Exists", "efect": "NoSchedule"}]),
+        "spec.tolerations[0].efect",
+        "unknown field",
+    ),
     Hostile("unknown-queue", doc_with(QUEUE, "spec.wieght", 3), "spec.wieght", "unknown field"),
     Hostile(
         "unknown-queue-guarantee",
