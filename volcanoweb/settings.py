@@ -9,6 +9,7 @@ with a separate worker and beat.
 
 from __future__ import annotations
 
+import ipaddress
 import zoneinfo
 from pathlib import Path
 
@@ -73,6 +74,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "volcanoweb.api.errors.ApiErrorMiddleware",
 ]
 
 ROOT_URLCONF = "volcanoweb.urls"
@@ -228,6 +231,50 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# --- transport security (behind a TLS-terminating proxy; see README "Configuration") ----------------
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Health checks and Prometheus scrapes come over plain HTTP from inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+_PROXY_SSL_HEADER = env_str("SECURE_PROXY_SSL_HEADER", "")
+if _PROXY_SSL_HEADER:
+    _header, _, _value = _PROXY_SSL_HEADER.partition("=")
+    if not _header.strip():
+        raise ImproperlyConfigured("SECURE_PROXY_SSL_HEADER: expected a header name such as X-Forwarded-Proto")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _header.strip().upper().replace("-", "_"), _value.strip() or "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy (django-csp): scripts only from our own static files, no inline scripts or
+# handlers; inline style attributes stay allowed (the meters' widths). The WebSocket is same-origin.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+# /metrics: open when neither is set; else a Prometheus scrape needs the bearer token or an allowed address.
+METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", "")
+for _network in METRICS_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r} is not a network: {exc}") from exc
 
 LOG_LEVEL = env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO")
 LOG_FORMAT = env_choice("LOG_FORMAT", ("text", "json"), "text")

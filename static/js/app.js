@@ -197,6 +197,8 @@
     if (t && t.matches && t.matches("[data-select-all]")) {
       t.closest("form").querySelectorAll("input[name=ids]").forEach(function (b) { b.checked = t.checked; });
     }
+    /* a select that submits its form when changed (the tenant switch); no inline handlers (CSP) */
+    if (t && t.matches && t.matches("select[data-autosubmit]") && t.form) t.form.requestSubmit();
   });
 
   /* A panel loaded by a user action (edit, who uses, save, cancel) takes the focus and scrolls into view;

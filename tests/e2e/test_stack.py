@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -65,6 +68,19 @@ def test_stack_serves_runs_celery_and_pushes_channels_messages(tmp_path: Path) -
             assert message == {"kind": "ping", "n": 1}
         finally:
             ws.close()
+
+        # kill -9 of the controller worker: the web keeps serving, the worker is restarted with back-off.
+        log_text = (tmp_path / "stack.log").read_text()
+        worker_pid = int(re.search(r"started worker \(pid (\d+)\)", log_text).group(1))  # type: ignore[union-attr]
+        os.kill(worker_pid, signal.SIGKILL)
+        for _ in range(100):
+            if "worker exited with status -9; restarting it in" in (tmp_path / "stack.log").read_text():
+                break
+            time.sleep(0.1)
+        assert wait_http(f"http://127.0.0.1:{port}/healthz", proc=proc).status_code == 200
+        assert proc.poll() is None
+        assert app.send_task("volcanoweb.ping").get(timeout=60) == "pong"  # served by the restarted worker
+        assert len(re.findall(r"started worker \(pid \d+\)", (tmp_path / "stack.log").read_text())) == 2
     log = (tmp_path / "stack.log").read_text()
     for role in ("web", "worker", "beat"):
         assert f"started {role}" in log

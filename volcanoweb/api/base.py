@@ -12,8 +12,9 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from volcanoweb.api.schema import ApiSchema
+from volcanoweb.manifests import strict
 from volcanoweb.manifests.errors import BadRequest
-from volcanoweb.manifests.parse import parse_documents
+from volcanoweb.manifests.parse import load_mapping, parse_documents
 from volcanoweb.tenancy.access import Access, access_for
 
 
@@ -102,6 +103,25 @@ class ApiView(APIView):
         """Return the caller's rights."""
         return access_for(request.user)
 
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """Check ``?fieldValidation=`` on every write (after authentication: a 401 comes first)."""
+        self.field_warnings: list[str] = []
+        super().initial(request, *args, **kwargs)
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            self.field_validation(request)
+
+    def field_validation(self, request: Request) -> str:
+        """Return the request's ``fieldValidation`` mode (``Strict`` by default, as kubectl sends)."""
+        return strict.check_mode(request.query_params.get("fieldValidation"))
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        """Add one ``Warning: 299 - "..."`` header per field dropped under ``fieldValidation=Warn``."""
+        response = super().finalize_response(request, response, *args, **kwargs)
+        warnings = getattr(self, "field_warnings", [])
+        if warnings and response.status_code < 400:
+            response.headers["Warning"] = ", ".join(strict.warning_header(text) for text in warnings)
+        return response
+
     def body(self, request: Request) -> bytes:
         """Return the raw request body."""
         data = request.data
@@ -110,8 +130,10 @@ class ApiView(APIView):
         return b""
 
     def documents(self, request: Request) -> list[dict[str, Any]]:
-        """Return the parsed documents of the body."""
-        return parse_documents(self.body(request))
+        """Return the parsed documents of the body, duplicate and unknown fields handled per ``fieldValidation``."""
+        return parse_documents(
+            self.body(request), field_validation=self.field_validation(request), warnings=self.field_warnings
+        )
 
     def single_document(self, request: Request, kind: str) -> dict[str, Any]:
         """Return the one document of the body, which must be of ``kind``."""
@@ -123,18 +145,20 @@ class ApiView(APIView):
             raise BadRequest(f"expected a {kind} object at this URL, got kind {doc.get('kind')!r}", kind=kind)
         return doc
 
-    def mapping_body(self, request: Request) -> dict[str, Any]:
-        """Return a small JSON/YAML object body ({} when empty)."""
+    #: The fields a small object body (:meth:`mapping_body`) may carry; ``None``: not checked.
+    body_fields: frozenset[str] | None = None
+
+    def mapping_body(self, request: Request, fields: frozenset[str] | None = None) -> dict[str, Any]:
+        """Return a small JSON/YAML object body ({} when empty), with the same limits as manifests.
+
+        ``fields`` (or the view's :attr:`body_fields`) are the known keys: others, and keys given twice,
+        are refused or dropped per ``fieldValidation``.
+        """
         raw = self.body(request)
         if not raw.strip():
             return {}
-        try:
-            data = yaml.safe_load(raw.decode("utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError):
-            raise BadRequest("the body must be a JSON or YAML object") from None
-        if not isinstance(data, dict):
-            raise BadRequest("the body must be a JSON or YAML object")
-        return data
+        known = fields if fields is not None else self.body_fields
+        return load_mapping(raw, known, field_validation=self.field_validation(request), warnings=self.field_warnings)
 
 
 def list_body(kind: str, items: list[dict[str, Any]], meta: dict[str, Any], api_version: str = "v1") -> dict[str, Any]:

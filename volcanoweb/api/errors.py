@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import IntegrityError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from volcanoweb.manifests.errors import ApiError
+
+log = logging.getLogger(__name__)
+
+#: The message of every unexpected failure: never a traceback, whatever ``DEBUG`` says.
+INTERNAL_MESSAGE = "Internal error occurred: the server could not handle the request; it has been logged"
 
 _REASONS: list[tuple[type[exceptions.APIException], str]] = [
     (exceptions.NotAuthenticated, "Unauthorized"),
@@ -64,7 +72,15 @@ def _message(detail: Any) -> str:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Turn ApiError, Django's 404/403 and every DRF APIException into a Status response; None means 500."""
+    """Turn every exception into a Status response (JSON, or YAML when that was asked for)."""
+    request = context.get("request")
+    renderer = getattr(request, "accepted_renderer", None)
+    if request is not None and getattr(renderer, "media_type", "") not in ("application/json", "application/yaml"):
+        request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
+    return _handle(exc, context)
+
+
+def _handle(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, ApiError):
         return Response(status_body(exc.code, exc.reason, exc.message, exc.details()), status=exc.code)
     if isinstance(exc, Http404):
@@ -77,7 +93,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         message = "Operation cannot be fulfilled: the object was created or changed concurrently; retry the request"
         return Response(status_body(409, "Conflict", message), status=409)
     if not isinstance(exc, exceptions.APIException):
-        return None
+        request = context.get("request")
+        log.error(
+            "unhandled error in %s %s", getattr(request, "method", "?"), getattr(request, "path", "?"), exc_info=exc
+        )
+        return Response(status_body(500, "InternalError", INTERNAL_MESSAGE), status=500)
     code = exc.status_code
     reason = next(
         (name for cls, name in _REASONS if isinstance(exc, cls)), "BadRequest" if code < 500 else "InternalError"
@@ -95,3 +115,28 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if wait:
         headers["Retry-After"] = str(int(wait))
     return Response(status_body(code, reason, _message(exc.detail), details or None), status=code, headers=headers)
+
+
+def status_response(code: int, reason: str, message: str) -> JsonResponse:
+    """Return a ``Status`` failure as a plain Django response (outside DRF views)."""
+    return JsonResponse(status_body(code, reason, message), status=code)
+
+
+class ApiErrorMiddleware:
+    """Under ``/api/``, answer any exception a view lets through with a ``Status`` 500 (logged), never HTML."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not request.path.startswith("/api/"):
+            return None
+        if isinstance(exception, Http404):
+            return status_response(404, "NotFound", "the server could not find the requested resource")
+        if isinstance(exception, DjangoPermissionDenied):
+            return status_response(403, "Forbidden", str(exception) or "forbidden")
+        log.error("unhandled error in %s %s", request.method, request.path, exc_info=exception)
+        return status_response(500, "InternalError", INTERNAL_MESSAGE)

@@ -6,6 +6,16 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiParameter
+
+#: On every write: Kubernetes' ``fieldValidation`` (see volcanoweb/manifests/strict.py).
+FIELD_VALIDATION = OpenApiParameter(
+    "fieldValidation",
+    str,
+    enum=["Strict", "Warn", "Ignore"],
+    description="unknown and duplicate fields: Strict (default) refuses them with a 400 naming each, "
+    "Warn drops them and answers Warning headers, Ignore drops them",
+)
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
@@ -19,7 +29,13 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
 
 
 class ApiSchema(AutoSchema):  # type: ignore[misc]
-    """Name collection GETs ``..._list`` and object GETs ``..._retrieve``."""
+    """Name collection GETs ``..._list`` and object GETs ``..._retrieve``; every write takes ``fieldValidation``."""
+
+    def get_override_parameters(self) -> list[Any]:
+        parameters: list[Any] = list(super().get_override_parameters())
+        if self.method in ("POST", "PUT", "PATCH", "DELETE"):
+            parameters.append(FIELD_VALIDATION)
+        return parameters
 
     def get_operation_id(self) -> str:
         operation_id: str = super().get_operation_id()

@@ -18,6 +18,7 @@ from volcanoweb.jobs import services as jobs
 from volcanoweb.jobs.models import Command, Event, Job, PriorityClass
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.errors import BadRequest, Cause, NotFound, not_found
+from volcanoweb.manifests.parse import parse_documents
 from volcanoweb.manifests.services import apply_documents
 from volcanoweb.queues import services as queues
 from volcanoweb.queues.models import Queue
@@ -164,6 +165,8 @@ class AllNamespacesView(ApiView):
 class JobCommandsView(ApiView):
     """``/api/v1/namespaces/{ns}/jobs/{name}/commands``: list and issue commands (abort, resume, restart,
     terminate, complete). Body ``{"action": "AbortJob", "reason": "...", "message": "..."}``."""
+
+    body_fields = frozenset({"action", "reason", "message", "apiVersion", "kind"})
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request: Request, namespace: str, name: str) -> Response:
@@ -440,15 +443,20 @@ class SchedulerConfigView(ApiView):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise BadRequest("the body must be UTF-8 text") from None
+            raise BadRequest(
+                "the request body is not valid UTF-8", causes=[Cause("", "not valid UTF-8", "FieldValueInvalid")]
+            ) from None
         if not text.strip():
             raise BadRequest(
                 "the body must be a scheduler configuration (YAML)",
                 causes=[Cause("", "Required value", "FieldValueRequired")],
             )
-        data = self.mapping_body(request) if request.content_type.startswith("application/json") else None
-        if isinstance(data, dict) and isinstance(data.get("yaml"), str):
-            return str(data["yaml"])
+        if request.content_type.startswith("application/json"):
+            data = self.mapping_body(request)
+            if isinstance(data.get("yaml"), str):
+                text = str(data["yaml"])
+        # The manifests' limits (depth, aliases, NUL, duplicate keys) before the core's parser sees it.
+        parse_documents(text, field_validation=self.field_validation(request), warnings=self.field_warnings)
         return text
 
 
@@ -539,6 +547,8 @@ def token_manifest(token: ApiToken) -> dict[str, Any]:
 
 class TokenCollectionView(ApiView):
     """``/api/v1/tokens``: the caller's API tokens; POST ``{"name": ...}`` creates one (secret shown once)."""
+
+    body_fields = frozenset({"name"})
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 401: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:

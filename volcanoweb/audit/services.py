@@ -53,7 +53,7 @@ def on_change(kind: str, obj: Any, action: str) -> None:
 
     Notifies the runtime controllers and calls ``live.broadcast.publish`` (which delivers on
     commit and merges repeats). Cluster-scoped kinds (queues, priority classes, the scheduler
-    config) go to everyone; namespaced ones only to their tenant.
+    config) go to everyone, queues to the tenants that may read them; namespaced ones only to their tenant.
     """
     _notify_runtime(kind, obj, action)
     namespace = getattr(obj, "namespace", "") or ""
@@ -64,7 +64,11 @@ def on_change(kind: str, obj: Any, action: str) -> None:
     if isinstance(phase, str):
         fields["phase"] = phase
     try:
-        broadcast.publish(kind.lower(), key, tenant_id=getattr(obj, "tenant_id", None) if namespace else None, **fields)
+        if kind == "Queue":
+            broadcast.publish_queue(obj, **fields)  # only to the tenants that may read it (or everyone if public)
+        else:
+            tenant_id = getattr(obj, "tenant_id", None) if namespace else None
+            broadcast.publish(kind.lower(), key, tenant_id=tenant_id, **fields)
     except Exception:  # a broadcast must never break the write that caused it
         log.exception("live broadcast failed for %s %s", kind, key)
 

@@ -117,6 +117,8 @@ class NodeObjectView(ApiView):
 class NodeFailView(ApiView):
     """``POST /api/v1/nodes/{name}/fail``: simulated node failure (platform admins)."""
 
+    body_fields = frozenset({"evictPods"})
+
     @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request: Request, name: str) -> Response:
         body = self.mapping_body(request)
@@ -151,6 +153,8 @@ class PodExitView(ApiView):
 
     With ``"restartContainer": true`` only the main container exits and the pod's restartPolicy decides
     (OnFailure with a non-zero code, or Always: restarted in place, ``restartCount`` + 1)."""
+
+    body_fields = frozenset({"exitCode", "restartContainer"})
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request: Request, namespace: str, name: str) -> Response:

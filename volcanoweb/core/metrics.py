@@ -7,8 +7,11 @@ collectors that apps register, so any web process reports the same numbers.
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 from collections.abc import Callable, Iterable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import Metric
@@ -52,6 +55,35 @@ def register_collector(collect: Callable[[], Iterable[Metric]]) -> None:
     REGISTRY.register(_FunctionCollector(collect))
 
 
+def scrape_allowed(request: HttpRequest) -> bool:
+    """Return whether ``request`` may read /metrics (``METRICS_TOKEN`` / ``METRICS_ALLOWED_NETWORKS``).
+
+    Open when neither is set. Otherwise ``Authorization: Bearer <METRICS_TOKEN>`` (what Prometheus sends
+    with ``authorization: {credentials: ...}``) or a client address inside one of the networks is needed.
+    The address is the connection's (``REMOTE_ADDR``), never a forwarded header.
+    """
+    token: str = settings.METRICS_TOKEN
+    networks: list[str] = settings.METRICS_ALLOWED_NETWORKS
+    if not token and not networks:
+        return True
+    if token:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+            return True
+    if networks:
+        try:
+            address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+        except ValueError:
+            return False
+        return any(address in ipaddress.ip_network(net, strict=False) for net in networks)
+    return False
+
+
 def metrics_view(request: HttpRequest) -> HttpResponse:
-    """Serve the Prometheus text exposition format."""
+    """Serve the Prometheus text exposition format (to allowed scrapers only, see :func:`scrape_allowed`)."""
+    if not scrape_allowed(request):
+        response = HttpResponse("metrics: a bearer token or an allowed network is required\n", status=401)
+        response["Content-Type"] = "text/plain; charset=utf-8"
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -36,24 +36,59 @@ def _pending() -> dict[tuple[str, str, str], dict[str, Any]]:
     return pending
 
 
-def publish(kind: str, key: str, *, tenant_id: int | None = None, **fields: Any) -> None:
-    """Queue a message about one object for delivery on commit.
+#: Kinds that every signed-in user may read (the REST API lists them unscoped): only these, and public queues,
+#: may go to the shared cluster group. A namespaced object without a tenant goes to the platform admins only.
+CLUSTER_KINDS = frozenset({"node", "cycle", "priorityclass", "schedulerconfiguration"})
 
-    ``tenant_id`` scopes it to that tenant's members (and platform admins);
-    ``None`` sends it to every connected user (cluster-wide objects only).
+
+def audience(kind: str, *, tenant_id: int | None = None, tenant_ids: Iterable[int] | None = None) -> list[str]:
+    """Return the groups a message about one object goes to (platform admins get every tenant's too).
+
+    ``tenant_ids`` (queues: owner and allowed tenants, see ``tenancy.access.queue_readers``) wins over
+    ``tenant_id``; an empty collection means the platform admins only.
     """
-    group = groups.tenant_group(tenant_id) if tenant_id is not None else groups.cluster_group()
+    if tenant_ids is not None:
+        return [groups.tenant_group(t) for t in sorted(set(tenant_ids))] or [groups.admin_group()]
+    if tenant_id is not None:
+        return [groups.tenant_group(tenant_id)]
+    if kind in CLUSTER_KINDS:
+        return [groups.cluster_group()]
+    return [groups.admin_group()]
+
+
+def publish_queue(queue: Any, **fields: Any) -> None:
+    """Queue a message about a Queue for its readers only: everyone for a public queue, else its tenants."""
+    from volcanoweb.tenancy.access import queue_readers
+
+    readers = queue_readers(queue)
+    if readers is None:
+        _queue_message([groups.cluster_group()], "queue", queue.name, fields)
+    else:
+        _queue_message(audience("queue", tenant_ids=readers), "queue", queue.name, fields)
+
+
+def publish(
+    kind: str, key: str, *, tenant_id: int | None = None, tenant_ids: Iterable[int] | None = None, **fields: Any
+) -> None:
+    """Queue a message about one object for delivery on commit, to :func:`audience` (``kind`` decides
+    whether an object without a tenant is everyone's: see :data:`CLUSTER_KINDS`)."""
+    _queue_message(audience(kind, tenant_id=tenant_id, tenant_ids=tenant_ids), kind, key, fields)
+
+
+def _queue_message(targets: list[str], kind: str, key: str, fields: dict[str, Any]) -> None:
     payload = {"kind": kind, "id": key, **fields}
     pending = _pending()
     connection = transaction.get_connection()
     if any(entry[1] is flush for entry in connection.run_on_commit):
-        pending[(group, kind, key)] = payload
+        for group in targets:
+            pending[(group, kind, key)] = payload
         return
     # No flush is registered for the current transaction: whatever is pending
     # belongs to a transaction that rolled back, and must never be sent.
     pending.clear()
-    pending[(group, kind, key)] = payload
-    transaction.on_commit(flush)
+    for group in targets:
+        pending[(group, kind, key)] = payload
+    transaction.on_commit(flush)  # at once outside a transaction
 
 
 def flush() -> None:

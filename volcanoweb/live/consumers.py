@@ -1,14 +1,30 @@
-"""WebSocket consumers: authenticate, join the caller's groups, forward; nothing else."""
+"""WebSocket consumers: authenticate, join the caller's groups, forward; nothing else.
+
+A socket also joins control groups (its user, its login session or API token): logging out, revoking the
+token, losing a tenant membership or being deactivated closes it at once (:mod:`volcanoweb.live.revocation`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from volcanoweb.live import groups
+
+log = logging.getLogger(__name__)
+
+#: Close codes: the credentials are gone (the browser signs in again), and a client that keeps sending garbage.
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_POLICY = 1008
+CLOSE_TOO_BIG = 1009
+#: Largest accepted client frame (clients only send pings), and how many bad frames close the socket.
+MAX_FRAME_BYTES = 4096
+MAX_BAD_FRAMES = 5
 
 #: Seconds over which messages about the same object are merged before sending.
 COALESCE_WINDOW = 0.2
@@ -18,6 +34,28 @@ COALESCE_WINDOW = 0.2
 COLLAPSE_OVER = 20
 #: At most this many frames per window: beyond it the most numerous kinds are collapsed too.
 MAX_FRAMES = 40
+
+
+@database_sync_to_async
+def _token_user(headers: list[tuple[bytes, bytes]]) -> tuple[Any, int] | None:
+    """Return (user, token id) for an ``Authorization: Bearer`` header with a usable token, else None."""
+    from volcanoweb.tenancy.models import ApiToken, hash_token
+
+    for name, value in headers:
+        if name.lower() != b"authorization":
+            continue
+        parts = value.split()
+        if len(parts) != 2 or parts[0].lower() != b"bearer":
+            return None
+        try:
+            raw = parts[1].decode()
+        except UnicodeError:
+            return None
+        token = ApiToken.objects.select_related("user").filter(token_hash=hash_token(raw)).first()
+        if token is None or not token.is_usable() or not token.user.is_active:
+            return None
+        return token.user, token.pk
+    return None
 
 
 @database_sync_to_async
@@ -36,15 +74,33 @@ def _groups_for(user: Any) -> list[str]:
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     """Forward live change messages for the caller's tenants and the cluster, coalesced per object."""
 
+    revoked = False
+    bad_frames = 0
+
     async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=4401)
-            return
-        self.joined: list[str] = await _groups_for(user)
         self.buffer: dict[tuple[str, str], dict[str, Any]] = {}
         self.flusher: asyncio.Task[None] | None = None
-        for name in self.joined:
+        user = self.scope.get("user")
+        control: list[str] = []
+        by_token = await _token_user(list(self.scope.get("headers") or []))
+        if by_token is not None:
+            user, token_id = by_token
+            control.append(groups.token_group(token_id))
+        elif user is not None and user.is_authenticated:
+            session = self.scope.get("session")
+            if session is not None and session.session_key:
+                control.append(groups.session_group(session.session_key))
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHORIZED)
+            return
+        control.append(groups.user_group(user.pk))
+        # Control groups first: a revocation that races with the connect still reaches this socket.
+        self.joined: list[str] = control
+        for name in control:
+            await self.channel_layer.group_add(name, self.channel_name)
+        live = await _groups_for(user)
+        self.joined.extend(live)
+        for name in live:
             await self.channel_layer.group_add(name, self.channel_name)
         await self.accept()
 
@@ -54,18 +110,50 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if getattr(self, "flusher", None):
             self.flusher.cancel()
 
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        """Answer ``{"kind": "ping"}``; anything else gets an error frame, and repeated abuse a policy close."""
+        if self.revoked:
+            return
+        size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
+        if size > MAX_FRAME_BYTES:
+            await self.close(code=CLOSE_TOO_BIG)
+            return
+        try:
+            content = json.loads(text_data) if text_data is not None else None
+        except (ValueError, RecursionError):
+            content = None
         if isinstance(content, dict) and content.get("kind") == "ping":
             await self.send_json({"kind": "pong"})
+            return
+        self.bad_frames += 1
+        if self.bad_frames >= MAX_BAD_FRAMES:
+            log.info("closing a live socket after %d unexpected frames", self.bad_frames)
+            await self.close(code=CLOSE_POLICY)
+            return
+        await self.send_json({"kind": "error", "message": 'unexpected frame: send {"kind": "ping"} or nothing'})
 
     async def live_message(self, event: dict[str, Any]) -> None:
         """Buffer one broadcast; send the buffer after the coalescing window."""
-        self._buffer(event["payload"])
+        if not self.revoked:
+            self._buffer(event["payload"])
 
     async def live_batch(self, event: dict[str, Any]) -> None:
         """Buffer the broadcasts of one committed change set (``live.broadcast.send_many``)."""
+        if self.revoked:
+            return
         for payload in event["payloads"]:
             self._buffer(payload)
+
+    async def live_revoke(self, event: dict[str, Any]) -> None:
+        """The socket's credentials are gone (logout, revoked token, lost membership): drop and close at once."""
+        self.revoked = True
+        self.buffer.clear()
+        if self.flusher is not None:
+            self.flusher.cancel()
+        for name in self.joined:
+            await self.channel_layer.group_discard(name, self.channel_name)
+        self.joined = []
+        await self.close(code=int(event.get("code") or CLOSE_UNAUTHORIZED))
 
     def _buffer(self, payload: dict[str, Any]) -> None:
         # Merged field by field, newest value first: a later message about the same object (its pod deleted
@@ -77,6 +165,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def _flush_later(self) -> None:
         await asyncio.sleep(COALESCE_WINDOW)
+        if self.revoked:
+            return
         for payload in collapse(list(self.buffer.values())):
             await self.send_json(payload)
         self.buffer.clear()

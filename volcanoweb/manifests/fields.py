@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.quantity import QuantityError, parse_resource
+from scheduler.quantity import QuantityError, is_byte_resource, parse_quantity, parse_resource
 from volcanoweb.manifests.errors import Errors
 
 DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -32,6 +32,11 @@ MAX_REPLICAS = 10_000
 MAX_POLICIES = 50
 MAX_METADATA_BYTES = 256 * 1024
 MAX_LABELS = 64
+
+#: The largest amount the scheduler holds in its unit (millicores, bytes, counts): a signed 64-bit integer,
+#: Kubernetes' own bound for a quantity's value.
+MAX_QUANTITY = 2**63 - 1
+#: Quantities finer than 1n (Kubernetes' finest scale) are refused: they would be silently rounded up.
 
 #: Fields the server sets; accepted on input (so a GET output re-applies) and ignored.
 SERVER_METADATA = frozenset(
@@ -169,7 +174,16 @@ def check_resource_list(errors: Errors, path: str, value: Any) -> dict[str, int]
             )
             continue
         try:
+            amount = parse_quantity(quantity)
+            nanos = amount.scaleb(9)
+            if nanos != nanos.to_integral_value():
+                errors.add(item, f"Invalid value: {show(quantity)}: must be a multiple of 1n (finer precision is lost)")
+                continue
             parsed[name] = parse_resource(name, quantity)
+            if parsed[name] > MAX_QUANTITY:
+                unit = "millicores" if name == "cpu" else "bytes" if is_byte_resource(name) else "units"
+                errors.add(item, f"Invalid value: {show(quantity)}: must be at most {MAX_QUANTITY} {unit}")
+                del parsed[name]
         except QuantityError as exc:
             text = str(exc)
             if "negative" in text:

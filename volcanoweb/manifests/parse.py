@@ -13,6 +13,8 @@ from volcanoweb.manifests.errors import BadRequest, Cause
 
 MAX_DOCUMENTS = 100
 MAX_DEPTH = 40
+#: Most values (mappings, lists, scalars) in one body once YAML aliases are expanded.
+MAX_NODES = 200_000
 
 
 @dataclass(frozen=True)
@@ -94,22 +96,134 @@ def _decode(data: bytes | str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadRequest(f"the request body is not valid UTF-8: {exc}") from None
+        raise BadRequest(
+            f"the request body is not valid UTF-8: {exc}",
+            causes=[Cause("", f"not valid UTF-8 at byte {exc.start}", "FieldValueInvalid")],
+        ) from None
+
+
+class _Mapping(dict[str, Any]):
+    """A parsed mapping that had repeated keys: ``duplicates`` names them (the last value was kept)."""
+
+    duplicates: list[str]
+
+
+def _mapping(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    result: dict[Any, Any] = {}
+    duplicates: list[str] = []
+    for key, value in pairs:
+        if key in result and str(key) not in duplicates:
+            duplicates.append(str(key))
+        result[key] = value
+    if not duplicates:
+        return result
+    marked = _Mapping(result)
+    marked.duplicates = duplicates
+    return marked
+
+
+_YamlLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_YamlLoader):  # type: ignore[misc, valid-type]
+    """PyYAML's safe loader whose mappings remember repeated keys (see :class:`_Mapping`)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)
+        pairs = []
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark
+                ) from None
+            pairs.append((key, self.construct_object(value_node, deep=deep)))
+        return _mapping(pairs)
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> dict[Any, Any]:
+    # Built at once (not PyYAML's two-step generator, which copies into a plain dict): a mapping that
+    # contains itself through an alias is refused as "unconstructable recursive node".
+    return loader.construct_mapping(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+
+
+def _scan_yaml(text: str) -> None:
+    """Bound a YAML text before it is built: nesting depth and the number of nodes once aliases are expanded.
+
+    Walks the parser's events (no recursion, nothing built): an alias counts as many nodes as its anchor
+    expands to, so a "billion laughs" document is refused after reading its few hundred bytes.
+    """
+    sizes: dict[str, int] = {}
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, nodes so far) of each open collection
+    total = 0
+    for event in yaml.parse(text, Loader=_YamlLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_nodes.append((event.anchor, 1))
+            if len(open_nodes) > MAX_DEPTH:
+                raise BadRequest(
+                    f"cannot parse YAML: nested deeper than {MAX_DEPTH} levels",
+                    causes=[Cause("", f"nested deeper than {MAX_DEPTH} levels", "FieldValueInvalid")],
+                )
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            anchor, count = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = count
+        elif isinstance(event, yaml.ScalarEvent):
+            count = 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            count = sizes.get(event.anchor, 1)
+        else:
+            continue
+        if open_nodes:
+            anchor, so_far = open_nodes[-1]
+            open_nodes[-1] = (anchor, so_far + count)
+        else:
+            total += count
+        if total + sum(n for _, n in open_nodes) > MAX_NODES:
+            raise BadRequest(
+                f"cannot parse YAML: more than {MAX_NODES} values once aliases are expanded",
+                causes=[Cause("", f"more than {MAX_NODES} values once aliases are expanded", "FieldValueInvalid")],
+            )
+
+
+def _load_yaml(text: str) -> list[Any]:
+    _scan_yaml(text)
+    loader = _Loader(text)
+    try:
+        documents = []
+        while loader.check_node():
+            documents.append(loader.construct_document(loader.get_node()))
+        return documents
+    finally:
+        loader.dispose()
 
 
 def _load(text: str) -> list[Any]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
-            loaded = json.loads(text)
+            loaded = json.loads(text, object_pairs_hook=_mapping)
         except json.JSONDecodeError as exc:
             raise BadRequest(
                 f"cannot parse JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
                 causes=[Cause("", f"line {exc.lineno} column {exc.colno}: {exc.msg}", "FieldValueInvalid")],
             ) from None
+        except RecursionError:
+            raise BadRequest(
+                f"cannot parse JSON: nested deeper than {MAX_DEPTH} levels",
+                causes=[Cause("", f"nested deeper than {MAX_DEPTH} levels", "FieldValueInvalid")],
+            ) from None
         return loaded if isinstance(loaded, list) else [loaded]
     try:
-        return list(yaml.safe_load_all(text))
+        return _load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -122,11 +236,31 @@ def _load(text: str) -> list[Any]:
         raise BadRequest("cannot parse YAML: the document is nested too deeply") from None
 
 
-def parse_documents(data: bytes | str) -> list[dict[str, Any]]:
+def duplicate_fields(doc: Any) -> list[str]:
+    """Return the paths of the keys given more than once in a parsed document (``spec.tasks[0].name``)."""
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item, _Mapping):
+                found.extend(f"{path}.{key}" if path else key for key in item.duplicates)
+            stack.extend((child, f"{path}.{key}" if path else str(key)) for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+    return sorted(found)
+
+
+def parse_documents(
+    data: bytes | str, *, field_validation: str | None = None, warnings: list[str] | None = None
+) -> list[dict[str, Any]]:
     """Return the non-empty documents of a YAML or JSON body (a ``List`` kind or a JSON array is expanded).
 
     Raises :class:`BadRequest` for an oversized body, too many documents, unparseable text, a
-    document that is not a mapping, or nesting deeper than ``MAX_DEPTH``.
+    document that is not a mapping, nesting deeper than ``MAX_DEPTH`` or more than ``MAX_NODES``
+    values (aliases expanded). With ``field_validation`` (``Strict``, ``Warn``, ``Ignore``; see
+    :mod:`volcanoweb.manifests.strict`) duplicate and unknown fields are refused or dropped, and the
+    warnings of ``Warn`` are recorded with :func:`volcanoweb.manifests.strict.warn`.
     """
     limit = settings.MAX_MANIFEST_BYTES
     size = len(data.encode() if isinstance(data, str) else data)
@@ -154,8 +288,39 @@ def parse_documents(data: bytes | str) -> list[dict[str, Any]]:
             raise BadRequest(f"document {index + 1}: expected a mapping, got {type(doc).__name__}")
         problem = _check_values(doc, MAX_DEPTH)
         if problem:
-            raise BadRequest(f"document {index + 1}: {problem}")
+            raise BadRequest(f"document {index + 1}: {problem}", causes=[Cause("", problem, "FieldValueInvalid")])
+    if field_validation is not None:
+        from volcanoweb.manifests import strict
+
+        documents = strict.validate_fields(documents, field_validation, warnings)
     return documents
+
+
+def load_mapping(
+    data: bytes | str,
+    known: frozenset[str] | None = None,
+    *,
+    field_validation: str = "Strict",
+    warnings: list[str] | None = None,
+) -> dict[str, Any]:
+    """Return a small JSON or YAML object body (a command, a token request), with the manifests' limits.
+
+    Keys outside ``known`` (when given) and repeated keys are handled per ``field_validation``.
+    """
+    from volcanoweb.manifests import strict
+
+    limit = settings.MAX_MANIFEST_BYTES
+    size = len(data.encode() if isinstance(data, str) else data)
+    if size > limit:
+        raise BadRequest(f"the body is too large: {size} bytes, the limit is {limit} bytes")
+    loaded = [doc for doc in _load(_decode(data)) if doc is not None]
+    if len(loaded) != 1 or not isinstance(loaded[0], dict):
+        raise BadRequest("the body must be a JSON or YAML object")
+    body: dict[str, Any] = loaded[0]
+    problem = _check_values(body, MAX_DEPTH)
+    if problem:
+        raise BadRequest(f"the body is invalid: {problem}", causes=[Cause("", problem, "FieldValueInvalid")])
+    return strict.check_body_fields(body, known, field_validation, warnings)
 
 
 def is_scheduler_config(doc: dict[str, Any]) -> bool:

@@ -39,12 +39,10 @@ def _write(queue: Queue, state: str, closed_by_parent: bool | None = None) -> No
 
 
 def _publish(queue: Queue) -> None:
-    from volcanoweb.live.broadcast import publish
+    from volcanoweb.live.broadcast import publish_queue
 
-    publish(
-        "queue",
-        queue.name,
-        tenant_id=None,
+    publish_queue(
+        queue,
         state=queue.state,
         pending=queue.pending,
         running=queue.running,

@@ -48,7 +48,7 @@ from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.core import metrics
 from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhase
-from volcanoweb.live.broadcast import discard_pending, publish
+from volcanoweb.live.broadcast import discard_pending, publish, publish_queue
 from volcanoweb.queues.models import Queue
 from volcanoweb.runtime.dispatch import request_sync
 from volcanoweb.scheduling.models import (
@@ -327,7 +327,7 @@ def update_queue_status(allocated: dict[str, dict[str, int]] | None = None) -> i
     for row in PodGroup.objects.values("queue_name", "phase").annotate(n=Count("id")):
         counts.setdefault(row["queue_name"], Counter())[row["phase"]] = row["n"]
     changed = 0
-    for queue in Queue.objects.select_for_update().order_by("pk"):
+    for queue in Queue.objects.select_for_update().order_by("pk").prefetch_related("allowed_tenants"):
         c = counts.get(queue.name, Counter())
         fields: dict[str, Any] = {
             "pending": c[PodGroupPhase.PENDING],
@@ -346,9 +346,8 @@ def update_queue_status(allocated: dict[str, dict[str, int]] | None = None) -> i
             setattr(queue, key, fields[key])
         queue.save(update_fields=diff)
         changed += 1
-        publish(
-            "queue",
-            queue.name,
+        publish_queue(
+            queue,
             allocated=queue.allocated,
             pending=queue.pending,
             running=queue.running,

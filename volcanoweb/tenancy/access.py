@@ -124,3 +124,18 @@ def visible_queue_filter(access: Access) -> Q:
     tenant_ids = access.readable_tenant_ids()
     public = Q(tenant__isnull=True, allowed_tenants__isnull=True)
     return Q(tenant_id__in=tenant_ids) | Q(allowed_tenants__in=tenant_ids) | public
+
+
+def queue_readers(queue: Any) -> frozenset[int] | None:
+    """Return the ids of the tenants that may read ``queue`` (owner and allowed tenants); ``None``: every user.
+
+    The same rule as :func:`visible_queue_filter`, for one queue (live messages). A deleted queue answers what
+    was computed before its rows went (``live_readers``, set by the service that deletes it).
+    """
+    cached = getattr(queue, "live_readers", False)
+    if cached is not False:
+        return cached  # type: ignore[no-any-return]
+    allowed = {tenant.pk for tenant in queue.allowed_tenants.all()} if queue.pk else set()  # uses a prefetch
+    if queue.tenant_id is None and not allowed:
+        return None
+    return frozenset(allowed | ({queue.tenant_id} if queue.tenant_id is not None else set()))

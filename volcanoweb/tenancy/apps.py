@@ -9,3 +9,9 @@ class TenancyConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "volcanoweb.tenancy"
     verbose_name = "Tenants, namespaces, memberships and API tokens"
+
+    def ready(self) -> None:
+        # Open WebSockets close when their credentials go (logout, revoked token, lost membership).
+        from volcanoweb.live import revocation
+
+        revocation.connect()

@@ -84,6 +84,7 @@ def test_fuzzing_the_api_finds_no_server_error(wsgi_app: Any, alice_token: str) 
     api = schemathesis.openapi.from_wsgi("/api/schema/", wsgi_app)
     headers = {"Authorization": f"Bearer {alice_token}"}
     failures: list[str] = []
+    field_validation_sent: list[str] = []
     operations = [result.ok() for result in api.get_all_operations()]
     assert len(operations) >= 40
     for operation in operations:
@@ -93,6 +94,8 @@ def test_fuzzing_the_api_finds_no_server_error(wsgi_app: Any, alice_token: str) 
         @given(case=strategy)
         def check(case: Any) -> None:
             response = case.call(headers=headers)
+            if "fieldValidation" in (case.query or {}):
+                field_validation_sent.append(f"{case.method} {case.formatted_path}")
             if response.status_code >= 500:
                 failures.append(f"{case.method} {case.formatted_path}: {response.status_code} {response.text[:300]}")
             elif response.status_code >= 400 and not _is_status(response):
@@ -102,3 +105,4 @@ def test_fuzzing_the_api_finds_no_server_error(wsgi_app: Any, alice_token: str) 
 
         check()
     assert not failures, "\n".join(failures)
+    assert len(field_validation_sent) >= 10  # the fuzzer exercised ?fieldValidation on the writes

@@ -141,7 +141,7 @@ def _apply(request: HttpRequest, dry_run: bool) -> tuple[list[Any], dict[str, An
     if not text.strip():
         return [], {"message": "The editor is empty: paste a manifest or pick a template.", "reason": "Empty"}
     try:
-        documents = parse.parse_documents(text)
+        documents = parse.parse_documents(text, field_validation="Strict")  # as the API: unknown fields refused
         if not documents:
             return [], {"message": "No documents found.", "reason": "Empty"}
         outcomes = apply_documents(

@@ -7,8 +7,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.management import call_command
@@ -57,8 +59,103 @@ def stack_commands(host: str, port: int, var_dir: Path) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
+class Process(Protocol):
+    """What the supervisor needs of a child process (``subprocess.Popen``)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+
+@dataclass
+class Child:
+    """One supervised process: its command, the running process (None while waiting to restart)."""
+
+    name: str
+    cmd: list[str]
+    proc: Process | None = None
+    started_at: float = 0.0
+    restarts: int = 0  # crashes in a row (reset after a run of ``Supervisor.reset_after`` seconds)
+    restart_at: float | None = None
+
+
+class Supervisor:
+    """Keep every stack process running, as a supervisor would: a process that dies is restarted after a
+    back-off (``base`` seconds, doubling per crash in a row up to ``cap``; a run of ``reset_after`` seconds
+    forgets the crashes), logged each time, while the other processes keep serving."""
+
+    def __init__(
+        self,
+        commands: dict[str, list[str]],
+        *,
+        spawn: Callable[[list[str]], Process],
+        log: Callable[[str], None],
+        clock: Callable[[], float] = time.monotonic,
+        base: float = 1.0,
+        cap: float = 30.0,
+        reset_after: float = 60.0,
+    ) -> None:
+        self.children = {name: Child(name, cmd) for name, cmd in commands.items()}
+        self.spawn, self.log, self.clock = spawn, log, clock
+        self.base, self.cap, self.reset_after = base, cap, reset_after
+
+    def start(self, child: Child) -> None:
+        """Start one child now."""
+        child.proc = self.spawn(child.cmd)
+        child.started_at, child.restart_at = self.clock(), None
+        self.log(f"started {child.name} (pid {child.proc.pid}): {' '.join(child.cmd)}")
+
+    def start_all(self) -> None:
+        """Start every child."""
+        for child in self.children.values():
+            self.start(child)
+
+    def delay(self, crashes: int) -> float:
+        """Seconds before the restart after ``crashes`` crashes in a row (1, 2, 4, ... up to ``cap``)."""
+        return float(min(self.cap, self.base * 2 ** max(0, crashes - 1)))
+
+    def tick(self) -> None:
+        """Notice exited children and schedule their restart; start those whose back-off is over."""
+        now = self.clock()
+        for child in self.children.values():
+            if child.proc is not None:
+                code = child.proc.poll()
+                if code is None:
+                    continue
+                if now - child.started_at >= self.reset_after:
+                    child.restarts = 0
+                child.restarts += 1
+                wait = self.delay(child.restarts)
+                child.proc, child.restart_at = None, now + wait
+                self.log(
+                    f"{child.name} exited with status {code}; restarting it in {wait:g}s "
+                    f"(crash {child.restarts} in a row); the other processes keep running"
+                )
+            elif child.restart_at is not None and now >= child.restart_at:
+                self.start(child)
+
+    def stop_all(self, grace: float = 10.0) -> None:
+        """SIGTERM every running child, then SIGKILL what is left after ``grace`` seconds."""
+        running = [c.proc for c in self.children.values() if c.proc is not None and c.proc.poll() is None]
+        for proc in running:
+            proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for proc in running:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 class Command(BaseCommand):
-    help = "Migrate, then run the ASGI server, a Celery worker and Celery beat until interrupted."
+    help = "Migrate, then run the ASGI server, the Celery workers and beat until interrupted, restarting any that dies."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
@@ -74,10 +171,17 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         if options["seed"]:
             call_command("seed_demo", verbosity=0)
-        procs: dict[str, subprocess.Popen[bytes]] = {}
-        for name, cmd in stack_commands(options["host"], options["port"], settings.VAR_DIR).items():
-            procs[name] = subprocess.Popen(cmd, env=os.environ.copy())
-            self.stdout.write(f"started {name} (pid {procs[name].pid}): {' '.join(cmd)}")
+
+        def log(message: str) -> None:
+            self.stdout.write(message)
+            self.stdout.flush()
+
+        supervisor = Supervisor(
+            stack_commands(options["host"], options["port"], settings.VAR_DIR),
+            spawn=lambda cmd: subprocess.Popen(cmd, env=os.environ.copy()),
+            log=log,
+        )
+        supervisor.start_all()
         self.stdout.write(self.style.SUCCESS(f"volcanoweb stack is up at http://{options['host']}:{options['port']}/"))
         self.stdout.flush()
         stopping = False
@@ -90,19 +194,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         try:
             while not stopping:
-                for name, proc in procs.items():
-                    if proc.poll() is not None:
-                        self.stderr.write(f"{name} exited with status {proc.returncode}; stopping the stack")
-                        stopping = True
+                supervisor.tick()
                 time.sleep(0.3)
         finally:
-            for proc in procs.values():
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 10
-            for proc in procs.values():
-                try:
-                    proc.wait(max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            supervisor.stop_all()
             self.stdout.write("stack stopped.")

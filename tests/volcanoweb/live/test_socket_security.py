@@ -1,0 +1,251 @@
+"""The live WebSocket through the project's WebSocket stack: two tenants see only what each may read, for every
+message kind; sockets close on logout, token revocation and membership loss; garbage frames are answered,
+and repeated abuse closes the socket politely."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from asgiref.sync import sync_to_async
+from channels.auth import AuthMiddlewareStack
+from channels.layers import channel_layers
+from channels.routing import URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
+from channels.testing import WebsocketCommunicator
+from django.db import transaction
+from django.test import Client
+
+from tests.volcanoweb import builders
+from tests.volcanoweb.conftest import FAST_HASHERS, Cast, build_cast
+from volcanoweb.live import broadcast, consumers
+from volcanoweb.live.routing import websocket_urlpatterns
+from volcanoweb.queues import services as queue_services
+from volcanoweb.queues.builtin import ensure_builtin_queues
+from volcanoweb.scheduling import cycles
+from volcanoweb.tenancy import services as tenancy
+from volcanoweb.tenancy.access import SYSTEM
+from volcanoweb.tenancy.models import Membership
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+
+@pytest.fixture(autouse=True)
+def _in_memory_layer(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.PASSWORD_HASHERS = FAST_HASHERS
+    channel_layers.backends.clear()
+    monkeypatch.setattr(consumers, "COALESCE_WINDOW", 0.01)
+    broadcast.discard_pending()
+    yield
+    channel_layers.backends.clear()
+
+
+@pytest_asyncio.fixture
+async def world() -> Cast:
+    await sync_to_async(ensure_builtin_queues)()  # root and default (a transactional test starts empty)
+    cast: Cast = await sync_to_async(build_cast)()
+    return cast
+
+
+def _application() -> Any:
+    """The WebSocket stack of ``volcanoweb.asgi`` (importing that module would re-pool the test database)."""
+    return AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+
+
+def _session_cookie(user: Any) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+async def open_socket(
+    user: Any = None, *, token: str | None = None, session: str | None = None
+) -> WebsocketCommunicator:
+    headers = [(b"origin", b"http://testserver"), (b"host", b"testserver")]
+    if token is not None:
+        headers.append((b"authorization", f"Bearer {token}".encode()))
+    else:
+        key = session or await sync_to_async(_session_cookie)(user)
+        headers.append((b"cookie", f"sessionid={key}".encode()))
+    communicator = WebsocketCommunicator(_application(), "/ws/live/", headers=headers)
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+async def drain(communicator: WebsocketCommunicator, wait: float = 0.2) -> list[dict[str, Any]]:
+    """Every frame that arrives within ``wait`` seconds of the previous one."""
+    frames: list[dict[str, Any]] = []
+    # receive_nothing peeks: a receive that times out would cancel the application
+    while not await communicator.receive_nothing(timeout=wait):
+        frames.append(await communicator.receive_json_from())
+    return frames
+
+
+@pytest_asyncio.fixture
+async def sockets(world: Cast) -> AsyncIterator[dict[str, WebsocketCommunicator]]:
+    opened = {"alice": await open_socket(world.alice), "charlie": await open_socket(world.charlie)}
+    opened["root"] = await open_socket(world.root)
+    yield opened
+    for communicator in opened.values():
+        await communicator.disconnect()
+
+
+def ids(frames: list[dict[str, Any]], kind: str) -> set[str]:
+    return {str(f.get("id")) for f in frames if f.get("kind") == kind}
+
+
+@sync_to_async
+def private_queue_lifecycle() -> None:
+    """team-b's private queue: created, allocated by a cycle's status update, closed, reopened."""
+    builders.make_queue("b-private", allowed=("team-b",))
+    with transaction.atomic():
+        cycles.update_queue_status({"b-private": {"cpu": 2000}})
+    queue_services.close_queue(SYSTEM, "b-private")
+    queue_services.open_queue(SYSTEM, "b-private")
+
+
+async def test_private_queue_messages_reach_only_its_tenant(sockets: dict[str, WebsocketCommunicator]) -> None:
+    await private_queue_lifecycle()
+    alice, charlie, root = [await drain(sockets[n]) for n in ("alice", "charlie", "root")]
+    assert "b-private" not in ids(alice, "queue"), alice
+    assert "b-private" in ids(charlie, "queue")
+    assert "b-private" in ids(root, "queue")  # platform admins see everything
+    states = [f.get("state") or f.get("phase") for f in charlie if f.get("id") == "b-private"]
+    assert states  # the state changes reached the allowed tenant
+
+
+async def test_a_deleted_private_queue_is_announced_to_its_tenant_only(
+    sockets: dict[str, WebsocketCommunicator],
+) -> None:
+    await sync_to_async(builders.make_queue)("b-gone", allowed=("team-b",))
+    await drain(sockets["charlie"])
+    await sync_to_async(queue_services.delete_queue)(SYSTEM, "b-gone")
+    alice, charlie = await drain(sockets["alice"]), await drain(sockets["charlie"])
+    assert "b-gone" not in ids(alice, "queue")
+    assert any(f.get("id") == "b-gone" and f.get("action") == "delete" for f in charlie), charlie
+
+
+async def test_a_public_queue_reaches_everyone(sockets: dict[str, WebsocketCommunicator]) -> None:
+    await sync_to_async(builders.make_queue)("shared-q")
+    alice, charlie = await drain(sockets["alice"]), await drain(sockets["charlie"])
+    assert "shared-q" in ids(alice, "queue")
+    assert "shared-q" in ids(charlie, "queue")
+
+
+async def test_jobs_and_their_objects_reach_only_their_tenant(
+    world: Cast, sockets: dict[str, WebsocketCommunicator]
+) -> None:
+    await sync_to_async(builders.make_queue)("both", allowed=("team-a", "team-b"))
+    await sync_to_async(builders.make_job)("team-b", "b-job", queue="both")
+    alice, charlie = await drain(sockets["alice"]), await drain(sockets["charlie"])
+    assert "team-b/b-job" in ids(charlie, "job")
+    assert not [f for f in alice if "team-b" in str(f.get("id"))], alice
+
+
+@pytest.mark.parametrize("kind", ["pod", "podgroup", "job", "cronjob", "jobflow", "jobtemplate", "event"])
+async def test_every_namespaced_kind_goes_to_its_tenant_and_without_one_to_admins_only(
+    kind: str, world: Cast, sockets: dict[str, WebsocketCommunicator]
+) -> None:
+    @sync_to_async
+    def publish() -> None:
+        broadcast.publish(kind, "team-b/x", tenant_id=world.team_b.pk, phase="Running")
+        broadcast.publish(kind, "orphan/y", tenant_id=None, phase="Running")
+
+    await publish()
+    alice, charlie, root = [await drain(sockets[n]) for n in ("alice", "charlie", "root")]
+    assert ids(alice, kind) == set()
+    assert ids(charlie, kind) == {"team-b/x"}
+    assert ids(root, kind) == {"team-b/x", "orphan/y"}
+
+
+@pytest.mark.parametrize("kind", ["node", "cycle", "priorityclass"])
+async def test_cluster_kinds_reach_everyone(kind: str, sockets: dict[str, WebsocketCommunicator]) -> None:
+    await sync_to_async(broadcast.publish)(kind, "n1", ready=True)
+    for name in ("alice", "charlie", "root"):
+        assert ids(await drain(sockets[name]), kind) == {"n1"}
+
+
+async def _assert_closed(communicator: WebsocketCommunicator) -> None:
+    output = await communicator.receive_output(timeout=2)
+    while output["type"] != "websocket.close":  # frames already on their way may come first
+        output = await communicator.receive_output(timeout=2)
+    assert output["code"] == consumers.CLOSE_UNAUTHORIZED
+
+
+async def _job_message_reaches(communicator: WebsocketCommunicator, tenant_id: int) -> bool:
+    await sync_to_async(broadcast.publish)("job", "team-a/after", tenant_id=tenant_id, phase="Running")
+    return "team-a/after" in ids(await drain(communicator), "job")
+
+
+async def test_logout_closes_the_sessions_socket_at_once(world: Cast) -> None:
+    client = Client()
+    await sync_to_async(client.force_login)(world.alice)
+    key = client.cookies["sessionid"].value
+    mine = await open_socket(session=key)
+    other = await open_socket(world.alice)  # another login of the same user stays open
+    response = await sync_to_async(client.post)("/logout/")
+    assert response.status_code in (200, 302)
+    await _assert_closed(mine)
+    assert await _job_message_reaches(other, world.team_a.pk)
+    await other.disconnect()
+
+
+async def test_revoking_a_token_closes_its_socket(world: Cast) -> None:
+    token, raw = await sync_to_async(tenancy.create_token)(world.alice, "watch")
+    socket = await open_socket(token=raw)
+    assert await _job_message_reaches(socket, world.team_a.pk)
+    await sync_to_async(tenancy.revoke_token)(world.alice, token.pk)
+    await _assert_closed(socket)
+
+
+async def test_a_revoked_or_unknown_token_cannot_open_a_socket(world: Cast) -> None:
+    token, raw = await sync_to_async(tenancy.create_token)(world.alice, "old")
+    await sync_to_async(tenancy.revoke_token)(world.alice, token.pk)
+    for value in (raw, "not-a-token"):
+        headers = [(b"origin", b"http://testserver"), (b"authorization", f"Bearer {value}".encode())]
+        communicator = WebsocketCommunicator(_application(), "/ws/live/", headers=headers)
+        connected, code = await communicator.connect()
+        assert not connected
+        assert code == consumers.CLOSE_UNAUTHORIZED
+
+
+async def test_losing_a_membership_closes_the_socket(world: Cast) -> None:
+    socket = await open_socket(world.bob)
+    assert await _job_message_reaches(socket, world.team_a.pk)
+
+    @sync_to_async
+    def remove() -> None:
+        tenancy.remove_membership(Membership.objects.get(user=world.bob, tenant=world.team_a))
+
+    await remove()
+    await _assert_closed(socket)
+    reopened = await open_socket(world.bob)  # a new socket joins only what bob may still read
+    assert not await _job_message_reaches(reopened, world.team_a.pk)
+    await reopened.disconnect()
+
+
+async def test_a_non_json_frame_is_answered_and_abuse_closes_politely(world: Cast) -> None:
+    socket = await open_socket(world.alice)
+    await socket.send_to(text_data="not json {")
+    assert (await socket.receive_json_from(timeout=2))["kind"] == "error"
+    await socket.send_to(text_data='{"kind": "ping"}')
+    assert await socket.receive_json_from(timeout=2) == {"kind": "pong"}
+    await socket.send_to(bytes_data=b"\x00\xff")
+    assert (await socket.receive_json_from(timeout=2))["kind"] == "error"
+    for _ in range(consumers.MAX_BAD_FRAMES - 2):
+        await socket.send_to(text_data="[" * 3000)
+    output = await socket.receive_output(timeout=2)
+    while output["type"] != "websocket.close":
+        output = await socket.receive_output(timeout=2)
+    assert output["code"] == consumers.CLOSE_POLICY
+
+
+async def test_an_oversized_frame_closes_the_socket(world: Cast) -> None:
+    socket = await open_socket(world.alice)
+    await socket.send_to(text_data="x" * (consumers.MAX_FRAME_BYTES + 1))
+    output = await socket.receive_output(timeout=2)
+    assert output == {"type": "websocket.close", "code": consumers.CLOSE_TOO_BIG}
