@@ -152,7 +152,12 @@ def _check_args(
         if spec is None:
             known = ", ".join(sorted(exact)) or "none"
             raise ConfigError(sub, f"unknown argument {key!r} (known: {known})")
-        out[key] = _check_arg(value, spec, sub)
+        checked = _check_arg(value, spec, sub)
+        if spec.check is not None:
+            problem = spec.check(checked)
+            if problem:
+                raise ConfigError(sub, problem)
+        out[key] = checked
     return MappingProxyType(out)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -127,6 +127,8 @@ class ArgSpec:
     kind: str
     default: Any = None
     doc: str = ""
+    #: Optional further check of a well-typed value: returns an error message, or None if valid.
+    check: Callable[[Any], str | None] | None = None
 
 
 class Capability:

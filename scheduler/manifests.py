@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ from scheduler.model import (
     TaskStatus,
     Toleration,
 )
-from scheduler.quantity import QuantityError, parse_resource
+from scheduler.quantity import SLA_ANNOTATION, QuantityError, parse_duration, parse_resource
 from scheduler.snapshot import Snapshot
 
 __all__ = ["ManifestError", "load_manifests", "snapshot_from_manifests"]
@@ -359,6 +360,14 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
     pre = _flag(ann.get(PREEMPTABLE))
     if pre is None:
         pre = _flag(labels.get(PREEMPTABLE))
+    sla: float | None = None
+    if SLA_ANNOTATION in ann:
+        try:
+            sla = parse_duration(ann[SLA_ANNOTATION])
+        except ValueError as exc:
+            raise ctx.error(f"metadata.annotations.{SLA_ANNOTATION}", str(exc)) from None
+        if sla <= 0:
+            raise ctx.error(f"metadata.annotations.{SLA_ANNOTATION}", "must be a positive duration")
     return Job(
         uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
         name=name,
@@ -371,7 +380,42 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
         phase=job_phase,
         preemptable=bool(pre),
         creation=creation,
+        created_at=_timestamp(ctx, meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        sla_waiting_time=sla,
     )
+
+
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$")
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm)."""
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _timestamp(ctx: _Ctx, value: Any, field: str) -> float:
+    """Return an RFC 3339 time (YAML may have parsed it already) in epoch seconds; 0 if absent.
+
+    A time without offset is UTC. Parsed by hand: the core imports no clock module."""
+    if value is None or value == "":
+        return 0.0
+    text = value.isoformat() if hasattr(value, "isoformat") else value
+    m = _RFC3339.match(text) if isinstance(text, str) else None
+    if m is None:
+        raise ctx.error(field, f"expected an RFC 3339 time such as 2024-01-01T00:00:00Z, got {value!r}")
+    y, mo, d, h, mi, sec = (int(m.group(i)) for i in range(1, 7))
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and sec <= 60):
+        raise ctx.error(field, f"invalid time {value!r}")
+    seconds = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec + float(m.group(7) or 0)
+    if m.group(9):
+        offset = int(m.group(10)) * 3600 + int(m.group(11)) * 60
+        seconds -= offset if m.group(9) == "+" else -offset
+    return float(seconds)
 
 
 def _queue(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Queue:

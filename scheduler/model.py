@@ -332,7 +332,8 @@ class Job:
     """A PodGroup (Volcano's JobInfo without its tasks; tasks refer to it by ``key``).
 
     ``min_resources`` None means "no minResources" (always enqueueable). ``priority`` None means:
-    resolve ``priority_class_name`` at session open.
+    resolve ``priority_class_name`` at session open. ``creation`` orders PodGroups; ``created_at``
+    is the wall-clock creation time the sla plugin compares with :attr:`Snapshot.now`.
     """
 
     uid: str
@@ -347,6 +348,10 @@ class Job:
     phase: JobPhase = JobPhase.PENDING
     preemptable: bool = False
     creation: int = 0
+    #: ``metadata.creationTimestamp`` in seconds since the Unix epoch (0: unknown, i.e. long ago).
+    created_at: float = 0.0
+    #: The ``sla-waiting-time`` annotation in seconds (None: not set); used by the sla plugin.
+    sla_waiting_time: float | None = None
 
     @property
     def key(self) -> str:

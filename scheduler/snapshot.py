@@ -28,6 +28,9 @@ class Snapshot:
     jobs: tuple[Job, ...] = ()
     tasks: tuple[Task, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
+    #: The caller's clock at cycle start, seconds since the Unix epoch (None: no clock given).
+    #: Only the sla plugin reads it (how long a PodGroup has waited); the core reads no clock.
+    now: float | None = None
 
     @classmethod
     def of(
@@ -37,9 +40,10 @@ class Snapshot:
         jobs: Iterable[Job] = (),
         tasks: Iterable[Task] = (),
         priority_classes: Iterable[PriorityClass] = (),
+        now: float | None = None,
     ) -> Snapshot:
         """Return a snapshot from any iterables."""
-        return cls(tuple(nodes), tuple(queues), tuple(jobs), tuple(tasks), tuple(priority_classes))
+        return cls(tuple(nodes), tuple(queues), tuple(jobs), tuple(tasks), tuple(priority_classes), now)
 
     def replace_tasks(self, tasks: Iterable[Task]) -> Snapshot:
         """Return a copy with ``tasks`` (other tuples shared)."""

@@ -7,6 +7,7 @@ from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugi
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
 from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
+from scheduler.plugins.sla import SlaPlugin
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -20,6 +21,7 @@ __all__ = [
     "PredicatesPlugin",
     "PriorityPlugin",
     "ProportionPlugin",
+    "SlaPlugin",
 ]
 
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
@@ -33,4 +35,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     CapacityPlugin,
     NodeOrderPlugin,
     BinpackPlugin,
+    SlaPlugin,
 )

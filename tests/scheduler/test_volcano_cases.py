@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.scheduler.volcano_harness import VolcanoCase, load_cases, outcome_problems, run_case
+from scheduler.config import ConfigError
+from tests.scheduler.volcano_harness import VolcanoCase, config_of, load_cases, outcome_problems, run_case
 
 CASES = list(load_cases())
 
@@ -18,13 +19,22 @@ def test_every_case_names_its_go_test_and_is_unique() -> None:
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids)), "duplicate case ids"
     for c in CASES:
-        assert c.file.startswith("pkg/scheduler/") and c.file.endswith("_test.go"), c.file
+        assert c.file.startswith("pkg/scheduler/"), c.file
+        assert c.file.endswith("_test.go"), c.file
         assert c.go_test.startswith("Test"), c.go_test
         assert "expect" in c.data, f"{c.id}: no expectation"
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_same_decisions_as_volcano(case: VolcanoCase) -> None:
+    refused = case.data.get("ours", {}).get("config_error")
+    if refused:
+        # A configuration Volcano runs with (logging the problem) and we refuse at load time.
+        assert str(case.data["deviation"]).strip(), "a deviation needs its reason"
+        with pytest.raises(ConfigError) as err:
+            config_of(case)
+        assert refused in str(err.value)
+        return
     result = run_case(case)
     if "deviation" not in case.data:
         problems = outcome_problems(case, result, case.data["expect"])

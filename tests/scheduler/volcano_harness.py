@@ -51,6 +51,9 @@ from scheduler.result import CycleResult
 from scheduler.snapshot import Snapshot
 
 CASES_DIR = Path(__file__).parent / "volcano_cases"
+#: The session's clock: Go's tests leave creation times at Go's zero time, so every PodGroup
+#: (created_at 0 here) has waited about half a century by then.
+NOW = 1.7e9
 GROUP = "scheduling.k8s.io/group-name"
 
 
@@ -82,7 +85,7 @@ def load_cases() -> Iterator[VolcanoCase]:
                     test["go_test"],
                     case["name"],
                     tuple(case.get("actions", test["actions"])),
-                    tuple(case.get("tiers", test["tiers"])),
+                    tuple(case.get("tiers", test.get("tiers", ()))),
                     tuple(case.get("configurations", test.get("configurations", ()))),
                     case,
                 )
@@ -241,6 +244,7 @@ def snapshot_of(case: Mapping[str, Any]) -> Snapshot:
         [replace(j, creation=0) for j in snap.jobs],
         [replace(t, creation=0) for t in snap.tasks],
         snap.priority_classes,
+        now=NOW,
     )
 
 
@@ -268,7 +272,11 @@ def outcome_problems(case: VolcanoCase, result: CycleResult, expect: Mapping[str
         problems.append(f"evict count: want {expect['evict_num']}, got {len(evicted)} ({evicted})")
     for job, nodes in (expect.get("pipelined") or {}).items():
         ns = job.split("/", 1)[0]
-        pg_pods = {f"{ns}/{p['name']}" for p in case.data.get("pods", ()) if p["ns"] == ns and p.get("pg") == job.split("/", 1)[1]}
+        pg_pods = {
+            f"{ns}/{p['name']}"
+            for p in case.data.get("pods", ())
+            if p["ns"] == ns and p.get("pg") == job.split("/", 1)[1]
+        }
         got = {t: n for t, n in result.pipelined.items() if t in pg_pods}
         if not got:
             problems.append(f"pipelined: want {job} pipelined to {nodes}, none is ({dict(result.pipelined)})")
