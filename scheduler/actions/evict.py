@@ -26,7 +26,7 @@ def _fits_with(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo])
     avail = ssn.nodes.future_of(node)
     for v in victims:
         vec.iadd(avail, v.req)
-    return vec.le_on(task.req, avail, task.req)
+    return vec.fits(task.req, avail)
 
 
 def _candidates(ssn: Session, task: TaskInfo, scored: bool) -> list[int]:
@@ -68,7 +68,7 @@ def _may_fit(ssn: Session, task: TaskInfo, nodes: IntArray) -> BoolArray:
     table = ssn.nodes
     ok = np.ones(len(nodes), dtype=np.bool_)
     for d, v in enumerate(task.req):
-        if v > 0 and d != vec.PODS:
+        if v > 0:
             ok &= (table.future[d, nodes] + table.used[d, nodes] - table.releasing[d, nodes]) >= v
     return ok
 
@@ -237,11 +237,11 @@ class ReclaimAction(Action):
             sub = Statement(ssn, "reclaim")
             order = PriorityQueue(lambda a, b: ssn.victim_less(a, b, task), victims)
             available = table.future_of(node)
-            while order and not vec.le_on(task.req, available, task.req):
+            while order and not vec.fits(task.req, available):
                 v = order.pop()
                 sub.evict(v, "reclaim", task)
                 vec.iadd(available, v.req)
-            if vec.le_on(task.req, available, task.req) and ssn.fits_now(task, node):
+            if vec.fits(task.req, available) and ssn.fits_now(task, node):
                 sub.pipeline(task, node)
                 stmt.merge(sub)
                 return True
