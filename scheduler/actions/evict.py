@@ -208,7 +208,9 @@ class ReclaimAction(Action):
                     if not session.preemptive(queue, t):
                         continue
                     self._reclaim(session, stmt, t, job)
-                if session.job_pipelined(job):
+                # Without an eviction there is nothing to reclaim: Volcano leaves pods that fit
+                # free room to allocate (it only visits nodes holding reclaimees).
+                if session.job_pipelined(job) and stmt.has_evictions():
                     stmt.commit()
                 else:
                     stmt.discard()
