@@ -260,8 +260,9 @@ class Predicate(Capability, ABC):
     point = ExtensionPoint.PREDICATE
     #: Set by plugins whose filters are arrays that, within a session, change only at nodes whose
     #: state changed in the node table (``NodeTable.changes``). Node selection then keeps the
-    #: feasible mask per task shape and refreshes only those nodes.
-    node_local_filters: ClassVar[bool] = False
+    #: feasible mask per task shape and refreshes only those nodes. A plugin may clear it on its
+    #: instance in ``on_session_open`` / ``restore_open_state`` when a session needs it.
+    node_local_filters: bool = False
 
     @abstractmethod
     def predicate(self, task: TaskInfo) -> Sequence[Filter]: ...

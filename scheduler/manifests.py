@@ -14,6 +14,7 @@ from scheduler.model import (
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PodAffinityTerm,
     PreferredSchedulingTerm,
     PriorityClass,
     Queue,
@@ -170,6 +171,31 @@ def _term(ctx: _Ctx, value: Any, field: str) -> NodeSelectorTerm:
         _requirements(ctx, m.get("matchExpressions"), f"{field}.matchExpressions"),
         _requirements(ctx, m.get("matchFields"), f"{field}.matchFields"),
     )
+
+
+def _anti_affinity(ctx: _Ctx, spec: Mapping[str, Any]) -> tuple[PodAffinityTerm, ...]:
+    base = "spec.affinity.podAntiAffinity"
+    anti = ctx.mapping(ctx.mapping(spec.get("affinity"), "spec.affinity").get("podAntiAffinity"), base)
+    rf = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
+    terms = []
+    for j, raw in enumerate(ctx.seq(anti.get("requiredDuringSchedulingIgnoredDuringExecution"), rf)):
+        f = f"{rf}[{j}]"
+        term = ctx.mapping(raw, f)
+        key = ctx.string(term.get("topologyKey"), f"{f}.topologyKey")
+        if not key:
+            raise ctx.error(f"{f}.topologyKey", "required")
+        selector = term.get("labelSelector")
+        labels: tuple[tuple[str, str], ...] | None = None
+        exprs: tuple[NodeSelectorRequirement, ...] = ()
+        if selector is not None:
+            sel = ctx.mapping(selector, f"{f}.labelSelector")
+            labels = tuple(sorted(ctx.labels(sel.get("matchLabels"), f"{f}.labelSelector.matchLabels").items()))
+            exprs = _requirements(ctx, sel.get("matchExpressions"), f"{f}.labelSelector.matchExpressions")
+            if any(r.operator in ("Gt", "Lt") for r in exprs):
+                raise ctx.error(f"{f}.labelSelector.matchExpressions", "operators are In, NotIn, Exists, DoesNotExist")
+        namespaces = tuple(ctx.string(n, f"{f}.namespaces") for n in ctx.seq(term.get("namespaces"), f"{f}.namespaces"))
+        terms.append(PodAffinityTerm(key, labels, exprs, namespaces))
+    return tuple(terms)
 
 
 def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
@@ -331,6 +357,8 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         scheduling_gated=bool(ctx.seq(spec.get("schedulingGates"), "spec.schedulingGates")),
         nominated_node=ctx.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         creation=creation,
+        labels=labels,
+        anti_affinity=_anti_affinity(ctx, spec),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 

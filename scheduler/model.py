@@ -14,6 +14,7 @@ __all__ = [
     "Node",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
+    "PodAffinityTerm",
     "PreferredSchedulingTerm",
     "PriorityClass",
     "Queue",
@@ -273,6 +274,31 @@ class NodeSelectorTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """A required inter-pod (anti-)affinity term: pods matching the label selector (in
+    ``namespaces``, default the pod's own) within the same ``topology_key`` domain.
+
+    ``match_labels`` None means a nil selector (matches no pod); an empty one matches every pod.
+    """
+
+    topology_key: str
+    match_labels: tuple[tuple[str, str], ...] | None = ()
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    namespaces: tuple[str, ...] = ()
+
+    def selects(self, pod: Task, owner_namespace: str) -> bool:
+        """Return whether ``pod`` is selected by this term of a pod in ``owner_namespace``."""
+        if self.match_labels is None:
+            return False
+        if pod.namespace not in (self.namespaces or (owner_namespace,)):
+            return False
+        labels = pod.labels
+        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PreferredSchedulingTerm:
     """A weighted preferred node affinity term (scored by nodeorder's ``nodeaffinity.weight``)."""
 
@@ -320,6 +346,10 @@ class Task:
     scheduling_gated: bool = False
     nominated_node: str = ""
     creation: int = 0
+    #: Pod labels (inter-pod anti-affinity selects pods by them).
+    labels: Mapping[str, str] = field(default_factory=dict)
+    #: ``spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution``.
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
 
     @property
     def key(self) -> str:

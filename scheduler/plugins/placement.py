@@ -77,6 +77,14 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         self._pods_passed: BoolArray = table.pod_count < self.max_pods
         self._seen = len(table.changes)
         self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
+        self._open_anti(session)
+
+    def _open_anti(self, session: Session) -> None:
+        """Inter-pod anti-affinity: on when some pod of the snapshot has required terms. Its
+        filter depends on pods in the whole topology domain, so node-local caching is off then."""
+        self.pod_affinity = bool(self.args["predicate.PodAffinityEnable"])
+        self.anti = self.pod_affinity and any(t.anti_affinity for t in session.snapshot.tasks)
+        self.node_local_filters = not self.anti
 
     def save_open_state(self) -> Any:
         """Static filters are shared (they depend only on nodes and pod signatures); the pod-count
@@ -99,6 +107,7 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         self._pods_passed = state["_pods_passed"].copy()
         self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
         self._seen = len(session.nodes.changes)
+        self._open_anti(session)
 
     def _static(self, task: TaskInfo) -> list[Filter]:
         key = task.sig[:3]
@@ -137,9 +146,47 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         return filters
 
     def predicate(self, task: TaskInfo) -> Sequence[Filter]:
-        """Pod count first (resolvable), then the cached static filters (unresolvable)."""
+        """Pod count first (resolvable), then the cached static filters (unresolvable), then
+        required inter-pod anti-affinity (resolvable) when the session has such terms."""
         static = self._static(task)
+        if self.anti:
+            anti = self._anti_filter(task)
+            if anti is not None:
+                return [self._pods_filter, *static, anti]
         return [self._pods_filter, *static]
+
+    def _anti_filter(self, task: TaskInfo) -> Filter | None:
+        """Kubernetes' InterPodAffinity filter, anti-affinity half: a node fails when its
+        topology domain (the node's value of the term's key) holds a pod the task's term selects,
+        or a pod whose own term selects the task (symmetry). Nodes without the key pass."""
+        table = self.session.nodes
+        nodes = table.nodes
+        me = task.task
+        blocked: dict[str, set[str]] = {}
+        for i, placed in enumerate(table.tasks):
+            if not placed:
+                continue
+            labels = nodes[i].labels
+            for other in placed.values():
+                if other is task:
+                    continue
+                o = other.task
+                for term in me.anti_affinity:
+                    value = labels.get(term.topology_key)
+                    if value is not None and term.selects(o, me.namespace):
+                        blocked.setdefault(term.topology_key, set()).add(value)
+                for term in o.anti_affinity:
+                    value = labels.get(term.topology_key)
+                    if value is not None and term.selects(me, o.namespace):
+                        blocked.setdefault(term.topology_key, set()).add(value)
+        if not blocked:
+            return None
+        passed = np.fromiter(
+            (all(n.labels.get(k) not in vals for k, vals in blocked.items()) for n in nodes),
+            dtype=np.bool_,
+            count=len(nodes),
+        )
+        return Filter(self.name, passed, "node(s) didn't match pod anti-affinity rules", unresolvable=False)
 
     def _refresh(self) -> None:
         # Pod counts change only through the node table, which logs every changed node.
