@@ -1,4 +1,4 @@
-"""Kubernetes / Volcano manifests (Node, Pod, PodGroup, Queue, PriorityClass) → Snapshot."""
+"""Kubernetes / Volcano manifests (Node, Pod, PodGroup, Queue, PriorityClass, ResourceQuota) → Snapshot."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from scheduler.model import (
     Queue,
     QueueState,
     Resource,
+    ResourceQuota,
     Taint,
     Task,
     TaskStatus,
@@ -44,6 +45,7 @@ _KINDS = {
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("v1", "ResourceQuota"),
 }
 
 
@@ -496,13 +498,40 @@ def _priority_class(ctx: _Ctx, doc: Mapping[str, Any]) -> PriorityClass:
     )
 
 
+def _quota_amounts(ctx: _Ctx, value: Any, field: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, amount in ctx.mapping(value, field).items():
+        base = str(name).removeprefix("requests.").removeprefix("limits.")
+        try:
+            out[str(name)] = parse_resource(base, amount)
+        except QuantityError as exc:
+            raise ctx.error(f"{field}.{name}", str(exc)) from None
+    return out
+
+
+def _resource_quota(ctx: _Ctx, doc: Mapping[str, Any]) -> ResourceQuota:
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    status = ctx.mapping(doc.get("status"), "status")
+    # Volcano reads the quota's status (hard and used, kept by the quota controller); a manifest
+    # written by hand has only spec.hard, used then counts as nothing.
+    hard_field = "status.hard" if status.get("hard") is not None else "spec.hard"
+    hard_value = status.get("hard") if status.get("hard") is not None else spec.get("hard")
+    return ResourceQuota(
+        ctx.string(meta.get("name"), "metadata.name"),
+        ctx.string(meta.get("namespace"), "metadata.namespace", "default"),
+        _quota_amounts(ctx, hard_value, hard_field),
+        _quota_amounts(ctx, status.get("used"), "status.used"),
+    )
+
+
 def _describe(doc: Mapping[str, Any]) -> str:
     kind = doc.get("kind", "?")
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
     assert isinstance(meta, Mapping)
     name = meta.get("name", "?")
     ns = meta.get("namespace")
-    if kind in ("Pod", "PodGroup"):
+    if kind in ("Pod", "PodGroup", "ResourceQuota"):
         return f"{kind} {ns or 'default'}/{name}"
     return f"{kind} {name}"
 
@@ -520,6 +549,7 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
     jobs: list[Job] = []
     queues: list[Queue] = []
     classes: list[PriorityClass] = []
+    quotas: list[ResourceQuota] = []
     seen: dict[tuple[str, str], int] = {}
     for order, (index, doc) in enumerate(objects):
         api, kind = doc.get("apiVersion"), doc.get("kind")
@@ -566,6 +596,8 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
             jobs.append(_podgroup(ctx, doc, order))
         elif kind == "Queue":
             queues.append(_queue(ctx, doc, order))
+        elif kind == "ResourceQuota":
+            quotas.append(_resource_quota(ctx, doc))
         else:
             classes.append(_priority_class(ctx, doc))
     names = {q.name for q in queues}
@@ -573,4 +605,4 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
         queues.append(Queue("root", reclaimable=False, creation=-2))
     if "default" not in names:
         queues.append(Queue("default", creation=-1))
-    return Snapshot.of(nodes, queues, jobs, tasks, classes)
+    return Snapshot.of(nodes, queues, jobs, tasks, classes, resource_quotas=quotas)

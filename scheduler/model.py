@@ -20,6 +20,7 @@ __all__ = [
     "Queue",
     "QueueState",
     "Resource",
+    "ResourceQuota",
     "Taint",
     "Task",
     "TaskStatus",
@@ -410,6 +411,17 @@ class Queue:
     hierarchy_weights: str = ""
     creation: int = 0
     uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceQuota:
+    """A namespace ``v1`` ResourceQuota: ``hard`` limits and ``used`` amounts (scheduler units),
+    keyed by the quota's resource names (``cpu``, ``memory``, ``nvidia.com/gpu``, ...)."""
+
+    name: str
+    namespace: str
+    hard: Mapping[str, int] = field(default_factory=dict)
+    used: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

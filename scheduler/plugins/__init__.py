@@ -6,6 +6,7 @@ from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
+from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
 from scheduler.plugins.sla import SlaPlugin
 
@@ -21,6 +22,7 @@ __all__ = [
     "PredicatesPlugin",
     "PriorityPlugin",
     "ProportionPlugin",
+    "ResourceQuotaPlugin",
     "SlaPlugin",
 ]
 
@@ -36,4 +38,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     NodeOrderPlugin,
     BinpackPlugin,
     SlaPlugin,
+    ResourceQuotaPlugin,
 )

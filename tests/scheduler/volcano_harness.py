@@ -144,6 +144,18 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "status": {"allocatable": alloc, "capacity": alloc},
             }
         )
+    for rq in case.get("resource_quotas", ()):
+        # As util.BuildResourceQuota: spec.hard and status.hard alike, nothing used.
+        hard = _res(rq["hard"])
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": rq["name"], "namespace": rq["ns"]},
+                "spec": {"hard": hard},
+                "status": {"hard": hard, "used": _res(rq.get("used"))},
+            }
+        )
     for pc in case.get("priority_classes", ()):
         docs.append(
             {
@@ -245,6 +257,7 @@ def snapshot_of(case: Mapping[str, Any]) -> Snapshot:
         [replace(t, creation=0) for t in snap.tasks],
         snap.priority_classes,
         now=NOW,
+        resource_quotas=snap.resource_quotas,
     )
 
 
