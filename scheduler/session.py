@@ -1033,6 +1033,23 @@ class Session:
                 return False
         return all(bool(f.passed[i]) for f in self.filters(task))
 
+    def fits_without(self, task: TaskInfo, i: int, removed: frozenset[str]) -> bool:
+        """Whether ``task`` fits node ``i``'s future idle and passes every predicate there if the
+        pods ``removed`` were gone: their resources are already released in the node table (the
+        dry run evicted them); predicates that can (``passes_without``) also forget the pods."""
+        fut = self.nodes.future
+        for d, v in enumerate(task.req):
+            if v > 0 and fut[d, i] < v:
+                return False
+        for p in self._flat[ExtensionPoint.PREDICATE]:
+            passes = getattr(p, "passes_without", None)
+            if passes is not None:
+                if not passes(task, i, removed):
+                    return False
+            elif not all(bool(f.passed[i]) for f in p.predicate(task)):
+                return False
+        return True
+
     # -- state changes (used by Statement) ----------------------------------------------------
 
     def on_allocate(self, task: TaskInfo) -> None:

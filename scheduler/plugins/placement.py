@@ -155,7 +155,22 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
                 return [self._pods_filter, *static, anti]
         return [self._pods_filter, *static]
 
-    def _anti_filter(self, task: TaskInfo) -> Filter | None:
+    def passes_without(self, task: TaskInfo, node: int, removed: frozenset[str]) -> bool:
+        """Whether ``task`` passes every filter at ``node`` if the pods ``removed`` (uids) were
+        gone from the cluster (topology-aware preemption's dry run)."""
+        table = self.session.nodes
+        gone = sum(1 for uid in removed if uid in table.tasks[node])
+        if table.pod_count[node] - gone >= self.max_pods[node]:
+            return False
+        if not all(bool(f.passed[node]) for f in self._static(task)):
+            return False
+        if self.anti:
+            anti = self._anti_filter(task, removed)
+            if anti is not None and not anti.passed[node]:
+                return False
+        return True
+
+    def _anti_filter(self, task: TaskInfo, removed: frozenset[str] = frozenset()) -> Filter | None:
         """Kubernetes' InterPodAffinity filter, anti-affinity half: a node fails when its
         topology domain (the node's value of the term's key) holds a pod the task's term selects,
         or a pod whose own term selects the task (symmetry). Nodes without the key pass."""
@@ -168,7 +183,7 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
                 continue
             labels = nodes[i].labels
             for other in placed.values():
-                if other is task:
+                if other is task or other.uid in removed:
                     continue
                 o = other.task
                 for term in me.anti_affinity:
