@@ -25,6 +25,7 @@ from scheduler.model import (
     Task,
     TaskStatus,
     Toleration,
+    TopologySpreadConstraint,
 )
 from scheduler.quantity import SLA_ANNOTATION, QuantityError, parse_duration, parse_resource
 from scheduler.snapshot import Snapshot
@@ -200,6 +201,39 @@ def _anti_affinity(ctx: _Ctx, spec: Mapping[str, Any]) -> tuple[PodAffinityTerm,
     return tuple(terms)
 
 
+def _selector(
+    ctx: _Ctx, selector: Any, field: str
+) -> tuple[tuple[tuple[str, str], ...] | None, tuple[NodeSelectorRequirement, ...]]:
+    if selector is None:
+        return None, ()
+    sel = ctx.mapping(selector, field)
+    labels = tuple(sorted(ctx.labels(sel.get("matchLabels"), f"{field}.matchLabels").items()))
+    exprs = _requirements(ctx, sel.get("matchExpressions"), f"{field}.matchExpressions")
+    if any(r.operator in ("Gt", "Lt") for r in exprs):
+        raise ctx.error(f"{field}.matchExpressions", "operators are In, NotIn, Exists, DoesNotExist")
+    return labels, exprs
+
+
+def _spread(ctx: _Ctx, spec: Mapping[str, Any]) -> tuple[TopologySpreadConstraint, ...]:
+    base = "spec.topologySpreadConstraints"
+    out = []
+    for j, raw in enumerate(ctx.seq(spec.get("topologySpreadConstraints"), base)):
+        f = f"{base}[{j}]"
+        c = ctx.mapping(raw, f)
+        skew = ctx.integer(c.get("maxSkew"), f"{f}.maxSkew", 0)
+        if skew < 1:
+            raise ctx.error(f"{f}.maxSkew", "must be at least 1")
+        key = ctx.string(c.get("topologyKey"), f"{f}.topologyKey")
+        if not key:
+            raise ctx.error(f"{f}.topologyKey", "required")
+        when = ctx.string(c.get("whenUnsatisfiable"), f"{f}.whenUnsatisfiable", "DoNotSchedule")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise ctx.error(f"{f}.whenUnsatisfiable", "expected DoNotSchedule or ScheduleAnyway")
+        labels, exprs = _selector(ctx, c.get("labelSelector"), f"{f}.labelSelector")
+        out.append(TopologySpreadConstraint(skew, key, when, labels, exprs))
+    return tuple(out)
+
+
 def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
     meta = ctx.mapping(doc.get("metadata"), "metadata")
     spec = ctx.mapping(doc.get("spec"), "spec")
@@ -361,6 +395,7 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         creation=creation,
         labels=labels,
         anti_affinity=_anti_affinity(ctx, spec),
+        topology_spread=_spread(ctx, spec),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 

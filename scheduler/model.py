@@ -25,6 +25,7 @@ __all__ = [
     "Task",
     "TaskStatus",
     "Toleration",
+    "TopologySpreadConstraint",
 ]
 
 _NO_SCALARS: Mapping[str, int] = MappingProxyType({})
@@ -300,6 +301,28 @@ class PodAffinityTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    """A pod topology spread constraint: pods matching the selector (in the pod's namespace)
+    should differ by at most ``max_skew`` between the domains of ``topology_key``.
+    ``when_unsatisfiable`` is ``DoNotSchedule`` (a filter) or ``ScheduleAnyway`` (a score)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str = "DoNotSchedule"
+    match_labels: tuple[tuple[str, str], ...] | None = ()
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+
+    def selects(self, pod: Task, namespace: str) -> bool:
+        """Return whether ``pod`` counts for a constraint of a pod in ``namespace``."""
+        if self.match_labels is None or pod.namespace != namespace:
+            return False
+        labels = pod.labels
+        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PreferredSchedulingTerm:
     """A weighted preferred node affinity term (scored by nodeorder's ``nodeaffinity.weight``)."""
 
@@ -351,6 +374,8 @@ class Task:
     labels: Mapping[str, str] = field(default_factory=dict)
     #: ``spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution``.
     anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    #: ``spec.topologySpreadConstraints``.
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
 
     @property
     def key(self) -> str:

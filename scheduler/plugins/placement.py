@@ -21,7 +21,7 @@ from scheduler.framework import (
     restore_shared_state,
     save_shared_state,
 )
-from scheduler.model import Taint
+from scheduler.model import Taint, TaskStatus, TopologySpreadConstraint
 
 if TYPE_CHECKING:
     from scheduler.info import JobInfo, TaskInfo
@@ -35,6 +35,29 @@ _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
 def _tolerated(task: TaskInfo, taint: Taint) -> bool:
     return any(t.tolerates(taint) for t in task.task.tolerations)
+
+
+def spread_counts(session: Session, task: TaskInfo, c: TopologySpreadConstraint) -> dict[str, int]:
+    """Pods the constraint selects per domain (value of its key), over the nodes the task's
+    node selector and required node affinity allow (Kubernetes' PodTopologySpread); releasing
+    pods do not count."""
+    table = session.nodes
+    me = task.task
+    sel = me.node_selector.items()
+    terms = me.required_affinity
+    counts: dict[str, int] = {}
+    for i, n in enumerate(table.nodes):
+        value = n.labels.get(c.topology_key)
+        if value is None:
+            continue
+        if not (all(n.labels.get(k) == v for k, v in sel) and (not terms or any(t.matches(n) for t in terms))):
+            continue
+        found = counts.setdefault(value, 0)
+        for other in table.tasks[i].values():
+            if other is not task and other.status != TaskStatus.RELEASING and c.selects(other.task, me.namespace):
+                found += 1
+        counts[value] = found
+    return counts
 
 
 class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
@@ -83,8 +106,12 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         """Inter-pod anti-affinity: on when some pod of the snapshot has required terms. Its
         filter depends on pods in the whole topology domain, so node-local caching is off then."""
         self.pod_affinity = bool(self.args["predicate.PodAffinityEnable"])
-        self.anti = self.pod_affinity and any(t.anti_affinity for t in session.snapshot.tasks)
-        self.node_local_filters = not self.anti
+        tasks = session.snapshot.tasks
+        self.anti = self.pod_affinity and any(t.anti_affinity for t in tasks)
+        self.spread = bool(self.args["predicate.PodTopologySpreadEnable"]) and any(
+            c.when_unsatisfiable == "DoNotSchedule" for t in tasks for c in t.topology_spread
+        )
+        self.node_local_filters = not (self.anti or self.spread)
 
     def save_open_state(self) -> Any:
         """Static filters are shared (they depend only on nodes and pod signatures); the pod-count
@@ -149,11 +176,34 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         """Pod count first (resolvable), then the cached static filters (unresolvable), then
         required inter-pod anti-affinity (resolvable) when the session has such terms."""
         static = self._static(task)
+        extra: list[Filter] = []
         if self.anti:
             anti = self._anti_filter(task)
             if anti is not None:
-                return [self._pods_filter, *static, anti]
-        return [self._pods_filter, *static]
+                extra.append(anti)
+        if self.spread:
+            spread = self._spread_filter(task)
+            if spread is not None:
+                extra.append(spread)
+        return [self._pods_filter, *static, *extra]
+
+    def _spread_filter(self, task: TaskInfo) -> Filter | None:
+        """PodTopologySpread, DoNotSchedule constraints: a node passes when it has the key and
+        placing the pod there keeps its domain within ``max_skew`` of the least-loaded domain."""
+        hard = [c for c in task.task.topology_spread if c.when_unsatisfiable == "DoNotSchedule"]
+        if not hard:
+            return None
+        nodes = self.session.nodes.nodes
+        passed = np.ones(len(nodes), dtype=np.bool_)
+        for c in hard:
+            counts = spread_counts(self.session, task, c)
+            low = min(counts.values(), default=0)
+            own = 1 if c.selects(task.task, task.task.namespace) else 0
+            for i, n in enumerate(nodes):
+                value = n.labels.get(c.topology_key)
+                if value is None or counts.get(value, 0) + own - low > c.max_skew:
+                    passed[i] = False
+        return Filter(self.name, passed, "node(s) didn't match pod topology spread constraints", unresolvable=False)
 
     def passes_without(self, task: TaskInfo, node: int, removed: frozenset[str]) -> bool:
         """Whether ``task`` passes every filter at ``node`` if the pods ``removed`` (uids) were
@@ -248,7 +298,7 @@ class NodeOrderPlugin(Plugin, NodeOrder):
         "tainttoleration.weight": ArgSpec("int", 3),
         "podaffinity.weight": ArgSpec("int", 2, "accepted, no effect (no pod affinity model)"),
         "imagelocality.weight": ArgSpec("int", 1, "accepted, no effect (no images)"),
-        "podtopologyspread.weight": ArgSpec("int", 2, "accepted, no effect"),
+        "podtopologyspread.weight": ArgSpec("int", 2, "ScheduleAnyway topology spread constraints"),
         "selectorspread.weight": ArgSpec("int", 0, "accepted, no effect"),
         "volumebinding.weight": ArgSpec("int", 1, "accepted, no effect"),
     }
@@ -260,6 +310,7 @@ class NodeOrderPlugin(Plugin, NodeOrder):
         self.w_balanced = float(self.args["balancedresource.weight"])
         self.w_affinity = float(self.args["nodeaffinity.weight"])
         self.w_taint = float(self.args["tainttoleration.weight"])
+        self.w_spread = float(self.args["podtopologyspread.weight"])
         table = session.nodes
         self.alloc_cpu = table.alloc[0].astype(np.float64)
         self.alloc_mem = table.alloc[1].astype(np.float64)
@@ -388,6 +439,36 @@ class NodeOrderPlugin(Plugin, NodeOrder):
             top = sub.max() if len(sub) else 0.0
             score = 100.0 - np.floor(sub * 100.0 / top) if top > 0 else np.full(len(sub), 100.0)
             out = score * self.w_taint if out is None else out + score * self.w_taint
+        spread = self._spread_score(task, nodes)
+        if spread is not None:
+            out = spread * self.w_spread if out is None else out + spread * self.w_spread
+        return out
+
+    def _spread_score(self, task: TaskInfo, nodes: IntArray) -> FloatArray | None:
+        """Kubernetes' PodTopologySpread score for ScheduleAnyway constraints: per node the
+        matching pods of its domains, each constraint weighted by log(domains + 2); normalised
+        so the emptiest candidate gets 100; a node missing a key scores 0."""
+        soft = [c for c in task.task.topology_spread if c.when_unsatisfiable == "ScheduleAnyway"]
+        if not soft or not self.w_spread or not len(nodes):
+            return None
+        table_nodes = self.session.nodes.nodes
+        raw = np.zeros(len(nodes), dtype=np.float64)
+        valid = np.ones(len(nodes), dtype=np.bool_)
+        for c in soft:
+            counts = spread_counts(self.session, task, c)
+            weight = math.log(len(counts) + 2)
+            for j, i in enumerate(nodes.tolist()):
+                value = table_nodes[i].labels.get(c.topology_key)
+                if value is None:
+                    valid[j] = False
+                else:
+                    raw[j] += counts.get(value, 0) * weight
+        raw = np.round(raw)
+        if not valid.any():
+            return np.zeros(len(nodes), dtype=np.float64)
+        top, low = float(raw[valid].max()), float(raw[valid].min())
+        score = np.full(len(nodes), 100.0) if top == 0 else np.floor(100.0 * (top + low - raw) / top)
+        out: FloatArray = np.where(valid, score, 0.0)
         return out
 
     def _balanced(
