@@ -106,10 +106,11 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         """Inter-pod anti-affinity: on when some pod of the snapshot has required terms. Its
         filter depends on pods in the whole topology domain, so node-local caching is off then."""
         self.pod_affinity = bool(self.args["predicate.PodAffinityEnable"])
-        tasks = session.snapshot.tasks
-        self.anti = self.pod_affinity and any(t.anti_affinity for t in tasks)
+        # One pass over the pods; only sessions that have such pods look closer.
+        placed = [t for t in session.snapshot.tasks if t.anti_affinity or t.topology_spread]
+        self.anti = self.pod_affinity and any(t.anti_affinity for t in placed)
         self.spread = bool(self.args["predicate.PodTopologySpreadEnable"]) and any(
-            c.when_unsatisfiable == "DoNotSchedule" for t in tasks for c in t.topology_spread
+            c.when_unsatisfiable == "DoNotSchedule" for t in placed for c in t.topology_spread
         )
         self.node_local_filters = not (self.anti or self.spread)
 
