@@ -152,7 +152,12 @@ def _check_args(
         if spec is None:
             known = ", ".join(sorted(exact)) or "none"
             raise ConfigError(sub, f"unknown argument {key!r} (known: {known})")
-        out[key] = _check_arg(value, spec, sub)
+        checked = _check_arg(value, spec, sub)
+        if spec.check is not None:
+            problem = spec.check(checked)
+            if problem:
+                raise ConfigError(sub, problem)
+        out[key] = checked
     return MappingProxyType(out)
 
 
@@ -257,11 +262,8 @@ def _check_conflicts(tiers: tuple[Tier, ...]) -> None:
                 raise ConfigError(path, "proportion and drf with hierarchy enabled conflicts")
             if plugin.name == "drf" and plugin.hierarchy and "proportion" in names:
                 raise ConfigError(f"{path}.enableHierarchy", "proportion and drf with hierarchy enabled conflicts")
-    if "proportion" in seen and "capacity" in seen:
-        later = max(seen["proportion"], seen["capacity"])
-        raise ConfigError(
-            f"{later}.name", "proportion and capacity conflict: both decide queue shares; configure only one of them"
-        )
+    # proportion and capacity together are accepted, as Volcano accepts them: each registers
+    # its own callbacks and the tiered combine rules decide (see docs/scheduler.md).
 
 
 def parse_config(data: str | Mapping[str, Any], registry: Registry | None = None) -> SchedulerConfig:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -127,6 +127,8 @@ class ArgSpec:
     kind: str
     default: Any = None
     doc: str = ""
+    #: Optional further check of a well-typed value: returns an error message, or None if valid.
+    check: Callable[[Any], str | None] | None = None
 
 
 class Capability:
@@ -258,8 +260,9 @@ class Predicate(Capability, ABC):
     point = ExtensionPoint.PREDICATE
     #: Set by plugins whose filters are arrays that, within a session, change only at nodes whose
     #: state changed in the node table (``NodeTable.changes``). Node selection then keeps the
-    #: feasible mask per task shape and refreshes only those nodes.
-    node_local_filters: ClassVar[bool] = False
+    #: feasible mask per task shape and refreshes only those nodes. A plugin may clear it on its
+    #: instance in ``on_session_open`` / ``restore_open_state`` when a session needs it.
+    node_local_filters: bool = False
 
     @abstractmethod
     def predicate(self, task: TaskInfo) -> Sequence[Filter]: ...

@@ -1,7 +1,8 @@
-"""Kubernetes / Volcano manifests (Node, Pod, PodGroup, Queue, PriorityClass) → Snapshot."""
+"""Kubernetes / Volcano manifests (Node, Pod, PodGroup, Queue, PriorityClass, ResourceQuota) → Snapshot."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -13,17 +14,20 @@ from scheduler.model import (
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PodAffinityTerm,
     PreferredSchedulingTerm,
     PriorityClass,
     Queue,
     QueueState,
     Resource,
+    ResourceQuota,
     Taint,
     Task,
     TaskStatus,
     Toleration,
+    TopologySpreadConstraint,
 )
-from scheduler.quantity import QuantityError, parse_resource
+from scheduler.quantity import SLA_ANNOTATION, QuantityError, parse_duration, parse_resource
 from scheduler.snapshot import Snapshot
 
 __all__ = ["ManifestError", "load_manifests", "snapshot_from_manifests"]
@@ -42,6 +46,7 @@ _KINDS = {
     ("scheduling.volcano.sh/v1beta1", "PodGroup"),
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("v1", "ResourceQuota"),
 }
 
 
@@ -169,6 +174,64 @@ def _term(ctx: _Ctx, value: Any, field: str) -> NodeSelectorTerm:
         _requirements(ctx, m.get("matchExpressions"), f"{field}.matchExpressions"),
         _requirements(ctx, m.get("matchFields"), f"{field}.matchFields"),
     )
+
+
+def _anti_affinity(ctx: _Ctx, spec: Mapping[str, Any]) -> tuple[PodAffinityTerm, ...]:
+    base = "spec.affinity.podAntiAffinity"
+    anti = ctx.mapping(ctx.mapping(spec.get("affinity"), "spec.affinity").get("podAntiAffinity"), base)
+    rf = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
+    terms = []
+    for j, raw in enumerate(ctx.seq(anti.get("requiredDuringSchedulingIgnoredDuringExecution"), rf)):
+        f = f"{rf}[{j}]"
+        term = ctx.mapping(raw, f)
+        key = ctx.string(term.get("topologyKey"), f"{f}.topologyKey")
+        if not key:
+            raise ctx.error(f"{f}.topologyKey", "required")
+        selector = term.get("labelSelector")
+        labels: tuple[tuple[str, str], ...] | None = None
+        exprs: tuple[NodeSelectorRequirement, ...] = ()
+        if selector is not None:
+            sel = ctx.mapping(selector, f"{f}.labelSelector")
+            labels = tuple(sorted(ctx.labels(sel.get("matchLabels"), f"{f}.labelSelector.matchLabels").items()))
+            exprs = _requirements(ctx, sel.get("matchExpressions"), f"{f}.labelSelector.matchExpressions")
+            if any(r.operator in ("Gt", "Lt") for r in exprs):
+                raise ctx.error(f"{f}.labelSelector.matchExpressions", "operators are In, NotIn, Exists, DoesNotExist")
+        namespaces = tuple(ctx.string(n, f"{f}.namespaces") for n in ctx.seq(term.get("namespaces"), f"{f}.namespaces"))
+        terms.append(PodAffinityTerm(key, labels, exprs, namespaces))
+    return tuple(terms)
+
+
+def _selector(
+    ctx: _Ctx, selector: Any, field: str
+) -> tuple[tuple[tuple[str, str], ...] | None, tuple[NodeSelectorRequirement, ...]]:
+    if selector is None:
+        return None, ()
+    sel = ctx.mapping(selector, field)
+    labels = tuple(sorted(ctx.labels(sel.get("matchLabels"), f"{field}.matchLabels").items()))
+    exprs = _requirements(ctx, sel.get("matchExpressions"), f"{field}.matchExpressions")
+    if any(r.operator in ("Gt", "Lt") for r in exprs):
+        raise ctx.error(f"{field}.matchExpressions", "operators are In, NotIn, Exists, DoesNotExist")
+    return labels, exprs
+
+
+def _spread(ctx: _Ctx, spec: Mapping[str, Any]) -> tuple[TopologySpreadConstraint, ...]:
+    base = "spec.topologySpreadConstraints"
+    out = []
+    for j, raw in enumerate(ctx.seq(spec.get("topologySpreadConstraints"), base)):
+        f = f"{base}[{j}]"
+        c = ctx.mapping(raw, f)
+        skew = ctx.integer(c.get("maxSkew"), f"{f}.maxSkew", 0)
+        if skew < 1:
+            raise ctx.error(f"{f}.maxSkew", "must be at least 1")
+        key = ctx.string(c.get("topologyKey"), f"{f}.topologyKey")
+        if not key:
+            raise ctx.error(f"{f}.topologyKey", "required")
+        when = ctx.string(c.get("whenUnsatisfiable"), f"{f}.whenUnsatisfiable", "DoNotSchedule")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise ctx.error(f"{f}.whenUnsatisfiable", "expected DoNotSchedule or ScheduleAnyway")
+        labels, exprs = _selector(ctx, c.get("labelSelector"), f"{f}.labelSelector")
+        out.append(TopologySpreadConstraint(skew, key, when, labels, exprs))
+    return tuple(out)
 
 
 def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
@@ -330,6 +393,9 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         scheduling_gated=bool(ctx.seq(spec.get("schedulingGates"), "spec.schedulingGates")),
         nominated_node=ctx.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         creation=creation,
+        labels=labels,
+        anti_affinity=_anti_affinity(ctx, spec),
+        topology_spread=_spread(ctx, spec),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 
@@ -359,6 +425,14 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
     pre = _flag(ann.get(PREEMPTABLE))
     if pre is None:
         pre = _flag(labels.get(PREEMPTABLE))
+    sla: float | None = None
+    if SLA_ANNOTATION in ann:
+        try:
+            sla = parse_duration(ann[SLA_ANNOTATION])
+        except ValueError as exc:
+            raise ctx.error(f"metadata.annotations.{SLA_ANNOTATION}", str(exc)) from None
+        if sla <= 0:
+            raise ctx.error(f"metadata.annotations.{SLA_ANNOTATION}", "must be a positive duration")
     return Job(
         uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
         name=name,
@@ -371,7 +445,42 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
         phase=job_phase,
         preemptable=bool(pre),
         creation=creation,
+        created_at=_timestamp(ctx, meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        sla_waiting_time=sla,
     )
+
+
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$")
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm)."""
+    y -= m <= 2
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _timestamp(ctx: _Ctx, value: Any, field: str) -> float:
+    """Return an RFC 3339 time (YAML may have parsed it already) in epoch seconds; 0 if absent.
+
+    A time without offset is UTC. Parsed by hand: the core imports no clock module."""
+    if value is None or value == "":
+        return 0.0
+    text = value.isoformat() if hasattr(value, "isoformat") else value
+    m = _RFC3339.match(text) if isinstance(text, str) else None
+    if m is None:
+        raise ctx.error(field, f"expected an RFC 3339 time such as 2024-01-01T00:00:00Z, got {value!r}")
+    y, mo, d, h, mi, sec = (int(m.group(i)) for i in range(1, 7))
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and sec <= 60):
+        raise ctx.error(field, f"invalid time {value!r}")
+    seconds = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec + float(m.group(7) or 0)
+    if m.group(9):
+        offset = int(m.group(10)) * 3600 + int(m.group(11)) * 60
+        seconds -= offset if m.group(9) == "+" else -offset
+    return float(seconds)
 
 
 def _queue(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Queue:
@@ -424,13 +533,40 @@ def _priority_class(ctx: _Ctx, doc: Mapping[str, Any]) -> PriorityClass:
     )
 
 
+def _quota_amounts(ctx: _Ctx, value: Any, field: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, amount in ctx.mapping(value, field).items():
+        base = str(name).removeprefix("requests.").removeprefix("limits.")
+        try:
+            out[str(name)] = parse_resource(base, amount)
+        except QuantityError as exc:
+            raise ctx.error(f"{field}.{name}", str(exc)) from None
+    return out
+
+
+def _resource_quota(ctx: _Ctx, doc: Mapping[str, Any]) -> ResourceQuota:
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    status = ctx.mapping(doc.get("status"), "status")
+    # Volcano reads the quota's status (hard and used, kept by the quota controller); a manifest
+    # written by hand has only spec.hard, used then counts as nothing.
+    hard_field = "status.hard" if status.get("hard") is not None else "spec.hard"
+    hard_value = status.get("hard") if status.get("hard") is not None else spec.get("hard")
+    return ResourceQuota(
+        ctx.string(meta.get("name"), "metadata.name"),
+        ctx.string(meta.get("namespace"), "metadata.namespace", "default"),
+        _quota_amounts(ctx, hard_value, hard_field),
+        _quota_amounts(ctx, status.get("used"), "status.used"),
+    )
+
+
 def _describe(doc: Mapping[str, Any]) -> str:
     kind = doc.get("kind", "?")
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
     assert isinstance(meta, Mapping)
     name = meta.get("name", "?")
     ns = meta.get("namespace")
-    if kind in ("Pod", "PodGroup"):
+    if kind in ("Pod", "PodGroup", "ResourceQuota"):
         return f"{kind} {ns or 'default'}/{name}"
     return f"{kind} {name}"
 
@@ -448,6 +584,7 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
     jobs: list[Job] = []
     queues: list[Queue] = []
     classes: list[PriorityClass] = []
+    quotas: list[ResourceQuota] = []
     seen: dict[tuple[str, str], int] = {}
     for order, (index, doc) in enumerate(objects):
         api, kind = doc.get("apiVersion"), doc.get("kind")
@@ -494,6 +631,8 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
             jobs.append(_podgroup(ctx, doc, order))
         elif kind == "Queue":
             queues.append(_queue(ctx, doc, order))
+        elif kind == "ResourceQuota":
+            quotas.append(_resource_quota(ctx, doc))
         else:
             classes.append(_priority_class(ctx, doc))
     names = {q.name for q in queues}
@@ -501,4 +640,4 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
         queues.append(Queue("root", reclaimable=False, creation=-2))
     if "default" not in names:
         queues.append(Queue("default", creation=-1))
-    return Snapshot.of(nodes, queues, jobs, tasks, classes)
+    return Snapshot.of(nodes, queues, jobs, tasks, classes, resource_quotas=quotas)

@@ -14,15 +14,18 @@ __all__ = [
     "Node",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
+    "PodAffinityTerm",
     "PreferredSchedulingTerm",
     "PriorityClass",
     "Queue",
     "QueueState",
     "Resource",
+    "ResourceQuota",
     "Taint",
     "Task",
     "TaskStatus",
     "Toleration",
+    "TopologySpreadConstraint",
 ]
 
 _NO_SCALARS: Mapping[str, int] = MappingProxyType({})
@@ -273,6 +276,53 @@ class NodeSelectorTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """A required inter-pod (anti-)affinity term: pods matching the label selector (in
+    ``namespaces``, default the pod's own) within the same ``topology_key`` domain.
+
+    ``match_labels`` None means a nil selector (matches no pod); an empty one matches every pod.
+    """
+
+    topology_key: str
+    match_labels: tuple[tuple[str, str], ...] | None = ()
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    namespaces: tuple[str, ...] = ()
+
+    def selects(self, pod: Task, owner_namespace: str) -> bool:
+        """Return whether ``pod`` is selected by this term of a pod in ``owner_namespace``."""
+        if self.match_labels is None:
+            return False
+        if pod.namespace not in (self.namespaces or (owner_namespace,)):
+            return False
+        labels = pod.labels
+        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    """A pod topology spread constraint: pods matching the selector (in the pod's namespace)
+    should differ by at most ``max_skew`` between the domains of ``topology_key``.
+    ``when_unsatisfiable`` is ``DoNotSchedule`` (a filter) or ``ScheduleAnyway`` (a score)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str = "DoNotSchedule"
+    match_labels: tuple[tuple[str, str], ...] | None = ()
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+
+    def selects(self, pod: Task, namespace: str) -> bool:
+        """Return whether ``pod`` counts for a constraint of a pod in ``namespace``."""
+        if self.match_labels is None or pod.namespace != namespace:
+            return False
+        labels = pod.labels
+        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PreferredSchedulingTerm:
     """A weighted preferred node affinity term (scored by nodeorder's ``nodeaffinity.weight``)."""
 
@@ -320,6 +370,12 @@ class Task:
     scheduling_gated: bool = False
     nominated_node: str = ""
     creation: int = 0
+    #: Pod labels (inter-pod anti-affinity selects pods by them).
+    labels: Mapping[str, str] = field(default_factory=dict)
+    #: ``spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution``.
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    #: ``spec.topologySpreadConstraints``.
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
 
     @property
     def key(self) -> str:
@@ -332,7 +388,8 @@ class Job:
     """A PodGroup (Volcano's JobInfo without its tasks; tasks refer to it by ``key``).
 
     ``min_resources`` None means "no minResources" (always enqueueable). ``priority`` None means:
-    resolve ``priority_class_name`` at session open.
+    resolve ``priority_class_name`` at session open. ``creation`` orders PodGroups; ``created_at``
+    is the wall-clock creation time the sla plugin compares with :attr:`Snapshot.now`.
     """
 
     uid: str
@@ -347,6 +404,10 @@ class Job:
     phase: JobPhase = JobPhase.PENDING
     preemptable: bool = False
     creation: int = 0
+    #: ``metadata.creationTimestamp`` in seconds since the Unix epoch (0: unknown, i.e. long ago).
+    created_at: float = 0.0
+    #: The ``sla-waiting-time`` annotation in seconds (None: not set); used by the sla plugin.
+    sla_waiting_time: float | None = None
 
     @property
     def key(self) -> str:
@@ -375,6 +436,17 @@ class Queue:
     hierarchy_weights: str = ""
     creation: int = 0
     uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceQuota:
+    """A namespace ``v1`` ResourceQuota: ``hard`` limits and ``used`` amounts (scheduler units),
+    keyed by the quota's resource names (``cpu``, ``memory``, ``nvidia.com/gpu``, ...)."""
+
+    name: str
+    namespace: str
+    hard: Mapping[str, int] = field(default_factory=dict)
+    used: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,11 @@ from decimal import Decimal, InvalidOperation
 
 __all__ = [
     "BYTE_RESOURCES",
+    "SLA_ANNOTATION",
     "QuantityError",
     "format_quantity",
     "parse_cpu",
+    "parse_duration",
     "parse_memory",
     "parse_quantity",
     "parse_resource",
@@ -136,3 +138,31 @@ def format_quantity(name: str, amount: int) -> str:
             if amount % size == 0:
                 return f"{amount // size}{suffix}"
     return str(amount)
+
+
+#: The PodGroup annotation (and sla plugin argument) holding a job's SLA waiting time.
+SLA_ANNOTATION = "sla-waiting-time"
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """Return Go's ``time.ParseDuration(text)`` in seconds; raise ValueError if invalid."""
+    s = text.strip()
+    sign = 1.0
+    if s[:1] in ("+", "-"):
+        sign = -1.0 if s[0] == "-" else 1.0
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError(f"invalid duration {text!r}")
+    pos, total = 0, 0.0
+    while pos < len(s):
+        m = _PART.match(s, pos)
+        if m is None:
+            raise ValueError(f"invalid duration {text!r} (expected e.g. 1h2m3s, units ns us ms s m h)")
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    return sign * total

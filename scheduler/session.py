@@ -962,7 +962,7 @@ class Session:
         if nodes is not None or not self.node_local_filters:
             return self._fit_errors(task, nodes)
         filters = self.filters(task)
-        key = (tuple((d, v) for d, v in enumerate(task.req) if v > 0 and d != vec.PODS), *(id(f) for f in filters))
+        key = (tuple((d, v) for d, v in enumerate(task.req) if v > 0), *(id(f) for f in filters))
         end = len(self.nodes.changes)
         hit = self._fit_cache.get(key)
         if hit is not None and hit[0] == end:
@@ -980,7 +980,7 @@ class Session:
         counts: dict[str, int] = {}
         req = task.req
         for d, v in enumerate(req):
-            if v > 0 and d != vec.PODS:
+            if v > 0 and d != vec.PODS:  # pod slots are reported last (predicates names them first)
                 short = remaining & (table.future[d, idx] < v)
                 n = int(short.sum())
                 if n:
@@ -1007,6 +1007,10 @@ class Session:
                     r = f.reason_at(int(idx[i]))
                     counts[r] = counts.get(r, 0) + 1
             remaining &= ~failing
+        if req[vec.PODS] > 0:
+            n = int((remaining & (table.future[vec.PODS, idx] < req[vec.PODS])).sum())
+            if n:
+                counts["Insufficient pods"] = n
         return counts
 
     def _reason_groups(self, f: Filter) -> list[tuple[str, IntArray]]:
@@ -1025,9 +1029,26 @@ class Session:
         """Whether ``task`` fits node ``i``'s future idle and passes every predicate there."""
         fut = self.nodes.future
         for d, v in enumerate(task.req):
-            if v > 0 and d != vec.PODS and fut[d, i] < v:
+            if v > 0 and fut[d, i] < v:  # pods included, as Volcano's LessEqual
                 return False
         return all(bool(f.passed[i]) for f in self.filters(task))
+
+    def fits_without(self, task: TaskInfo, i: int, removed: frozenset[str]) -> bool:
+        """Whether ``task`` fits node ``i``'s future idle and passes every predicate there if the
+        pods ``removed`` were gone: their resources are already released in the node table (the
+        dry run evicted them); predicates that can (``passes_without``) also forget the pods."""
+        fut = self.nodes.future
+        for d, v in enumerate(task.req):
+            if v > 0 and fut[d, i] < v:
+                return False
+        for p in self._flat[ExtensionPoint.PREDICATE]:
+            passes = getattr(p, "passes_without", None)
+            if passes is not None:
+                if not passes(task, i, removed):
+                    return False
+            elif not all(bool(f.passed[i]) for f in p.predicate(task)):
+                return False
+        return True
 
     # -- state changes (used by Statement) ----------------------------------------------------
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from scheduler.model import Job, JobPhase, Node, PriorityClass, Queue, Task, TaskStatus
+from scheduler.model import Job, JobPhase, Node, PriorityClass, Queue, ResourceQuota, Task, TaskStatus
 
 if TYPE_CHECKING:
     from scheduler.result import CycleResult
@@ -28,6 +28,11 @@ class Snapshot:
     jobs: tuple[Job, ...] = ()
     tasks: tuple[Task, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
+    #: Namespace ResourceQuotas (read by the resourcequota plugin).
+    resource_quotas: tuple[ResourceQuota, ...] = ()
+    #: The caller's clock at cycle start, seconds since the Unix epoch (None: no clock given).
+    #: Only the sla plugin reads it (how long a PodGroup has waited); the core reads no clock.
+    now: float | None = None
 
     @classmethod
     def of(
@@ -37,9 +42,13 @@ class Snapshot:
         jobs: Iterable[Job] = (),
         tasks: Iterable[Task] = (),
         priority_classes: Iterable[PriorityClass] = (),
+        now: float | None = None,
+        resource_quotas: Iterable[ResourceQuota] = (),
     ) -> Snapshot:
         """Return a snapshot from any iterables."""
-        return cls(tuple(nodes), tuple(queues), tuple(jobs), tuple(tasks), tuple(priority_classes))
+        return cls(
+            tuple(nodes), tuple(queues), tuple(jobs), tuple(tasks), tuple(priority_classes), tuple(resource_quotas), now
+        )
 
     def replace_tasks(self, tasks: Iterable[Task]) -> Snapshot:
         """Return a copy with ``tasks`` (other tuples shared)."""

@@ -36,6 +36,10 @@ class Statement:
     def __len__(self) -> int:
         return len(self._ops)
 
+    def has_evictions(self) -> bool:
+        """Return whether the statement evicts any pod."""
+        return any(op[0] == _EVICT for op in self._ops)
+
     def allocate(self, task: TaskInfo, node: int) -> None:
         """Allocate ``task`` on ``node`` (session only until commit)."""
         self.session.place(task, node, TaskStatus.ALLOCATED)

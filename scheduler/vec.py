@@ -54,6 +54,12 @@ def le_on(a: RVec, b: RVec, dims: RVec) -> bool:
     return all(x <= y for i, (x, y, d) in enumerate(zip(a, b, dims, strict=True)) if d > 0 and i != PODS)
 
 
+def fits(req: RVec, avail: RVec) -> bool:
+    """Return whether a pod's request fits ``avail`` on every dimension it requests, pods
+    included (Volcano's node-side ``LessEqual``: each pod requests one of the node's pod slots)."""
+    return all(x <= y for x, y in zip(req, avail, strict=True) if x > 0)
+
+
 def add_le_on(a: RVec, b: RVec, limit: RVec) -> bool:
     """``le_on(add(a, b), limit, b)`` without building the sum: ``a + b ≤ limit`` on the
     dimensions where ``b`` > 0, pods excluded (the same float operations)."""

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler import vec
 from scheduler.framework import BoolArray, IntArray
 from scheduler.model import TaskStatus
 from scheduler.result import JobReason, ReasonKind
@@ -35,7 +34,7 @@ def resource_mask(ssn: Session, task: TaskInfo, which: str = "future") -> BoolAr
     m = table.future if which == "future" else table.idle
     mask = np.ones(len(table), dtype=np.bool_)
     for d, v in enumerate(task.req):
-        if v > 0 and d != vec.PODS:
+        if v > 0:  # pods included: every pod requests one slot of its node's pods (Volcano's LessEqual)
             mask &= m[d] >= v
     return mask
 
@@ -51,13 +50,13 @@ def record_fit_error(ssn: Session, task: TaskInfo) -> dict[str, int]:
 
 
 def fit_key(task: TaskInfo) -> tuple[tuple[int, float], ...]:
-    """The task's resource-fit shape: ``(dim, request)`` of requested dims, pods excluded."""
+    """The task's resource-fit shape: ``(dim, request)`` of requested dims (pods included)."""
     req = task.req
     key = _FIT_KEYS.get(req)
     if key is None:
         if len(_FIT_KEYS) >= 4096:
             _FIT_KEYS.clear()  # bounded; recomputed on demand
-        key = _FIT_KEYS[req] = tuple((d, v) for d, v in enumerate(req) if v > 0 and d != vec.PODS)
+        key = _FIT_KEYS[req] = tuple((d, v) for d, v in enumerate(req) if v > 0)
     return key
 
 
@@ -145,7 +144,7 @@ def select_node(ssn: Session, task: TaskInfo, sample: int | None) -> tuple[int, 
         return None
     nominated = table.index.get(task.task.nominated_node, -1) if task.task.nominated_node else -1
     if nominated >= 0 and ssn.fits_now(task, nominated):
-        idle_ok = all(table.idle[d, nominated] >= v for d, v in enumerate(task.req) if v > 0 and d != vec.PODS)
+        idle_ok = all(table.idle[d, nominated] >= v for d, v in enumerate(task.req) if v > 0)
         return nominated, idle_ok
     feasible = feasible_mask(ssn, task).nonzero()[0]
     m = len(feasible)

@@ -26,7 +26,7 @@ def _fits_with(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo])
     avail = ssn.nodes.future_of(node)
     for v in victims:
         vec.iadd(avail, v.req)
-    return vec.le_on(task.req, avail, task.req)
+    return vec.fits(task.req, avail)
 
 
 def _candidates(ssn: Session, task: TaskInfo, scored: bool) -> list[int]:
@@ -68,7 +68,7 @@ def _may_fit(ssn: Session, task: TaskInfo, nodes: IntArray) -> BoolArray:
     table = ssn.nodes
     ok = np.ones(len(nodes), dtype=np.bool_)
     for d, v in enumerate(task.req):
-        if v > 0 and d != vec.PODS:
+        if v > 0:
             ok &= (table.future[d, nodes] + table.used[d, nodes] - table.releasing[d, nodes]) >= v
     return ok
 
@@ -113,7 +113,7 @@ class PreemptAction(Action):
 
     name = "preempt"
     arguments: ClassVar[Mapping[str, ArgSpec]] = {
-        "enableTopologyAwarePreemption": ArgSpec("bool", False, "accepted; must stay false"),
+        "enableTopologyAwarePreemption": ArgSpec("bool", False, "kube-scheduler-style dry-run preemption"),
         "topologyAwarePreemptWorkerNum": ArgSpec("int", 16, "accepted, no effect"),
         "minCandidateNodesPercentage": ArgSpec("int", 10, "accepted, no effect"),
         "minCandidateNodesAbsolute": ArgSpec("int", 1, "accepted, no effect"),
@@ -160,6 +160,8 @@ class PreemptAction(Action):
     def _preempt(self, ssn: Session, stmt: Statement, preemptor: TaskInfo, allowed: Callable[[TaskInfo], bool]) -> bool:
         if preemptor.task.preemption_policy == "Never":
             return False
+        if self.args["enableTopologyAwarePreemption"]:
+            return self._topology_aware(ssn, stmt, preemptor, allowed)
         queue = ssn.queues[preemptor.job.queue]
         table = ssn.nodes
         for node in _candidates(ssn, preemptor, scored=True):
@@ -181,6 +183,78 @@ class PreemptAction(Action):
                 return True
             sub.discard()
         return False
+
+    @staticmethod
+    def _dry_run(
+        ssn: Session, preemptor: TaskInfo, node: int, allowed: Callable[[TaskInfo], bool]
+    ) -> list[TaskInfo] | None:
+        """Volcano's ``SelectVictimsOnNode``: remove victims (victim order) until the preemptor
+        fits (queue allocatable, future idle, predicates without them), then reprieve them from
+        the most important down; return the victims, or None when the node is no candidate."""
+        queue = ssn.queues[preemptor.job.queue]
+        preemptees = [v for v in ssn.nodes.tasks[node].values() if allowed(v)]
+        victims = ssn.preemptable(preemptor, preemptees)
+        if not _fits_with(ssn, preemptor, node, victims):
+            return None
+        order = PriorityQueue(lambda a, b: ssn.victim_less(a, b, preemptor), victims)
+        removed: list[TaskInfo] = []
+        sub = Statement(ssn, "preempt")
+
+        def fits() -> bool:
+            gone = frozenset(v.uid for v in removed)
+            return ssn.allocatable(queue, preemptor) and ssn.fits_without(preemptor, node, gone)
+
+        while order:
+            v = order.pop()
+            removed.append(v)
+            sub.evict(v, "preempt", preemptor)
+            if fits():
+                break
+        if not removed or not fits():
+            sub.discard()
+            return None
+        chosen = list(reversed(removed))  # reprieve the most important first
+        for v in list(chosen):
+            trial = [x for x in chosen if x is not v]
+            sub.discard()
+            for x in trial:
+                sub.evict(x, "preempt", preemptor)
+            removed = trial
+            if fits():
+                chosen = trial
+        sub.discard()
+        return chosen
+
+    def _topology_aware(
+        self, ssn: Session, stmt: Statement, preemptor: TaskInfo, allowed: Callable[[TaskInfo], bool]
+    ) -> bool:
+        """Dry-run every candidate node, pick the one whose victims matter least (lowest highest
+        priority, then lowest priority sum, then fewest victims, then node order), evict them and
+        pipeline the preemptor there."""
+        best: tuple[tuple[int, int, int, int], int, list[TaskInfo]] | None = None
+        for rank, node in enumerate(_candidates(ssn, preemptor, scored=False)):
+            victims = self._dry_run(ssn, preemptor, node, allowed)
+            if victims is None:
+                continue
+            prios = [v.priority for v in victims]
+            key = (max(prios, default=-(2**31)), sum(prios), len(victims), rank)
+            if best is None or key < best[0]:
+                best = (key, node, victims)
+        if best is None:
+            return False
+        _, node, victims = best
+        sub = Statement(ssn, "preempt")
+        for v in victims:
+            sub.evict(v, "preempt", preemptor)
+        queue = ssn.queues[preemptor.job.queue]
+        if not (
+            ssn.allocatable(queue, preemptor) and ssn.fits_without(preemptor, node, frozenset(v.uid for v in victims))
+        ):
+            sub.discard()
+            return False
+        sub.pipeline(preemptor, node)
+        stmt.merge(sub)
+        return True
 
 
 class ReclaimAction(Action):
@@ -208,7 +282,9 @@ class ReclaimAction(Action):
                     if not session.preemptive(queue, t):
                         continue
                     self._reclaim(session, stmt, t, job)
-                if session.job_pipelined(job):
+                # Without an eviction there is nothing to reclaim: Volcano leaves pods that fit
+                # free room to allocate (it only visits nodes holding reclaimees).
+                if session.job_pipelined(job) and stmt.has_evictions():
                     stmt.commit()
                 else:
                     stmt.discard()
@@ -237,11 +313,11 @@ class ReclaimAction(Action):
             sub = Statement(ssn, "reclaim")
             order = PriorityQueue(lambda a, b: ssn.victim_less(a, b, task), victims)
             available = table.future_of(node)
-            while order and not vec.le_on(task.req, available, task.req):
+            while order and not vec.fits(task.req, available):
                 v = order.pop()
                 sub.evict(v, "reclaim", task)
                 vec.iadd(available, v.req)
-            if vec.le_on(task.req, available, task.req) and ssn.fits_now(task, node):
+            if vec.fits(task.req, available) and ssn.fits_now(task, node):
                 sub.pipeline(task, node)
                 stmt.merge(sub)
                 return True

@@ -6,7 +6,9 @@ from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
+from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
+from scheduler.plugins.sla import SlaPlugin
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -20,6 +22,8 @@ __all__ = [
     "PredicatesPlugin",
     "PriorityPlugin",
     "ProportionPlugin",
+    "ResourceQuotaPlugin",
+    "SlaPlugin",
 ]
 
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
@@ -33,4 +37,6 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     CapacityPlugin,
     NodeOrderPlugin,
     BinpackPlugin,
+    SlaPlugin,
+    ResourceQuotaPlugin,
 )

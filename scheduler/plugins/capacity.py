@@ -224,19 +224,24 @@ class CapacityPlugin(
         return self._flat_order(self.attrs[ca[i]], self.attrs[cb[i]])
 
     def victim_queue_order(self, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo | None) -> int:
-        """Hierarchy: victims from the queue sharing the deepest ancestor with the preemptor."""
+        """Hierarchy: victims first from the queue whose deepest common ancestor with the
+        preemptor's queue lies deepest (Volcano's ``getQueueLevel``: the index, from the root, of
+        the last ancestor both ancestor lists share; 0 when they share none)."""
         if not self.hierarchy or preemptor is None:
             return 0
+        mine = list(reversed(self.chain(preemptor.name)))[:-1]
 
-        def depth(q: str) -> int:
-            mine = set(self.chain(preemptor.name))
-            for n, anc in enumerate(self.chain(q)):
-                if anc in mine:
-                    return -n
-            return -(10**6)
+        def level(q: str) -> int:
+            theirs = list(reversed(self.chain(q)))[:-1]
+            found = 0
+            for i in range(min(len(mine), len(theirs))):
+                if mine[i] != theirs[i]:
+                    break
+                found = i
+            return found
 
-        da, db = depth(a.name), depth(b.name)
-        return (da < db) - (da > db)
+        la, lb = level(a.name), level(b.name)
+        return (la < lb) - (la > lb)
 
     # -- quota checks -----------------------------------------------------------------------
 
@@ -294,14 +299,15 @@ class CapacityPlugin(
             vec.iadd(self.attrs[q].inqueue, part)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """May reclaim: within capability, and below deserved on some requested dimension."""
+        """May reclaim: within its real capability, and below deserved on some requested dimension."""
         if self.not_ready or not queue.is_open or queue.name not in self.attrs:
             return False
         a = self.attrs[queue.name]
-        for q in self.chain(queue.name):
-            qa = self.attrs[q]
-            if not vec.add_le_on(qa.allocated, task.req, qa.real_capability):
-                return False
+        # Volcano checks the queue's own real capability only (which, in hierarchical mode, is
+        # already bounded by its ancestors'); an ancestor full of its other children's pods
+        # does not stop the queue from reclaiming from them.
+        if not vec.add_le_on(a.allocated, task.req, a.real_capability):
+            return False
         want = vec.add(a.allocated, task.req)
         return any(
             want[d] <= a.deserved[d]

@@ -21,7 +21,7 @@ from scheduler.framework import (
     restore_shared_state,
     save_shared_state,
 )
-from scheduler.model import Taint
+from scheduler.model import Taint, TaskStatus, TopologySpreadConstraint
 
 if TYPE_CHECKING:
     from scheduler.info import JobInfo, TaskInfo
@@ -35,6 +35,29 @@ _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
 def _tolerated(task: TaskInfo, taint: Taint) -> bool:
     return any(t.tolerates(taint) for t in task.task.tolerations)
+
+
+def spread_counts(session: Session, task: TaskInfo, c: TopologySpreadConstraint) -> dict[str, int]:
+    """Pods the constraint selects per domain (value of its key), over the nodes the task's
+    node selector and required node affinity allow (Kubernetes' PodTopologySpread); releasing
+    pods do not count."""
+    table = session.nodes
+    me = task.task
+    sel = me.node_selector.items()
+    terms = me.required_affinity
+    counts: dict[str, int] = {}
+    for i, n in enumerate(table.nodes):
+        value = n.labels.get(c.topology_key)
+        if value is None:
+            continue
+        if not (all(n.labels.get(k) == v for k, v in sel) and (not terms or any(t.matches(n) for t in terms))):
+            continue
+        found = counts.setdefault(value, 0)
+        for other in table.tasks[i].values():
+            if other is not task and other.status != TaskStatus.RELEASING and c.selects(other.task, me.namespace):
+                found += 1
+        counts[value] = found
+    return counts
 
 
 class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
@@ -77,6 +100,19 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         self._pods_passed: BoolArray = table.pod_count < self.max_pods
         self._seen = len(table.changes)
         self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
+        self._open_anti(session)
+
+    def _open_anti(self, session: Session) -> None:
+        """Inter-pod anti-affinity: on when some pod of the snapshot has required terms. Its
+        filter depends on pods in the whole topology domain, so node-local caching is off then."""
+        self.pod_affinity = bool(self.args["predicate.PodAffinityEnable"])
+        # One pass over the pods; only sessions that have such pods look closer.
+        placed = [t for t in session.snapshot.tasks if t.anti_affinity or t.topology_spread]
+        self.anti = self.pod_affinity and any(t.anti_affinity for t in placed)
+        self.spread = bool(self.args["predicate.PodTopologySpreadEnable"]) and any(
+            c.when_unsatisfiable == "DoNotSchedule" for t in placed for c in t.topology_spread
+        )
+        self.node_local_filters = not (self.anti or self.spread)
 
     def save_open_state(self) -> Any:
         """Static filters are shared (they depend only on nodes and pod signatures); the pod-count
@@ -99,6 +135,7 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         self._pods_passed = state["_pods_passed"].copy()
         self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
         self._seen = len(session.nodes.changes)
+        self._open_anti(session)
 
     def _static(self, task: TaskInfo) -> list[Filter]:
         key = task.sig[:3]
@@ -137,9 +174,85 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         return filters
 
     def predicate(self, task: TaskInfo) -> Sequence[Filter]:
-        """Pod count first (resolvable), then the cached static filters (unresolvable)."""
+        """Pod count first (resolvable), then the cached static filters (unresolvable), then
+        required inter-pod anti-affinity (resolvable) when the session has such terms."""
         static = self._static(task)
-        return [self._pods_filter, *static]
+        extra: list[Filter] = []
+        if self.anti:
+            anti = self._anti_filter(task)
+            if anti is not None:
+                extra.append(anti)
+        if self.spread:
+            spread = self._spread_filter(task)
+            if spread is not None:
+                extra.append(spread)
+        return [self._pods_filter, *static, *extra]
+
+    def _spread_filter(self, task: TaskInfo) -> Filter | None:
+        """PodTopologySpread, DoNotSchedule constraints: a node passes when it has the key and
+        placing the pod there keeps its domain within ``max_skew`` of the least-loaded domain."""
+        hard = [c for c in task.task.topology_spread if c.when_unsatisfiable == "DoNotSchedule"]
+        if not hard:
+            return None
+        nodes = self.session.nodes.nodes
+        passed = np.ones(len(nodes), dtype=np.bool_)
+        for c in hard:
+            counts = spread_counts(self.session, task, c)
+            low = min(counts.values(), default=0)
+            own = 1 if c.selects(task.task, task.task.namespace) else 0
+            for i, n in enumerate(nodes):
+                value = n.labels.get(c.topology_key)
+                if value is None or counts.get(value, 0) + own - low > c.max_skew:
+                    passed[i] = False
+        return Filter(self.name, passed, "node(s) didn't match pod topology spread constraints", unresolvable=False)
+
+    def passes_without(self, task: TaskInfo, node: int, removed: frozenset[str]) -> bool:
+        """Whether ``task`` passes every filter at ``node`` if the pods ``removed`` (uids) were
+        gone from the cluster (topology-aware preemption's dry run)."""
+        table = self.session.nodes
+        gone = sum(1 for uid in removed if uid in table.tasks[node])
+        if table.pod_count[node] - gone >= self.max_pods[node]:
+            return False
+        if not all(bool(f.passed[node]) for f in self._static(task)):
+            return False
+        if self.anti:
+            anti = self._anti_filter(task, removed)
+            if anti is not None and not anti.passed[node]:
+                return False
+        return True
+
+    def _anti_filter(self, task: TaskInfo, removed: frozenset[str] = frozenset()) -> Filter | None:
+        """Kubernetes' InterPodAffinity filter, anti-affinity half: a node fails when its
+        topology domain (the node's value of the term's key) holds a pod the task's term selects,
+        or a pod whose own term selects the task (symmetry). Nodes without the key pass."""
+        table = self.session.nodes
+        nodes = table.nodes
+        me = task.task
+        blocked: dict[str, set[str]] = {}
+        for i, placed in enumerate(table.tasks):
+            if not placed:
+                continue
+            labels = nodes[i].labels
+            for other in placed.values():
+                if other is task or other.uid in removed:
+                    continue
+                o = other.task
+                for term in me.anti_affinity:
+                    value = labels.get(term.topology_key)
+                    if value is not None and term.selects(o, me.namespace):
+                        blocked.setdefault(term.topology_key, set()).add(value)
+                for term in o.anti_affinity:
+                    value = labels.get(term.topology_key)
+                    if value is not None and term.selects(me, o.namespace):
+                        blocked.setdefault(term.topology_key, set()).add(value)
+        if not blocked:
+            return None
+        passed = np.fromiter(
+            (all(n.labels.get(k) not in vals for k, vals in blocked.items()) for n in nodes),
+            dtype=np.bool_,
+            count=len(nodes),
+        )
+        return Filter(self.name, passed, "node(s) didn't match pod anti-affinity rules", unresolvable=False)
 
     def _refresh(self) -> None:
         # Pod counts change only through the node table, which logs every changed node.
@@ -186,7 +299,7 @@ class NodeOrderPlugin(Plugin, NodeOrder):
         "tainttoleration.weight": ArgSpec("int", 3),
         "podaffinity.weight": ArgSpec("int", 2, "accepted, no effect (no pod affinity model)"),
         "imagelocality.weight": ArgSpec("int", 1, "accepted, no effect (no images)"),
-        "podtopologyspread.weight": ArgSpec("int", 2, "accepted, no effect"),
+        "podtopologyspread.weight": ArgSpec("int", 2, "ScheduleAnyway topology spread constraints"),
         "selectorspread.weight": ArgSpec("int", 0, "accepted, no effect"),
         "volumebinding.weight": ArgSpec("int", 1, "accepted, no effect"),
     }
@@ -198,6 +311,7 @@ class NodeOrderPlugin(Plugin, NodeOrder):
         self.w_balanced = float(self.args["balancedresource.weight"])
         self.w_affinity = float(self.args["nodeaffinity.weight"])
         self.w_taint = float(self.args["tainttoleration.weight"])
+        self.w_spread = float(self.args["podtopologyspread.weight"])
         table = session.nodes
         self.alloc_cpu = table.alloc[0].astype(np.float64)
         self.alloc_mem = table.alloc[1].astype(np.float64)
@@ -326,6 +440,36 @@ class NodeOrderPlugin(Plugin, NodeOrder):
             top = sub.max() if len(sub) else 0.0
             score = 100.0 - np.floor(sub * 100.0 / top) if top > 0 else np.full(len(sub), 100.0)
             out = score * self.w_taint if out is None else out + score * self.w_taint
+        spread = self._spread_score(task, nodes)
+        if spread is not None:
+            out = spread * self.w_spread if out is None else out + spread * self.w_spread
+        return out
+
+    def _spread_score(self, task: TaskInfo, nodes: IntArray) -> FloatArray | None:
+        """Kubernetes' PodTopologySpread score for ScheduleAnyway constraints: per node the
+        matching pods of its domains, each constraint weighted by log(domains + 2); normalised
+        so the emptiest candidate gets 100; a node missing a key scores 0."""
+        soft = [c for c in task.task.topology_spread if c.when_unsatisfiable == "ScheduleAnyway"]
+        if not soft or not self.w_spread or not len(nodes):
+            return None
+        table_nodes = self.session.nodes.nodes
+        raw = np.zeros(len(nodes), dtype=np.float64)
+        valid = np.ones(len(nodes), dtype=np.bool_)
+        for c in soft:
+            counts = spread_counts(self.session, task, c)
+            weight = math.log(len(counts) + 2)
+            for j, i in enumerate(nodes.tolist()):
+                value = table_nodes[i].labels.get(c.topology_key)
+                if value is None:
+                    valid[j] = False
+                else:
+                    raw[j] += counts.get(value, 0) * weight
+        raw = np.round(raw)
+        if not valid.any():
+            return np.zeros(len(nodes), dtype=np.float64)
+        top, low = float(raw[valid].max()), float(raw[valid].min())
+        score = np.full(len(nodes), 100.0) if top == 0 else np.floor(100.0 * (top + low - raw) / top)
+        out: FloatArray = np.where(valid, score, 0.0)
         return out
 
     def _balanced(

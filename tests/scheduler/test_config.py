@@ -135,11 +135,6 @@ def test_it_unwraps_a_configmap() -> None:
             "proportion and drf with hierarchy enabled conflicts",
         ),
         (
-            'actions: "allocate"\ntiers: [{plugins: [{name: proportion}]}, {plugins: [{name: capacity}]}]',
-            "tiers[1].plugins[0].name",
-            "proportion and capacity conflict",
-        ),
-        (
             'actions: "allocate"\ntiers: [{plugins: [{name: gang}]}, {plugins: [{name: gang}]}]',
             "tiers[1].plugins[0].name",
             "already configured",
@@ -191,3 +186,39 @@ def test_a_custom_registry_is_a_value() -> None:
     with pytest.raises(RegistryError):
         reg.with_plugin(Noop)
     assert Registry().plugins == {}
+
+
+def test_proportion_and_capacity_load_together_and_both_decide() -> None:
+    """Volcano accepts both plugins in one configuration (its reclaim tests configure both);
+    each registers its callbacks, so allocatable is the AND of proportion's deserved share
+    and capacity's capability."""
+    from scheduler import run_cycle
+    from scheduler.testing import make_job, make_node, make_queue, make_snapshot
+
+    cfg = parse_config(
+        'actions: "enqueue, allocate"\n'
+        "tiers:\n"
+        "- plugins: [{name: priority}, {name: gang}]\n"
+        "- plugins: [{name: proportion}, {name: capacity}, {name: predicates}]\n"
+    )
+    assert cfg.plugin_names() == ("priority", "gang", "proportion", "capacity", "predicates")
+    snap = make_snapshot(
+        [make_node("n1", cpu="8", memory="32Gi")],
+        # one queue: proportion deserves it the whole cluster, capacity caps it at its capability
+        [make_job(f"j{i}", queue="qa", replicas=1, cpu="1", memory="1Gi") for i in range(4)],
+        [make_queue("qa", capability={"cpu": "8"}, deserved={"cpu": "2", "memory": "2Gi"})],
+    )
+    only_proportion = parse_config(
+        'actions: "enqueue, allocate"\n'
+        "tiers:\n- plugins: [{name: priority}, {name: gang}]\n- plugins: [{name: proportion}, {name: predicates}]\n"
+    )
+    assert len(run_cycle(snap, only_proportion).binds) == 4
+    both = run_cycle(snap, cfg)
+    assert len(both.binds) == 4  # capacity's real capability is the queue's capability (8 CPUs)
+    assert both.queue_allocated["qa"]["cpu"] == 4000
+    capped = make_snapshot(
+        [make_node("n1", cpu="8", memory="32Gi")],
+        [make_job(f"j{i}", queue="qa", replicas=1, cpu="1", memory="1Gi") for i in range(4)],
+        [make_queue("qa", capability={"cpu": "2"})],
+    )
+    assert len(run_cycle(capped, cfg).binds) == 2

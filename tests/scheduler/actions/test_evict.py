@@ -243,3 +243,45 @@ SCENARIOS = [
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_evict_and_enqueue(scenario: Scenario) -> None:
     scenario.check()
+
+
+_TOPOLOGY_AWARE = """
+actions: "preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: proportion}, {name: predicates}]
+configurations:
+- name: preempt
+  arguments: {enableTopologyAwarePreemption: %s}
+"""
+
+
+def _reprieve_scenario(topology_aware: bool, evictions: frozenset[str]) -> Scenario:
+    # One 3-CPU node full with a low-priority job's pods: a (1 CPU, task priority 1) and
+    # b (2 CPU, priority 5). The preemptor needs 2 CPUs. Victim order takes a first, then b.
+    victims = make_job(
+        "low",
+        priority=1,
+        min_available=0,
+        tasks=[
+            make_task("low-a", cpu="1", memory="1Gi", status=TaskStatus.RUNNING, node="n1", priority=1),
+            make_task("low-b", cpu="2", memory="1Gi", status=TaskStatus.RUNNING, node="n1", priority=5),
+        ],
+    )
+    return Scenario(
+        id=f"topology-aware={topology_aware}",
+        nodes=[make_node("n1", cpu="3", memory="8Gi")],
+        jobs=[victims, make_job("high", priority=100, cpu="2", memory="1Gi")],
+        config=_TOPOLOGY_AWARE % str(topology_aware).lower(),
+        evictions=evictions,
+        pipelined={"default/high-0": "n1"},
+    )
+
+
+def test_normal_preemption_evicts_in_victim_order_until_the_preemptor_fits() -> None:
+    _reprieve_scenario(False, frozenset({"default/low-a", "default/low-b"})).check()
+
+
+def test_topology_aware_preemption_reprieves_victims_it_does_not_need() -> None:
+    # The dry run removes a, then b; reprieving from the most important down keeps a.
+    _reprieve_scenario(True, frozenset({"default/low-b"})).check()

@@ -1,0 +1,306 @@
+"""Run Volcano's own scheduler unit-test cases (kept as data) through our core.
+
+Each YAML file under ``tests/scheduler/volcano_cases/`` reproduces one Go test file of the
+``volcano-sh/volcano`` repository. Its layout::
+
+    source: pkg/scheduler/actions/enqueue/enqueue_test.go
+    tests:
+    - go_test: TestEnqueue               # the Go test function
+      actions: [enqueue]                 # the actions the Go test runs, in order
+      tiers:                             # the Go test's tiers; only the switches it sets to
+      - - {name: drf, enableJobOrder: true}   # true are on (a nil *bool is off in Go tests)
+      cases:
+      - name: "when podgroup status is inqueue"     # the Go case name, verbatim
+        plugins: [drf, gang]               # optional: the builders the case registers (others
+                                           # in the tiers are skipped, as Go's OpenSession does)
+        nodes:     [{name: n1, cpu: "2", memory: 4Gi, pods: 10, labels: {}}]
+        queues:    [{name: c1, weight: 1, capability: {cpu: "4"}}]
+        podgroups: [{name: pg1, ns: c1, queue: c1, min: 2, phase: Inqueue}]
+        pods:      [{ns: c1, name: p1, node: "", phase: Pending, req: {cpu: "1", memory: 1G}, pg: pg1}]
+        expect:    {binds: {c1/p1: n1}, evicted: [], pipelined: {c1/pg1: [n1]}, status: {c1/pg1: Running}}
+
+The objects are written out as the Kubernetes/Volcano manifests Volcano's builders create
+(``util.BuildPod``, ``BuildPodGroup``, ``BuildQueue``, ``BuildNode``) and loaded by
+``scheduler.manifests``, the path ``python -m scheduler simulate`` takes. As in Volcano's tests,
+every object has the same (zero) creation time, so ties fall to uids (pods: ``ns-name``), and
+no ``default``/``root`` queue is added unless the case lists it.
+
+``expect`` follows ``uthelper.TestCommonStruct.CheckAll``: ``binds`` is the exact bind map
+(unless ``bind_num`` alone is given, Go's ``MinimalBindCheck``), ``evicted`` the exact multiset
+of evicted pods, ``pipelined`` maps a job to the nodes its pipelined pods may sit on (at least
+one must be pipelined), ``status`` the PodGroup phases after the session.
+
+A case we decide differently carries ``deviation: <reason>`` and ``ours:`` (our outcome, same
+keys as ``expect``): the test then asserts our outcome exactly and that it differs from
+Volcano's, so a fix makes it fail until the case is promoted. ``docs/scheduler.md`` lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.config import SWITCHES, SchedulerConfig, parse_config
+from scheduler.cycle import run_cycle
+from scheduler.manifests import snapshot_from_manifests
+from scheduler.result import CycleResult
+from scheduler.snapshot import Snapshot
+
+CASES_DIR = Path(__file__).parent / "volcano_cases"
+#: The session's clock: Go's tests leave creation times at Go's zero time, so every PodGroup
+#: (created_at 0 here) has waited about half a century by then.
+NOW = 1.7e9
+GROUP = "scheduling.k8s.io/group-name"
+
+
+@dataclass(frozen=True)
+class VolcanoCase:
+    """One case of one Go test function."""
+
+    file: str
+    go_test: str
+    name: str
+    actions: tuple[str, ...]
+    tiers: tuple[Any, ...]
+    configurations: tuple[Any, ...]
+    data: Mapping[str, Any]
+
+    @property
+    def id(self) -> str:
+        return f"{Path(self.file).parent.name}:{self.go_test}:{self.name}"
+
+
+def load_cases() -> Iterator[VolcanoCase]:
+    """Yield every case of every file, in file order."""
+    for path in sorted(CASES_DIR.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for test in doc["tests"]:
+            for case in test["cases"]:
+                yield VolcanoCase(
+                    doc["source"],
+                    test["go_test"],
+                    case["name"],
+                    tuple(case.get("actions", test["actions"])),
+                    tuple(case.get("tiers", test.get("tiers", ()))),
+                    tuple(case.get("configurations", test.get("configurations", ()))),
+                    case,
+                )
+
+
+def config_of(case: VolcanoCase) -> SchedulerConfig:
+    """Return the case's configuration: Go's nil switches are off, so every switch the case
+    does not set to true is written as false."""
+    registered = case.data.get("plugins")
+    tiers = []
+    for tier in case.tiers:
+        plugins = []
+        for plugin in tier:
+            if registered is not None and plugin["name"] not in registered:
+                continue  # Go's OpenSession skips a configured plugin without a registered builder
+            item = {"name": plugin["name"]}
+            for switch in SWITCHES:
+                item[switch] = bool(plugin.get(switch, False))
+            if plugin.get("enableHierarchy"):
+                item["enableHierarchy"] = True
+            if plugin.get("arguments"):
+                item["arguments"] = plugin["arguments"]
+            unknown = set(plugin) - set(item) - set(SWITCHES) - {"enableHierarchy"}
+            assert not unknown, f"{case.id}: unknown plugin keys {unknown}"
+            plugins.append(item)
+        tiers.append({"plugins": plugins})
+    raw: dict[str, Any] = {"actions": ", ".join(case.actions), "tiers": tiers}
+    if case.configurations:
+        raw["configurations"] = list(case.configurations)
+    return parse_config(raw)
+
+
+def _res(values: Mapping[str, Any] | None) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (values or {}).items()}
+
+
+def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Return the case's objects as manifests shaped like Volcano's test builders make them."""
+    docs: list[dict[str, Any]] = []
+    for n in case.get("nodes", ()):
+        alloc = _res(n.get("alloc")) or _res({k: n[k] for k in ("cpu", "memory") if k in n})
+        for k, v in (n.get("scalars") or {}).items():
+            alloc[k] = str(v)
+        alloc["pods"] = str(n.get("pods", 0))  # as BuildNode: no pods entry means 0
+        spec: dict[str, Any] = {}
+        if n.get("taints"):
+            spec["taints"] = list(n["taints"])
+        if n.get("unschedulable"):
+            spec["unschedulable"] = True
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": n["name"], "labels": dict(n.get("labels") or {})},
+                "spec": spec,
+                "status": {"allocatable": alloc, "capacity": alloc},
+            }
+        )
+    for rq in case.get("resource_quotas", ()):
+        # As util.BuildResourceQuota: spec.hard and status.hard alike, nothing used.
+        hard = _res(rq["hard"])
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": rq["name"], "namespace": rq["ns"]},
+                "spec": {"hard": hard},
+                "status": {"hard": hard, "used": _res(rq.get("used"))},
+            }
+        )
+    for pc in case.get("priority_classes", ()):
+        docs.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": pc["name"]},
+                "value": pc["value"],
+                **({"preemptionPolicy": pc["policy"]} if pc.get("policy") else {}),
+            }
+        )
+    for q in case.get("queues", ()):
+        qspec: dict[str, Any] = {"weight": q.get("weight", 1)}
+        for key in ("capability", "deserved"):
+            if q.get(key) is not None:
+                qspec[key] = _res(q[key])
+        if q.get("guarantee") is not None:
+            qspec["guarantee"] = {"resource": _res(q["guarantee"])}
+        if q.get("parent"):
+            qspec["parent"] = q["parent"]
+        if q.get("priority") is not None:
+            qspec["priority"] = q["priority"]
+        if q.get("reclaimable") is not None:
+            qspec["reclaimable"] = q["reclaimable"]
+        docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": q["name"], "annotations": dict(q.get("annotations") or {})},
+                "spec": qspec,
+                "status": {"state": q.get("state", "Open")},
+            }
+        )
+    for pg in case.get("podgroups", ()):
+        pgspec: dict[str, Any] = {"queue": pg["queue"], "minMember": pg.get("min", 0)}
+        if pg.get("min_task_member"):
+            pgspec["minTaskMember"] = dict(pg["min_task_member"])
+        if pg.get("min_resources") is not None:
+            pgspec["minResources"] = _res(pg["min_resources"])
+        if pg.get("priority_class"):
+            pgspec["priorityClassName"] = pg["priority_class"]
+        docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {
+                    "name": pg["name"],
+                    "namespace": pg["ns"],
+                    "annotations": dict(pg.get("annotations") or {}),
+                },
+                "spec": pgspec,
+                "status": {"phase": pg.get("phase", "Pending")},
+            }
+        )
+    for p in case.get("pods", ()):
+        pspec: dict[str, Any] = {
+            "containers": [{"name": "c", "resources": {"requests": _res(p.get("req"))}}],
+            "nodeSelector": dict(p.get("selector") or {}),
+        }
+        if p.get("node"):
+            pspec["nodeName"] = p["node"]
+        if p.get("priority") is not None:
+            pspec["priority"] = p["priority"]
+        if p.get("priority_class"):
+            pspec["priorityClassName"] = p["priority_class"]
+        if p.get("preemption_policy"):
+            pspec["preemptionPolicy"] = p["preemption_policy"]
+        for key in ("affinity", "tolerations", "topologySpreadConstraints"):
+            if p.get(key):
+                pspec[key] = p[key]
+        meta: dict[str, Any] = {
+            "name": p["name"],
+            "namespace": p["ns"],
+            "uid": f"{p['ns']}-{p['name']}",
+            "labels": dict(p.get("labels") or {}),
+            "annotations": {GROUP: p.get("pg", ""), **dict(p.get("annotations") or {})},
+        }
+        if p.get("deleting"):
+            meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": meta,
+                "spec": pspec,
+                "status": {"phase": p.get("phase", "Pending")},
+            }
+        )
+    return docs
+
+
+def snapshot_of(case: Mapping[str, Any]) -> Snapshot:
+    """Return the case's snapshot: every object created at the same instant, no implicit queues."""
+    snap = snapshot_from_manifests(enumerate(manifests_of(case), 1))
+    declared = {q["name"] for q in case.get("queues", ())}
+    return Snapshot.of(
+        snap.nodes,
+        [replace(q, creation=0) for q in snap.queues if q.name in declared],
+        [replace(j, creation=0) for j in snap.jobs],
+        [replace(t, creation=0) for t in snap.tasks],
+        snap.priority_classes,
+        now=NOW,
+        resource_quotas=snap.resource_quotas,
+    )
+
+
+def run_case(case: VolcanoCase) -> CycleResult:
+    """Run one session of the case's actions."""
+    return run_cycle(snapshot_of(case.data), config_of(case))
+
+
+def outcome_problems(case: VolcanoCase, result: CycleResult, expect: Mapping[str, Any]) -> list[str]:
+    """Return how ``result`` misses ``expect`` (empty: it matches), as CheckAll would report it."""
+    problems: list[str] = []
+    binds = dict(result.binds)
+    if "binds" in expect or "bind_num" not in expect:
+        want = {str(k): str(v) for k, v in (expect.get("binds") or {}).items()}
+        if binds != want:
+            problems.append(f"binds: want {want}, got {binds}")
+    if "bind_num" in expect and len(binds) != expect["bind_num"]:
+        problems.append(f"bind count: want {expect['bind_num']}, got {len(binds)} ({binds})")
+    evicted = sorted(e.task for e in result.evictions)
+    if "evicted" in expect or "evict_num" not in expect:
+        want_e = sorted(expect.get("evicted") or ())
+        if evicted != want_e:
+            problems.append(f"evicted: want {want_e}, got {evicted}")
+    if "evict_num" in expect and len(evicted) != expect["evict_num"]:
+        problems.append(f"evict count: want {expect['evict_num']}, got {len(evicted)} ({evicted})")
+    for job, nodes in (expect.get("pipelined") or {}).items():
+        ns = job.split("/", 1)[0]
+        pg_pods = {
+            f"{ns}/{p['name']}"
+            for p in case.data.get("pods", ())
+            if p["ns"] == ns and p.get("pg") == job.split("/", 1)[1]
+        }
+        got = {t: n for t, n in result.pipelined.items() if t in pg_pods}
+        if not got:
+            problems.append(f"pipelined: want {job} pipelined to {nodes}, none is ({dict(result.pipelined)})")
+        for task, node in got.items():
+            if node not in nodes:
+                problems.append(f"pipelined: {task} on {node}, want one of {nodes}")
+    phases: dict[str, str] = {}
+    snap_phases = {j.key: str(j.phase) for j in snapshot_of(case.data).jobs}
+    phases.update(snap_phases)
+    phases.update(result.podgroups)
+    for job, phase in (expect.get("status") or {}).items():
+        if phases.get(job) != phase:
+            problems.append(f"status of {job}: want {phase}, got {phases.get(job)}")
+    return problems
