@@ -1,0 +1,317 @@
+"""Recording a cycle's insights: its replayable input, the jobs' wait intervals and the queues' samples.
+
+The scheduling cycle calls :func:`record_cycle` once, after its decisions are committed. Recording
+only observes: it never changes a row the scheduler reads, and a failure here is logged and leaves
+the cycle's outcome untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import zlib
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from scheduler import CycleResult, SchedulerConfig, Snapshot
+from scheduler.config import dump_config
+from scheduler.model import JobPhase, TaskStatus
+from scheduler.replay import SnapshotEncoder, cycle_input_text
+from scheduler.result import ReasonKind, cycle_json
+from volcanoweb.insights.models import CycleInput, EntryKind, QueueSample, Resolution, TimelineEntry
+from volcanoweb.jobs.models import PodGroup
+from volcanoweb.scheduling.models import SchedulingRun
+from volcanoweb.scheduling.snapshots import SnapshotInfo
+
+log = logging.getLogger(__name__)
+
+#: Reasons about a queue's quota: the timeline names the jobs holding the queue's resources.
+QUEUE_REASONS = (ReasonKind.ENQUEUE_REJECTED, ReasonKind.QUEUE_OVERUSED, ReasonKind.CAPABILITY_EXCEEDED)
+MAX_HOLDERS = 5
+_PLACED = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.PIPELINED)
+
+_lock = threading.Lock()
+_encoder = SnapshotEncoder()
+_config_text: dict[int, tuple[SchedulerConfig, str]] = {}
+
+
+def _yaml(config: SchedulerConfig) -> str:
+    hit = _config_text.get(id(config))
+    if hit is None or hit[0] is not config:
+        _config_text.clear()
+        hit = (config, dump_config(config))
+        _config_text[id(config)] = hit
+    return hit[1]
+
+
+def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, config: SchedulerConfig) -> float:
+    """Record what this committed cycle saw and decided; return the milliseconds it took (never raises)."""
+    started = time.perf_counter()
+    try:
+        now = timezone.now()
+        with transaction.atomic():
+            record_timeline(run.pk, info, result, now)
+            record_queue_samples(run.pk, info.snapshot, result, now)
+            record_input(run, info.snapshot, result, config, now, started)
+    except Exception:  # observation must never break scheduling
+        log.exception("recording insights of cycle %s failed", run.pk)
+    return (time.perf_counter() - started) * 1000
+
+
+# --------------------------------------------------------------------------- cycle inputs
+
+
+def record_input(
+    run: SchedulingRun,
+    snapshot: Snapshot,
+    result: CycleResult,
+    config: SchedulerConfig,
+    now: datetime,
+    started: float | None = None,
+) -> CycleInput | None:
+    """Store this cycle's replayable input (snapshot, configuration, decisions); keep the last N."""
+    keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
+    if keep <= 0:
+        return None
+    with _lock:
+        snapshot_text = _encoder.encode(snapshot)
+    text = cycle_input_text(
+        snapshot_text,
+        _yaml(config),
+        cycle=run.pk,
+        recorded=cycle_json(result),
+        metadata={"at": now.isoformat(), "configVersion": run.config_version},
+    )
+    raw = text.encode()
+    data = zlib.compress(raw, 1)
+    ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
+    row = CycleInput.objects.create(
+        run_id=run.pk,
+        at=now,
+        config_version=run.config_version,
+        data=data,
+        size=len(raw),
+        record_ms=ms,
+    )
+    if run.pk % 10 == 0:
+        cutoff = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep - 1 : keep].first()
+        if cutoff is not None:
+            CycleInput.objects.filter(run_id__lt=cutoff).delete()
+    return row
+
+
+def input_text(row: CycleInput) -> str:
+    """Return the cycle input file stored in ``row``."""
+    return zlib.decompress(bytes(row.data)).decode()
+
+
+# --------------------------------------------------------------------------- timelines
+
+
+def _holders(snapshot: Snapshot, queues: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """Return, per queue, the PodGroups holding its resources (largest first) with their requests."""
+    job_queue = {j.key: j.queue for j in snapshot.jobs if j.queue in queues}
+    held: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+    for t in snapshot.tasks:
+        queue = job_queue.get(t.job)
+        if queue is None or t.status not in _PLACED:
+            continue
+        held[queue][t.job].update(t.requests.to_dict())
+    out: dict[str, list[dict[str, Any]]] = {}
+    for queue, jobs in held.items():
+        ranked = sorted(jobs.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+        out[queue] = [{"podgroup": key, "requests": dict(req)} for key, req in ranked[:MAX_HOLDERS]]
+    return out
+
+
+def record_timeline(run_id: int, info: SnapshotInfo, result: CycleResult, now: datetime) -> None:
+    """Close, open or keep each PodGroup's wait interval; add this cycle's milestones."""
+    snapshot = info.snapshot
+    open_rows = {
+        r["podgroup_key"]: r
+        for r in TimelineEntry.objects.filter(kind=EntryKind.WAIT, ended_at__isnull=True).values(
+            "id", "podgroup_key", "reason", "message"
+        )
+    }
+    close: list[int] = []
+    opening: dict[str, Any] = {}
+    for key, reason in result.unschedulable.items():
+        row = open_rows.get(key)
+        if row is not None and row["reason"] == str(reason.kind) and row["message"] == reason.message:
+            continue
+        if row is not None:
+            close.append(row["id"])
+        opening[key] = reason
+    close += [row["id"] for key, row in open_rows.items() if key not in result.unschedulable]
+    if close:
+        TimelineEntry.objects.filter(pk__in=close).update(ended_at=now, ended_run=run_id)
+    first_binds: set[str] = set()
+    if result.binds:
+        bound = set(result.binds)
+        groups = {t.job for t in snapshot.tasks if t.key in bound and t.job}
+        phases = {j.key: j.phase for j in snapshot.jobs if j.key in groups}
+        first_binds = {g for g in groups if phases.get(g) != JobPhase.RUNNING}
+    milestones = {k: v for k, v in result.podgroups.items() if v in (JobPhase.INQUEUE, JobPhase.RUNNING)}
+    keys = set(opening) | first_binds | set(milestones)
+    if not keys:
+        return
+    ids = [info.podgroup_ids[k] for k in keys if k in info.podgroup_ids]
+    groups_by_key = {
+        f"{g['namespace']}/{g['name']}": g
+        for g in PodGroup.objects.filter(pk__in=ids).values("namespace", "name", "job_id", "tenant_id", "queue_name")
+    }
+    quota_queues = {
+        groups_by_key[k]["queue_name"] for k, r in opening.items() if r.kind in QUEUE_REASONS and k in groups_by_key
+    }
+    holders = _holders(snapshot, quota_queues) if quota_queues else {}
+    if holders:
+        named = {
+            (h["podgroup"].split("/", 1)[0], h["podgroup"].split("/", 1)[1]) for hs in holders.values() for h in hs
+        }
+        job_names = {
+            f"{ns}/{name}": job or name
+            for ns, name, job in PodGroup.objects.filter(name__in=[n for _, n in named]).values_list(
+                "namespace", "name", "job__name"
+            )
+        }
+        for hs in holders.values():
+            for h in hs:
+                h["job"] = job_names.get(h["podgroup"], h["podgroup"].split("/", 1)[1])
+    rows: list[TimelineEntry] = []
+
+    def entry(key: str, kind: str, reason: str, **extra: Any) -> None:
+        g = groups_by_key.get(key)
+        if g is None:
+            return
+        rows.append(
+            TimelineEntry(
+                podgroup_key=key,
+                namespace=g["namespace"],
+                job_id=g["job_id"],
+                tenant_id=g["tenant_id"],
+                queue=g["queue_name"],
+                kind=kind,
+                reason=reason,
+                started_at=now,
+                started_run=run_id,
+                **extra,
+            )
+        )
+
+    for key, reason in sorted(opening.items()):
+        numbers: dict[str, Any] = dict(reason.numbers)
+        queue = groups_by_key.get(key, {}).get("queue_name")
+        if reason.kind in QUEUE_REASONS and queue in holders:
+            numbers["holders"] = [h for h in holders[queue] if h["podgroup"] != key]
+        if reason.fit_errors:
+            numbers["fitErrors"] = dict(reason.fit_errors)
+        entry(key, EntryKind.WAIT, str(reason.kind), plugin=reason.plugin, message=reason.message, numbers=numbers)
+    for key, phase in sorted(milestones.items()):
+        done = {"ended_at": now, "ended_run": run_id}
+        label = "Enqueued" if phase == JobPhase.INQUEUE else "Running"
+        entry(key, EntryKind.MILESTONE, str(phase), message=f"{label} (PodGroup phase {phase})", **done)
+    for key in sorted(first_binds):
+        count = sum(1 for t in snapshot.tasks if t.job == key and t.key in result.binds)
+        entry(
+            key,
+            EntryKind.MILESTONE,
+            "Bound",
+            message=f"{count} pod(s) bound",
+            numbers={"pods": count},
+            ended_at=now,
+            ended_run=run_id,
+        )
+    TimelineEntry.objects.bulk_create(rows, batch_size=500)
+
+
+# --------------------------------------------------------------------------- queue history
+
+
+def _floor(now: datetime, resolution: str) -> datetime:
+    if resolution == Resolution.MINUTE:
+        return now.replace(second=0, microsecond=0)
+    return now.replace(minute=0, second=0, microsecond=0)
+
+
+def _avg(old: Mapping[str, float], new: Mapping[str, float], n: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k in sorted(set(old) | set(new)):
+        value = (float(old.get(k, 0)) * n + float(new.get(k, 0))) / (n + 1)
+        if value:
+            out[k] = round(value, 3)
+    return out
+
+
+def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str, Any]]:
+    """Return each queue's figures after this cycle (the fields of a per-cycle :class:`QueueSample`)."""
+    job_queue = {j.key: j.queue for j in snapshot.jobs}
+    demand: dict[str, Counter[str]] = defaultdict(Counter)
+    with_pods: set[str] = set()
+    for t in snapshot.tasks:
+        with_pods.add(t.job)
+        if t.status == TaskStatus.PENDING and not t.node_name and t.key not in result.binds:
+            queue = job_queue.get(t.job)
+            if queue is not None:
+                demand[queue].update(t.requests.to_dict())
+    for j in snapshot.jobs:  # a gang not admitted yet has no pods: its minResources is its demand
+        if j.key not in with_pods and j.phase == JobPhase.PENDING and j.min_resources is not None:
+            demand[j.queue].update(j.min_resources.to_dict())
+    phases: dict[str, Counter[str]] = defaultdict(Counter)
+    for j in snapshot.jobs:
+        phases[j.queue][str(result.podgroups.get(j.key) or j.phase)] += 1
+    out: dict[str, dict[str, Any]] = {}
+    for q in snapshot.queues:
+        out[q.name] = {
+            "allocated": {k: v for k, v in sorted((result.queue_allocated.get(q.name) or {}).items()) if v},
+            "deserved": {k: v for k, v in sorted((result.queue_deserved.get(q.name) or {}).items()) if v},
+            "guarantee": q.guarantee.to_dict() if q.guarantee is not None else {},
+            "capability": q.capability.to_dict() if q.capability is not None else {},
+            "demand": dict(sorted(demand[q.name].items())),
+            "jobs": dict(sorted(phases[q.name].items())),
+        }
+    return out
+
+
+def record_queue_samples(run_id: int, snapshot: Snapshot, result: CycleResult, now: datetime) -> None:
+    """Write one per-cycle sample per queue and fold it into the minute and hour averages."""
+    states = queue_states(snapshot, result)
+    if not states:
+        return
+    QueueSample.objects.bulk_create(
+        [QueueSample(resolution=Resolution.CYCLE, queue=q, bucket=now, run_id=run_id, **s) for q, s in states.items()]
+    )
+    buckets = {r: _floor(now, r) for r in (Resolution.MINUTE, Resolution.HOUR)}
+    existing = {
+        (s.resolution, s.queue): s
+        for s in QueueSample.objects.filter(
+            resolution__in=list(buckets), bucket__in=list(buckets.values()), queue__in=list(states)
+        )
+        if s.bucket == buckets.get(s.resolution)
+    }
+    changed: list[QueueSample] = []
+    created: list[QueueSample] = []
+    for resolution, bucket in buckets.items():
+        for queue, state in states.items():
+            sample = existing.get((resolution, queue))
+            if sample is None:
+                created.append(QueueSample(resolution=resolution, queue=queue, bucket=bucket, run_id=run_id, **state))
+                continue
+            n = sample.samples
+            for name in ("allocated", "deserved", "demand", "jobs"):
+                setattr(sample, name, _avg(getattr(sample, name), state[name], n))
+            sample.guarantee, sample.capability = state["guarantee"], state["capability"]
+            sample.samples, sample.run_id = n + 1, run_id
+            changed.append(sample)
+    if changed:
+        QueueSample.objects.bulk_update(
+            changed, ["allocated", "deserved", "demand", "jobs", "guarantee", "capability", "samples", "run_id"]
+        )
+    if created:
+        QueueSample.objects.bulk_create(created, ignore_conflicts=True)
