@@ -12,8 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from volcanoweb.api.base import ApiView, YamlRenderer
-from volcanoweb.insights import services, suggestions
+from volcanoweb.insights import effects, services, suggestions
 from volcanoweb.insights.services import history_csv, history_query
+from volcanoweb.manifests.errors import not_found
 
 ERRORS: dict[int | str, Any] = {400: OpenApiTypes.OBJECT, 401: OpenApiTypes.OBJECT, 403: OpenApiTypes.OBJECT}
 ERRORS_404: dict[int | str, Any] = {**ERRORS, 404: OpenApiTypes.OBJECT}
@@ -94,6 +95,17 @@ class JobSuggestionsView(ApiView):
         access = self.access(request)
         job = services.get_readable_job(access, namespace, name)
         return Response(suggestions.suggest(access, job))
+
+
+class AuditEffectsView(ApiView):
+    """``GET /api/v1/audit/{id}/effects``: what a queue or scheduler-configuration change did (simulated)."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS_404})
+    def get(self, request: Request, audit_id: int) -> Response:
+        body = effects.effects_for(self.access(request), audit_id)
+        if body is None:
+            raise not_found("audit", str(audit_id), "AuditEntry")
+        return Response({"apiVersion": "v1", "kind": "ChangeEffects", **body})
 
 
 class CycleListView(ApiView):

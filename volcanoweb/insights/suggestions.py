@@ -33,12 +33,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from scheduler import CycleResult, Resource, SchedulerConfig, Snapshot, run_cycle
+from scheduler.manifests import ManifestError, snapshot_from_manifests
 from scheduler.model import JobPhase, Queue, TaskStatus
 from scheduler.quantity import format_quantity
+from volcanoweb.api.simulate import job_documents
 from volcanoweb.clusters.backends.base import SIM_DURATION_ANNOTATION
 from volcanoweb.clusters.backends.sim import parse_duration
 from volcanoweb.insights.services import OTHER_TENANT, readable_namespaces
-from volcanoweb.jobs.models import Job, Pod, PodGroup, PodGroupPhase
+from volcanoweb.jobs.models import GROUP_NAME_ANNOTATION, Job, Pod, PodGroup, PodGroupPhase
 from volcanoweb.queues.models import Queue as QueueRow
 from volcanoweb.scheduling.cycles import active_config
 from volcanoweb.scheduling.snapshots import build_snapshot
@@ -54,6 +56,37 @@ def _starts(result: CycleResult, snapshot: Snapshot, key: str, min_member: int) 
     tasks = [t for t in snapshot.tasks if t.job == key]
     placed = sum(1 for t in tasks if t.status in PLACED or t.key in result.binds)
     return placed >= max(min_member, 1) and any(t.key in result.binds for t in tasks)
+
+
+def with_job_pods(snapshot: Snapshot, job: Job, group: PodGroup) -> tuple[Snapshot, bool]:
+    """Return the snapshot with the pods the job controller creates once the gang is admitted (if it has none).
+
+    Volcano creates a job's pods only after its PodGroup is Inqueue, so a gang still Pending has no pods
+    to place: they are built from the job's tasks as ``POST /api/v1/simulate`` does (newest pods).
+    """
+    key = f"{group.namespace}/{group.name}"
+    if any(t.job == key for t in snapshot.tasks):
+        return snapshot, False
+    manifest = {
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "labels": job.labels,
+            "annotations": job.annotations,
+        },
+        "spec": job.spec,
+    }
+    podgroup_doc, pods = job_documents(manifest)
+    podgroup_doc["metadata"]["name"] = group.name
+    for pod in pods:
+        pod["metadata"]["annotations"][GROUP_NAME_ANNOTATION] = group.name
+    try:
+        extra = snapshot_from_manifests(list(enumerate([podgroup_doc, *pods], 1)))
+    except ManifestError:
+        return snapshot, False
+    newest = max((t.creation for t in snapshot.tasks), default=0) + 1
+    tasks = [replace(t, creation=newest + t.creation) for t in extra.tasks if t.job == key]
+    return replace(snapshot, tasks=(*snapshot.tasks, *tasks)), bool(tasks)
 
 
 class Simulator:
@@ -331,12 +364,19 @@ def _finishing(sim: Simulator, visible: set[str] | None, now: datetime) -> dict[
     return {
         "kind": "running-jobs-finish",
         "title": f"Wait for {n} running job(s) to finish (estimate: about {round(seconds)} s)",
-        "jobs": [key if visible is None or key.split("/", 1)[0] in visible else OTHER_TENANT for _, key, _ in chosen],
+        "jobs": [
+            _job_name(groups[key]) if visible is None or key.split("/", 1)[0] in visible else OTHER_TENANT
+            for _, key, _ in chosen
+        ],
         "estimatedSeconds": round(seconds, 1),
         "estimatedAt": (now + timedelta(seconds=seconds)).isoformat(),
         "how": f"the fewest running jobs, soonest-ending first, whose completion lets the job start ({HOW_CYCLE} "
         f"without their pods); when: an estimate from {basis}",
     }
+
+
+def _job_name(group: PodGroup) -> str:
+    return f"{group.namespace}/{group.job.name}" if group.job is not None else f"{group.namespace}/{group.name}"
 
 
 def _smallest(low: int, high: int, works: Callable[[int], bool]) -> int | None:
@@ -371,14 +411,20 @@ def suggest(access: Access, job: Job) -> dict[str, Any]:
     if not any(j.key == key for j in info.snapshot.jobs):
         body["message"] = "The job's PodGroup is not in the scheduler's snapshot yet."
         return body
-    sim = Simulator(info.snapshot, config, key)
+    snapshot, synthesized = with_job_pods(info.snapshot, job, group)
+    sim = Simulator(snapshot, config, key)
     body["pending"] = True
     body["schedulerConfigVersion"] = version
-    if sim.run(info.snapshot):
+    if synthesized:
+        body["note"] = (
+            "The gang is not admitted yet, so it has no pods: the simulated cycles include the pods its "
+            "job controller creates on admission."
+        )
+    if sim.run(snapshot):
         body["message"] = "The next cycle would start it as things are (nothing needs to change)."
         body["cycles"] = sim.cycles
         return body
-    queue = next((q for q in info.snapshot.queues if q.name == sim.job.queue), None)
+    queue = next((q for q in snapshot.queues if q.name == sim.job.queue), None)
     suggestions: list[dict[str, Any]] = []
     if queue is not None:
         for field in ("capability", "guarantee"):

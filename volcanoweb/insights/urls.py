@@ -21,6 +21,7 @@ urlpatterns = [
         api.JobSuggestionsView.as_view(),
         name="job-suggestions",
     ),
+    path("api/v1/audit/<int:audit_id>/effects", api.AuditEffectsView.as_view(), name="audit-effects"),
     path("api/v1/cycles", api.CycleListView.as_view(), name="cycles"),
     path("api/v1/cycles/<int:cycle>/snapshot", api.CycleSnapshotView.as_view(), name="cycle-snapshot"),
     path("queues/<slug:name>/insights/", views.queue_page, name="queue"),
