@@ -175,6 +175,7 @@ except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
     raise ImproperlyConfigured(f"CRONJOB_DEFAULT_TIME_ZONE: unknown time zone {CRONJOB_DEFAULT_TIME_ZONE!r}") from exc
 # Insights (volcanoweb/insights): how many recent cycle inputs to keep (0: none), and how long queue
 # history is kept per roll-up (per cycle, per minute, per hour) and job wait timelines, in seconds.
+INSIGHTS_RECORD = env_bool("INSIGHTS_RECORD", True)  # off: cycles record nothing (for A/B benchmarks)
 INSIGHTS_KEEP_CYCLE_INPUTS = env_int("INSIGHTS_KEEP_CYCLE_INPUTS", 50, minimum=0)
 INSIGHTS_CYCLE_RETENTION = env_float("INSIGHTS_CYCLE_RETENTION", 3600.0, positive=True)
 INSIGHTS_MINUTE_RETENTION = env_float("INSIGHTS_MINUTE_RETENTION", 86400.0, positive=True)

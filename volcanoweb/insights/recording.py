@@ -12,7 +12,6 @@ import threading
 import time
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -53,6 +52,8 @@ def _yaml(config: SchedulerConfig) -> str:
 
 def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, config: SchedulerConfig) -> float:
     """Record what this committed cycle saw and decided; return the milliseconds it took (never raises)."""
+    if not settings.INSIGHTS_RECORD:
+        return 0.0
     started = time.perf_counter()
     try:
         now = timezone.now()
@@ -234,21 +235,6 @@ def record_timeline(run_id: int, info: SnapshotInfo, result: CycleResult, now: d
 # --------------------------------------------------------------------------- queue history
 
 
-def _floor(now: datetime, resolution: str) -> datetime:
-    if resolution == Resolution.MINUTE:
-        return now.replace(second=0, microsecond=0)
-    return now.replace(minute=0, second=0, microsecond=0)
-
-
-def _avg(old: Mapping[str, float], new: Mapping[str, float], n: int) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for k in sorted(set(old) | set(new)):
-        value = (float(old.get(k, 0)) * n + float(new.get(k, 0))) / (n + 1)
-        if value:
-            out[k] = round(value, 3)
-    return out
-
-
 def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str, Any]]:
     """Return each queue's figures after this cycle (the fields of a per-cycle :class:`QueueSample`)."""
     job_queue = {j.key: j.queue for j in snapshot.jobs}
@@ -280,38 +266,12 @@ def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str,
 
 
 def record_queue_samples(run_id: int, snapshot: Snapshot, result: CycleResult, now: datetime) -> None:
-    """Write one per-cycle sample per queue and fold it into the minute and hour averages."""
+    """Write one per-cycle sample per queue (the periodic task rolls them up per minute and hour)."""
     states = queue_states(snapshot, result)
-    if not states:
-        return
-    QueueSample.objects.bulk_create(
-        [QueueSample(resolution=Resolution.CYCLE, queue=q, bucket=now, run_id=run_id, **s) for q, s in states.items()]
-    )
-    buckets = {r: _floor(now, r) for r in (Resolution.MINUTE, Resolution.HOUR)}
-    existing = {
-        (s.resolution, s.queue): s
-        for s in QueueSample.objects.filter(
-            resolution__in=list(buckets), bucket__in=list(buckets.values()), queue__in=list(states)
+    if states:
+        QueueSample.objects.bulk_create(
+            [
+                QueueSample(resolution=Resolution.CYCLE, queue=q, bucket=now, run_id=run_id, **s)
+                for q, s in states.items()
+            ]
         )
-        if s.bucket == buckets.get(s.resolution)
-    }
-    changed: list[QueueSample] = []
-    created: list[QueueSample] = []
-    for resolution, bucket in buckets.items():
-        for queue, state in states.items():
-            sample = existing.get((resolution, queue))
-            if sample is None:
-                created.append(QueueSample(resolution=resolution, queue=queue, bucket=bucket, run_id=run_id, **state))
-                continue
-            n = sample.samples
-            for name in ("allocated", "deserved", "demand", "jobs"):
-                setattr(sample, name, _avg(getattr(sample, name), state[name], n))
-            sample.guarantee, sample.capability = state["guarantee"], state["capability"]
-            sample.samples, sample.run_id = n + 1, run_id
-            changed.append(sample)
-    if changed:
-        QueueSample.objects.bulk_update(
-            changed, ["allocated", "deserved", "demand", "jobs", "guarantee", "capability", "samples", "run_id"]
-        )
-    if created:
-        QueueSample.objects.bulk_create(created, ignore_conflicts=True)

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Max
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -130,14 +131,72 @@ def _mean(rows: list[QueueSample], name: str) -> dict[str, float]:
     return {k: round(v / weight, 3) for k, v in sorted(total.items()) if v}
 
 
+FINER = {Resolution.HOUR: Resolution.MINUTE, Resolution.MINUTE: Resolution.CYCLE}
+SPAN = {Resolution.MINUTE: timedelta(minutes=1), Resolution.HOUR: timedelta(hours=1)}
+
+
+def _samples(queue: str, resolution: str, start: datetime, end: datetime) -> list[QueueSample]:
+    """Return the queue's samples of ``resolution`` in the range, plus finer ones not rolled up yet."""
+    rows = list(
+        QueueSample.objects.filter(queue=queue, resolution=resolution, bucket__gte=start, bucket__lte=end).order_by(
+            "bucket", "id"
+        )
+    )
+    finer = FINER.get(resolution)
+    if finer is None:
+        return rows
+    last = QueueSample.objects.filter(queue=queue, resolution=resolution).order_by("-bucket").first()
+    rolled = last.bucket + SPAN[resolution] if last is not None else start
+    return rows + _samples(queue, finer, max(start, rolled), end)
+
+
+def _floor(t: datetime, resolution: str) -> datetime:
+    if resolution == Resolution.MINUTE:
+        return t.replace(second=0, microsecond=0)
+    return t.replace(minute=0, second=0, microsecond=0)
+
+
+def rollup(now: datetime | None = None) -> dict[str, int]:
+    """Fold complete minutes of per-cycle samples into minute samples, and complete hours of those into hours."""
+    now = now or timezone.now()
+    out: dict[str, int] = {}
+    for resolution, source in ((Resolution.MINUTE, Resolution.CYCLE), (Resolution.HOUR, Resolution.MINUTE)):
+        limit = _floor(now, resolution)
+        done = {
+            r["queue"]: r["last"]
+            for r in QueueSample.objects.filter(resolution=resolution).values("queue").annotate(last=Max("bucket"))
+        }
+        groups: dict[tuple[str, datetime], list[QueueSample]] = defaultdict(list)
+        for row in QueueSample.objects.filter(resolution=source, bucket__lt=limit).order_by("bucket", "id"):
+            last = done.get(row.queue)
+            if last is not None and row.bucket < last + SPAN[resolution]:
+                continue
+            groups[(row.queue, _floor(row.bucket, resolution))].append(row)
+        created = [
+            QueueSample(
+                resolution=resolution,
+                queue=queue,
+                bucket=bucket,
+                samples=sum(r.samples for r in rows),
+                run_id=rows[-1].run_id,
+                allocated=_mean(rows, "allocated"),
+                deserved=_mean(rows, "deserved"),
+                demand=_mean(rows, "demand"),
+                jobs=_mean(rows, "jobs"),
+                guarantee=rows[-1].guarantee,
+                capability=rows[-1].capability,
+            )
+            for (queue, bucket), rows in sorted(groups.items())
+        ]
+        QueueSample.objects.bulk_create(created, ignore_conflicts=True, batch_size=500)
+        out[resolution] = len(created)
+    return out
+
+
 def queue_history(access: Access, name: str, query: HistoryQuery) -> dict[str, Any]:
     """Return a visible queue's samples between ``query.start`` and ``query.end`` (averaged per step)."""
     queue = get_visible_queue(access, name)
-    rows = list(
-        QueueSample.objects.filter(
-            queue=queue.name, resolution=query.resolution, bucket__gte=query.start, bucket__lte=query.end
-        ).order_by("bucket", "id")
-    )
+    rows = sorted(_samples(queue.name, query.resolution, query.start, query.end), key=lambda r: (r.bucket, r.id))
     groups: list[list[QueueSample]] = []
     if query.step:
         by_bucket: dict[int, list[QueueSample]] = defaultdict(list)
@@ -403,9 +462,9 @@ def cycle_file(access: Access, cycle: int) -> str:
 
 
 def prune(now: datetime | None = None) -> dict[str, int]:
-    """Delete rows older than their retention (settings ``INSIGHTS_*``); return the counts deleted."""
+    """Roll queue samples up (:func:`rollup`), then delete rows older than their retention (``INSIGHTS_*``)."""
     now = now or timezone.now()
-    out: dict[str, int] = {}
+    out: dict[str, int] = {f"rolled_{k}": v for k, v in rollup(now).items()}
     for resolution, seconds in (
         (Resolution.CYCLE, settings.INSIGHTS_CYCLE_RETENTION),
         (Resolution.MINUTE, settings.INSIGHTS_MINUTE_RETENTION),

@@ -27,11 +27,20 @@ def test_history_json_csv_markers_and_rollups(cluster: Any, cast: Any, client_fo
     )
     small_queue_scenario_cycles = QueueSample.objects.filter(queue="small", resolution=Resolution.CYCLE).count()
     assert small_queue_scenario_cycles == 6
-    minute = QueueSample.objects.filter(queue="small", resolution=Resolution.MINUTE)
-    hour = QueueSample.objects.get(queue="small", resolution=Resolution.HOUR)
-    assert sum(m.samples for m in minute) == hour.samples == 6
-    assert hour.capability == {"cpu": 4000, "memory": 64 * 1024**3}
     api = client_for(cast.alice)
+    # before any roll-up, coarse queries read the per-cycle samples
+    early = api.get("/api/v1/queues/small/history?from=2h&step=1h").json()
+    assert early["resolution"] == "hour"
+    assert sum(p["samples"] for p in early["points"]) == 6
+    later = timezone.now() + timedelta(hours=2)
+    rolled = services.rollup(later)
+    assert rolled["minute"] >= 1
+    assert rolled["hour"] >= 1
+    assert services.rollup(later) == {"minute": 0, "hour": 0}  # idempotent
+    minute = QueueSample.objects.filter(queue="small", resolution=Resolution.MINUTE)
+    hour = QueueSample.objects.filter(queue="small", resolution=Resolution.HOUR)
+    assert sum(m.samples for m in minute) == sum(h.samples for h in hour) == 6
+    assert hour.last().capability == {"cpu": 4000, "memory": 64 * 1024**3}
     body = api.get("/api/v1/queues/small/history?from=1h").json()
     assert body["kind"] == "QueueHistory"
     assert body["resolution"] == "cycle"
