@@ -26,6 +26,7 @@ from volcanoweb.audit.models import AuditEntry
 from volcanoweb.insights.models import CycleInput
 from volcanoweb.insights.recording import input_text
 from volcanoweb.insights.services import OTHER_TENANT, readable_namespaces
+from volcanoweb.jobs.models import PodGroup
 from volcanoweb.manifests.parse import QUEUE, SCHEDULER_CONFIG
 from volcanoweb.queues.models import Queue as QueueRow
 from volcanoweb.tenancy.access import Access, visible_queue_filter
@@ -91,8 +92,17 @@ def _outcome(runs: list[tuple[Snapshot, CycleResult]]) -> dict[str, Any]:
     return {"evictions": evictions, "bound": bound, "admitted": admitted, "allocated": last.queue_allocated}
 
 
-def _name(key: str, visible: set[str] | None) -> str:
-    return key if visible is None or key.split("/", 1)[0] in visible else OTHER_TENANT
+def _job_names(keys: set[str]) -> dict[str, str]:
+    """Return PodGroup key -> "namespace/job" for the PodGroups of Volcano jobs among ``keys``."""
+    names = {k.split("/", 1)[1] for k in keys if "/" in k}
+    rows = PodGroup.objects.filter(name__in=names, job__isnull=False).values_list("namespace", "name", "job__name")
+    return {f"{ns}/{name}": f"{ns}/{job}" for ns, name, job in rows}
+
+
+def _name(key: str, visible: set[str] | None, names: dict[str, str] | None = None) -> str:
+    if visible is not None and key.split("/", 1)[0] not in visible:
+        return OTHER_TENANT
+    return (names or {}).get(key, key)
 
 
 def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
@@ -140,6 +150,8 @@ def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
                     "change": {k: ("+" if v > 0 else "-") + format_quantity(k, abs(v)) for k, v in diff.items()},
                 }
             )
+    groups = set().union(*(with_change[k] ^ without[k] for k in ("bound", "admitted")))
+    names = _job_names(groups)
     evicted = with_change["evictions"] - without["evictions"]
     by_action = Counter(action for _, action in evicted)
     return {
@@ -149,10 +161,10 @@ def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
         "evictions": [{"pod": _name(task, visible), "action": action} for task, action in sorted(evicted)],
         "evictionsByAction": dict(sorted(by_action.items())),
         "preventedEvictions": len(without["evictions"] - with_change["evictions"]),
-        "bound": sorted(_name(k, visible) for k in with_change["bound"] - without["bound"]),
-        "notBound": sorted(_name(k, visible) for k in without["bound"] - with_change["bound"]),
-        "admitted": sorted(_name(k, visible) for k in with_change["admitted"] - without["admitted"]),
-        "notAdmitted": sorted(_name(k, visible) for k in without["admitted"] - with_change["admitted"]),
+        "bound": sorted(_name(k, visible, names) for k in with_change["bound"] - without["bound"]),
+        "notBound": sorted(_name(k, visible, names) for k in without["bound"] - with_change["bound"]),
+        "admitted": sorted(_name(k, visible, names) for k in with_change["admitted"] - without["admitted"]),
+        "notAdmitted": sorted(_name(k, visible, names) for k in without["admitted"] - with_change["admitted"]),
         "shares": shares,
         "how": f"{EFFECT_CYCLES} simulated cycles from the input of cycle {row.run_id} (the first kept after the "
         f"change), compared with the same cycles run with {undone}",

@@ -220,7 +220,7 @@ def queue_history(access: Access, name: str, query: HistoryQuery) -> dict[str, A
         point["guarantee"] = dict(last.guarantee or {})
         point["capability"] = dict(last.capability or {})
         for field in FIELDS:
-            resources.update(point[field])
+            resources.update(k for k in point[field] if k != "pods")
         points.append(point)
     return {
         "apiVersion": "v1",
