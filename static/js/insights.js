@@ -52,7 +52,7 @@
           var points = data.points.filter(function (p) { return spec[0] !== "capability" || resource in p.capability; })
             .map(function (p) { return { x: Date.parse(p.time), y: (p[spec[0]][resource] || 0) / s.div }; });
           return { label: spec[1], data: points, borderColor: spec[2], backgroundColor: spec[2], borderDash: spec[3] || [],
-            pointRadius: 0, borderWidth: 2, stepped: spec[0] === "guarantee" || spec[0] === "capability" };
+            pointRadius: points.length < 3 ? 3 : 0, borderWidth: 2, stepped: spec[0] === "guarantee" || spec[0] === "capability" };
         }).filter(function (d) { return d.data.length; });
         var existing = window.Chart.getChart(canvas);
         if (existing) existing.destroy();
@@ -75,6 +75,33 @@
       });
     });
   }
-  document.addEventListener("DOMContentLoaded", function () { draw(document); });
-  document.addEventListener("htmx:afterSwap", function (e) { draw(e.target); });
+  var PALETTE = ["#2f6fdf", "#2e9e6a", "#d99a1e", "#d64545", "#7b61ff", "#e07b39", "#0f9bb5", "#8a94a6"];
+  function drawOverview(root) {
+    if (!window.Chart) return;
+    (root || document).querySelectorAll("[data-queues-overview]").forEach(function (box) {
+      var script = document.getElementById(box.dataset.queuesOverview), canvas = box.querySelector("canvas");
+      if (!script || !canvas) return;
+      var data = JSON.parse(script.textContent), datasets = [];
+      data.series.forEach(function (s, i) {
+        var color = PALETTE[i % PALETTE.length];
+        ["allocated", "deserved"].forEach(function (field) {
+          datasets.push({ label: s.queue + (field === "deserved" ? " (deserved)" : ""), borderColor: color, backgroundColor: color,
+            borderDash: field === "deserved" ? [6, 4] : [], pointRadius: s.points.length < 3 ? 3 : 0, borderWidth: 2,
+            data: s.points.map(function (p) { return { x: Date.parse(p.time), y: p[field] / 1000 }; }) });
+        });
+      });
+      var existing = window.Chart.getChart(canvas);
+      if (existing) existing.destroy();
+      new window.Chart(canvas, {
+        type: "line", data: { datasets: datasets },
+        options: { animation: false, responsive: true, maintainAspectRatio: false, parsing: false,
+          scales: { x: { type: "linear", min: Date.parse(data.from), max: Date.parse(data.to), ticks: { maxTicksLimit: 7, callback: clock } },
+            y: { beginAtZero: true, title: { display: true, text: "cores" } } },
+          plugins: { legend: { position: "bottom" } } }
+      });
+      canvas.dataset.chartReady = "1";
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { draw(document); drawOverview(document); });
+  document.addEventListener("htmx:afterSwap", function (e) { draw(e.target); drawOverview(e.target); });
 })();

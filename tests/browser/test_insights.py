@@ -69,11 +69,23 @@ def test_job_page_shows_wait_timeline_and_verified_suggestions(session: Any, dem
     guard.check()
 
 
+def test_overview_chart_of_queue_shares(session: Any, demo: None) -> None:  # noqa: F811
+    page, guard = session
+    run_cycles(2)
+    login(page, "alice", PASSWORD)
+    page.wait_for_selector("#queue-history-overview canvas[data-overview-chart][data-chart-ready='1']")
+    assert page.get_by_role("heading", name="Queue shares over the last hour").is_visible()
+    shot(page, "overview-queue-history")
+    guard.check()
+
+
 def test_platform_admin_downloads_a_cycle_input(session: Any, demo: None) -> None:  # noqa: F811
     page, guard = session
     run_cycles(2)
     login(page, "admin", PASSWORD)
-    page.goto("/cycles/")
+    page.goto("/scheduler/")
+    page.get_by_role("link", name="Recent cycles: download their input and replay it offline").click()
+    page.wait_for_url("**/cycles/")
     rows = page.locator("#cycles-table tbody tr")
     assert rows.count() >= 2
     shot(page, "cycles")

@@ -26,6 +26,7 @@ urlpatterns = [
     path("api/v1/cycles/<int:cycle>/snapshot", api.CycleSnapshotView.as_view(), name="cycle-snapshot"),
     path("queues/<slug:name>/insights/", views.queue_page, name="queue"),
     path("jobs/<slug:namespace>/<str:name>/insights/", views.job_insights, name="job"),
+    path("insights/overview/", views.overview_history, name="overview"),
     path("cycles/", views.cycles_page, name="cycles"),
     path("cycles/<int:cycle>/snapshot", views.cycle_download, name="cycle-download"),
 ]

@@ -48,6 +48,31 @@ def queue_page(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @login_required
+def overview_history(request: HttpRequest) -> HttpResponse:
+    """Render the overview's chart partial: each visible queue's CPU allocated vs deserved over the last hour."""
+    scope = get_scope(request)
+    names = list(
+        Queue.objects.filter(scope.queue_q())
+        .exclude(name="root")
+        .distinct()
+        .order_by("name")
+        .values_list("name", flat=True)
+    )[:12]
+    query = services.history_query("1h", None, "1m")
+    series = []
+    for name in names:
+        body = services.queue_history(scope.access, name, query)
+        points = [
+            {"time": p["time"], "allocated": p["allocated"].get("cpu", 0), "deserved": p["deserved"].get("cpu", 0)}
+            for p in body["points"]
+        ]
+        if points:
+            series.append({"queue": name, "points": points})
+    data = {"from": query.start.isoformat(), "to": query.end.isoformat(), "series": series}
+    return render(request, "insights/_overview.html", {"data": data})
+
+
+@login_required
 def job_insights(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     """Render the job's wait timeline (partial); with ``?suggest=1`` the verified suggestions instead."""
     scope = get_scope(request)
