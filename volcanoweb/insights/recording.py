@@ -12,6 +12,7 @@ import threading
 import time
 import zlib
 from collections import Counter, defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler import CycleResult, SchedulerConfig, Snapshot
+from scheduler import CycleResult, Resource, SchedulerConfig, Snapshot
 from scheduler.config import dump_config
 from scheduler.model import JobPhase, TaskStatus
 from scheduler.replay import SnapshotEncoder, cycle_input_text
@@ -38,6 +39,7 @@ _PLACED = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatu
 
 _lock = threading.Lock()
 _encoder = SnapshotEncoder()
+_compressor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="insights-zlib")
 _config_text: dict[int, tuple[SchedulerConfig, str]] = {}
 
 
@@ -57,10 +59,13 @@ def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, co
     started = time.perf_counter()
     try:
         now = timezone.now()
+        pending = _compress_input(run, info.snapshot, result, config, now)
         with transaction.atomic():
             record_timeline(run.pk, info, result, now)
             record_queue_samples(run.pk, info.snapshot, result, now)
-            record_input(run, info.snapshot, result, config, now, started)
+            if pending is not None:
+                raw_size, future = pending
+                store_input(run, now, future.result(), raw_size, started)
     except Exception:  # observation must never break scheduling
         log.exception("recording insights of cycle %s failed", run.pk)
     return (time.perf_counter() - started) * 1000
@@ -69,17 +74,12 @@ def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, co
 # --------------------------------------------------------------------------- cycle inputs
 
 
-def record_input(
-    run: SchedulingRun,
-    snapshot: Snapshot,
-    result: CycleResult,
-    config: SchedulerConfig,
-    now: datetime,
-    started: float | None = None,
-) -> CycleInput | None:
-    """Store this cycle's replayable input (snapshot, configuration, decisions); keep the last N."""
-    keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
-    if keep <= 0:
+def _compress_input(
+    run: SchedulingRun, snapshot: Snapshot, result: CycleResult, config: SchedulerConfig, now: datetime
+) -> tuple[int, Future[bytes]] | None:
+    """Encode this cycle's input file and start compressing it (zlib releases the GIL: the compression
+    overlaps the timeline and sample writes); None when no input is kept."""
+    if int(settings.INSIGHTS_KEEP_CYCLE_INPUTS) <= 0:
         return None
     with _lock:
         snapshot_text = _encoder.encode(snapshot)
@@ -91,21 +91,31 @@ def record_input(
         metadata={"at": now.isoformat(), "configVersion": run.config_version},
     )
     raw = text.encode()
-    data = zlib.compress(raw, 1)
+    return len(raw), _compressor.submit(zlib.compress, raw, 1)
+
+
+def store_input(run: SchedulingRun, now: datetime, data: bytes, size: int, started: float | None = None) -> CycleInput:
+    """Store a compressed cycle input file for ``run``; keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS``."""
+    keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
     ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
     row = CycleInput.objects.create(
-        run_id=run.pk,
-        at=now,
-        config_version=run.config_version,
-        data=data,
-        size=len(raw),
-        record_ms=ms,
+        run_id=run.pk, at=now, config_version=run.config_version, data=data, size=size, record_ms=ms
     )
     if run.pk % 10 == 0:
         cutoff = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep - 1 : keep].first()
         if cutoff is not None:
             CycleInput.objects.filter(run_id__lt=cutoff).delete()
     return row
+
+
+def record_input(
+    run: SchedulingRun, snapshot: Snapshot, result: CycleResult, config: SchedulerConfig, now: datetime
+) -> CycleInput | None:
+    """Store this cycle's replayable input (snapshot, configuration, decisions) at once."""
+    pending = _compress_input(run, snapshot, result, config, now)
+    if pending is None:
+        return None
+    return store_input(run, now, pending[1].result(), pending[0])
 
 
 def input_text(row: CycleInput) -> str:
@@ -238,20 +248,26 @@ def record_timeline(run_id: int, info: SnapshotInfo, result: CycleResult, now: d
 def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str, Any]]:
     """Return each queue's figures after this cycle (the fields of a per-cycle :class:`QueueSample`)."""
     job_queue = {j.key: j.queue for j in snapshot.jobs}
-    demand: dict[str, Counter[str]] = defaultdict(Counter)
+    pending_status, binds = TaskStatus.PENDING, result.binds
+    demand: dict[str, Resource] = {}
     with_pods: set[str] = set()
+    empty = Resource()
     for t in snapshot.tasks:
-        with_pods.add(t.job)
-        if t.status == TaskStatus.PENDING and not t.node_name and t.key not in result.binds:
-            queue = job_queue.get(t.job)
-            if queue is not None:
-                demand[queue].update(t.requests.to_dict())
-    for j in snapshot.jobs:  # a gang not admitted yet has no pods: its minResources is its demand
-        if j.key not in with_pods and j.phase == JobPhase.PENDING and j.min_resources is not None:
-            demand[j.queue].update(j.min_resources.to_dict())
+        job = t.job
+        with_pods.add(job)
+        if t.status is not pending_status or t.node_name or (binds and t.key in binds):
+            continue
+        queue = job_queue.get(job)
+        if queue is not None:
+            demand[queue] = demand.get(queue, empty) + t.requests
     phases: dict[str, Counter[str]] = defaultdict(Counter)
+    changed = result.podgroups
     for j in snapshot.jobs:
-        phases[j.queue][str(result.podgroups.get(j.key) or j.phase)] += 1
+        key = j.key
+        # a gang not admitted yet has no pods: its minResources is its demand
+        if key not in with_pods and j.phase is JobPhase.PENDING and j.min_resources is not None:
+            demand[j.queue] = demand.get(j.queue, empty) + j.min_resources
+        phases[j.queue][str(changed.get(key) or j.phase)] += 1
     out: dict[str, dict[str, Any]] = {}
     for q in snapshot.queues:
         out[q.name] = {
@@ -259,7 +275,7 @@ def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str,
             "deserved": {k: v for k, v in sorted((result.queue_deserved.get(q.name) or {}).items()) if v},
             "guarantee": q.guarantee.to_dict() if q.guarantee is not None else {},
             "capability": q.capability.to_dict() if q.capability is not None else {},
-            "demand": dict(sorted(demand[q.name].items())),
+            "demand": demand[q.name].to_dict() if q.name in demand else {},
             "jobs": dict(sorted(phases[q.name].items())),
         }
     return out
