@@ -13,6 +13,7 @@ from volcanoweb.insights import effects, services, suggestions
 from volcanoweb.manifests.errors import ApiError, NotFound
 from volcanoweb.queues.models import Queue
 
+MAX_EFFECTS = 10
 RANGES = {"1h": ("1h", None), "6h": ("6h", "1m"), "1d": ("1d", "5m"), "7d": ("7d", "1h"), "90d": ("90d", "1d")}
 
 
@@ -33,7 +34,8 @@ def queue_page(request: HttpRequest, name: str) -> HttpResponse:
         chosen = "1h"
     start, step = RANGES[chosen]
     history = services.queue_history(scope.access, queue.name, services.history_query(start, None, step))
-    marker_effects = {m["auditId"]: effects.effects_for(scope.access, m["auditId"]) for m in history["markers"]}
+    recent = history["markers"][-MAX_EFFECTS:]  # each costs a few simulated cycles
+    marker_effects = {m["auditId"]: effects.effects_for(scope.access, m["auditId"]) for m in recent}
     context: dict[str, Any] = {
         "nav": "queues",
         "scope": scope,
