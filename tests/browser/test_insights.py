@@ -45,6 +45,7 @@ def test_queue_history_page_with_chart_and_change_marker(session: Any, demo: Non
     markers = page.locator("#change-markers > li")
     assert markers.count() >= 1
     assert "queue: update" in markers.last.inner_text()
+    assert "simulated cycles from the input of cycle" in markers.last.inner_text()  # its effects, computed
     assert page.locator("#time-to-start").is_visible()
     shot(page, "queue-history")
     page.get_by_role("link", name="1d").click()

@@ -65,7 +65,7 @@ def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, co
             record_queue_samples(run.pk, info.snapshot, result, now)
             if pending is not None:
                 raw_size, future = pending
-                store_input(run, now, future.result(), raw_size, started)
+                store_input(run, future.result(), raw_size, started)
     except Exception:  # observation must never break scheduling
         log.exception("recording insights of cycle %s failed", run.pk)
     return (time.perf_counter() - started) * 1000
@@ -94,12 +94,18 @@ def _compress_input(
     return len(raw), _compressor.submit(zlib.compress, raw, 1)
 
 
-def store_input(run: SchedulingRun, now: datetime, data: bytes, size: int, started: float | None = None) -> CycleInput:
+def store_input(run: SchedulingRun, data: bytes, size: int, started: float | None = None) -> CycleInput:
     """Store a compressed cycle input file for ``run``; keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS``."""
     keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
     ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
     row = CycleInput.objects.create(
-        run_id=run.pk, at=now, config_version=run.config_version, data=data, size=size, record_ms=ms
+        # ``at``: when the cycle started, before its snapshot was read (a change after it is not in this input)
+        run_id=run.pk,
+        at=run.started_at,
+        config_version=run.config_version,
+        data=data,
+        size=size,
+        record_ms=ms,
     )
     if run.pk % 10 == 0:
         cutoff = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep - 1 : keep].first()
@@ -115,7 +121,7 @@ def record_input(
     pending = _compress_input(run, snapshot, result, config, now)
     if pending is None:
         return None
-    return store_input(run, now, pending[1].result(), pending[0])
+    return store_input(run, pending[1].result(), pending[0])
 
 
 def input_text(row: CycleInput) -> str:
