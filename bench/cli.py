@@ -155,6 +155,27 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+def cmd_cycle(args: argparse.Namespace) -> int:
+    """The Django scheduling cycle on PostgreSQL with and without insights recording (issue 19: < 5 %)."""
+
+    from bench import cycle
+
+    section = cycle.main(args)
+    report = {
+        "kind": "bench-cycle",
+        "version": "v1",
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(["python -m bench", *sys.argv[1:]]),
+        "machine": machine(),
+        "cycle": section,
+    }
+    text = json.dumps(report, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(text)
+    return 0
+
+
 def cmd_pages(args: argparse.Namespace) -> int:
     """Dashboard page render times with N jobs in the database (issue 6: < 300 ms each)."""
     from bench import pages
@@ -252,6 +273,14 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--keep-db", action="store_true")
     g.add_argument("--out", default=None)
     g.set_defaults(func=cmd_pages)
+    y = sub.add_parser("cycle", help="the Django scheduling cycle with and without insights recording")
+    y.add_argument("--nodes", type=int, default=500)
+    y.add_argument("--running", type=int, default=2000, help="pods that bind and keep running (gangs of 4)")
+    y.add_argument("--pending", type=int, default=400, help="pods that never fit (gangs of 4)")
+    y.add_argument("--cycles", type=int, default=15, help="timed cycles per mode")
+    y.add_argument("--warmup", type=int, default=3)
+    y.add_argument("--out", default=None)
+    y.set_defaults(func=cmd_cycle)
     e = sub.add_parser("e2e", help="end-to-end on the stack: REST API to bound pods, WebSocket fan-out")
     _e2e_args(e)
     e.add_argument("--out", default=None)

@@ -11,6 +11,7 @@ from typing import Any
 from scheduler.config import DEFAULT_CONFIG, ConfigError, parse_config
 from scheduler.cycle import run_cycle
 from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
+from scheduler.replay import CycleInputError, is_cycle_input, load_cycle_input
 from scheduler.result import cycle_json
 from scheduler.snapshot import advance
 
@@ -23,8 +24,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("simulate", help="run scheduling cycles over manifests; print JSON")
-    sim.add_argument("state", help="multi-document YAML of Nodes, Pods, PodGroups, Queues, PriorityClasses")
-    sim.add_argument("--conf", help="Volcano scheduler configuration YAML (default: Volcano's)")
+    sim.add_argument(
+        "state",
+        help="multi-document YAML of Nodes, Pods, PodGroups, Queues, PriorityClasses, "
+        "or a recorded cycle input file (JSON, kind CycleInput)",
+    )
+    sim.add_argument(
+        "--conf", help="Volcano scheduler configuration YAML (default: Volcano's, or the cycle input's own)"
+    )
     sim.add_argument("--cycles", type=int, default=1, help="number of cycles (default 1)")
     sim.add_argument("--details", action="store_true", help="print the full structured result of each cycle")
     return parser
@@ -50,6 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         return _fail(f"{args.state}: {exc.strerror or exc}")
     config = DEFAULT_CONFIG
+    recorded_snapshot = None
+    if is_cycle_input(state_text):
+        try:
+            recorded_snapshot, config, _doc = load_cycle_input(state_text)
+        except (CycleInputError, ConfigError) as exc:
+            return _fail(f"{args.state}: {exc}")
     if args.conf:
         try:
             config = parse_config(_read(args.conf))
@@ -58,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             return _fail(f"{args.conf}: {exc}")
     try:
-        snapshot = snapshot_from_manifests(load_manifests(state_text))
+        snapshot = (
+            recorded_snapshot if recorded_snapshot is not None else snapshot_from_manifests(load_manifests(state_text))
+        )
     except ManifestError as exc:
         return _fail(f"{args.state}: {exc}")
     cycles: list[Any] = []

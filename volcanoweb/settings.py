@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "volcanoweb.workflows",
     "volcanoweb.audit",
     "volcanoweb.scheduling",
+    "volcanoweb.insights",
     "volcanoweb.clusters",
     "volcanoweb.runtime",
     "volcanoweb.demo",
@@ -175,12 +176,22 @@ try:
     zoneinfo.ZoneInfo(CRONJOB_DEFAULT_TIME_ZONE)
 except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
     raise ImproperlyConfigured(f"CRONJOB_DEFAULT_TIME_ZONE: unknown time zone {CRONJOB_DEFAULT_TIME_ZONE!r}") from exc
+# Insights (volcanoweb/insights): how many recent cycle inputs to keep (0: none), and how long queue
+# history is kept per roll-up (per cycle, per minute, per hour) and job wait timelines, in seconds.
+INSIGHTS_RECORD = env_bool("INSIGHTS_RECORD", True)  # off: cycles record nothing (for A/B benchmarks)
+INSIGHTS_KEEP_CYCLE_INPUTS = env_int("INSIGHTS_KEEP_CYCLE_INPUTS", 50, minimum=0)
+INSIGHTS_CYCLE_RETENTION = env_float("INSIGHTS_CYCLE_RETENTION", 3600.0, positive=True)
+INSIGHTS_MINUTE_RETENTION = env_float("INSIGHTS_MINUTE_RETENTION", 86400.0, positive=True)
+INSIGHTS_HOUR_RETENTION = env_float("INSIGHTS_HOUR_RETENTION", 90 * 86400.0, positive=True)
+INSIGHTS_TIMELINE_RETENTION = env_float("INSIGHTS_TIMELINE_RETENTION", 90 * 86400.0, positive=True)
+INSIGHTS_PRUNE_PERIOD = env_float("INSIGHTS_PRUNE_PERIOD", 60.0, positive=True)
 PERIODIC_TASKS: list[tuple[str, str, float]] = [
     ("scheduling-cycle", "volcanoweb.scheduling.tasks.run_cycle", SCHEDULE_PERIOD),
     ("cluster-sync", "volcanoweb.clusters.tasks.sync_backend", max(SCHEDULE_PERIOD / 2, 0.2)),
     ("controller-resync", "volcanoweb.runtime.resync_controllers", CONTROLLER_RESYNC_PERIOD),
     ("cronjob-tick", "volcanoweb.workflows.tasks.tick_cronjobs", CRONJOB_TICK_PERIOD),
     ("jobflow-sync", "volcanoweb.workflows.tasks.sync_jobflows", CONTROLLER_RESYNC_PERIOD),
+    ("insights-prune", "volcanoweb.insights.tasks.prune", INSIGHTS_PRUNE_PERIOD),
 ]
 CELERY_BEAT_SCHEDULE = {
     name: {"task": task, "schedule": period, "options": {"expires": max(period * 2, 1.0)}}

@@ -12,6 +12,7 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("", include("volcanoweb.clusters.urls")),
+    path("", include("volcanoweb.insights.urls")),
     path("", include("volcanoweb.api.urls")),
     path("", include("volcanoweb.dashboard.urls")),
 ]

@@ -1,10 +1,14 @@
-"""``vcctl queue create|list|get|operate|delete`` (vcctl's queue commands; ``-n`` is the queue name)."""
+"""``vcctl queue create|list|get|operate|history|delete`` (vcctl's queue commands; ``-n`` is the queue name)."""
 
 from __future__ import annotations
 
 import argparse
+import csv
+import math
+import sys
 from typing import Any
 
+from scheduler.quantity import format_quantity
 from volcanoweb.cli import output
 from volcanoweb.cli.client import path
 from volcanoweb.cli.context import Context, split_key_values
@@ -46,6 +50,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     operate.add_argument("--action", "-a", default="", help="open, close or update")
     operate.add_argument("--weight", "-w", type=int, default=0, help="new weight (with --action update)")
     operate.set_defaults(func=operate_queue)
+
+    history = queues.add_parser("history", parents=[common], help="a queue's allocated/deserved/guarantee over time")
+    history.add_argument("--name", "-n", "-N", default="", help="queue name")
+    history.add_argument("--from", dest="start", default="", help="ISO time or a duration ago (1h, 7d); default 1h")
+    history.add_argument("--to", dest="end", default="", help="ISO time, 'now' (default) or a duration ago")
+    history.add_argument("--step", default="", help="seconds or 30s/5m/1h per point (default: chosen by range)")
+    history.add_argument("--resource", "-r", default="cpu", help="resource shown in the table (default cpu)")
+    history.add_argument("--csv", action="store_true", help="print every resource as CSV")
+    history.set_defaults(func=queue_history)
 
     delete = queues.add_parser("delete", parents=[common], help="delete a queue")
     delete.add_argument("--name", "-n", "-N", default="", help="queue name")
@@ -167,4 +180,41 @@ def delete_queue(ctx: Context) -> int:
         output.emit(result, ctx.output)
     else:
         output.write(f"delete queue {name} successfully")
+    return 0
+
+
+HISTORY_FIELDS = ("allocated", "deserved", "guarantee", "capability", "demand")
+
+
+def _quantity(resource: str, value: Any) -> str:
+    if value in (None, ""):
+        return "-"
+    return format_quantity(resource, math.ceil(float(value)))
+
+
+def queue_history(ctx: Context) -> int:
+    """``vcctl queue history``: a table for one resource, CSV for all, or the raw JSON/YAML."""
+    args = ctx.args
+    name = _name(ctx)
+    body = ctx.client.get(path("queues", name, "history"), **{"from": args.start, "to": args.end, "step": args.step})
+    body = body or {}
+    if ctx.output:
+        output.emit(body, ctx.output)
+        return 0
+    points = body.get("points") or []
+    if args.csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(["time", "queue", "resource", *HISTORY_FIELDS])
+        for point in points:
+            for resource in body.get("resources") or []:
+                writer.writerow([point["time"], name, resource, *(point[f].get(resource, "") for f in HISTORY_FIELDS)])
+        return 0
+    resource = args.resource
+    rows = [
+        [point["time"][:19], *(_quantity(resource, point[f].get(resource)) for f in HISTORY_FIELDS), point["samples"]]
+        for point in points
+    ]
+    output.table(("Time", "Allocated", "Deserved", "Guarantee", "Capability", "Demand", "Samples"), rows)
+    for marker in body.get("markers") or []:
+        output.write(f"{marker['time'][:19]}  change: {marker['text']}")
     return 0

@@ -47,6 +47,7 @@ from volcanoweb.clusters.backends.base import Conflict as BackendConflict
 from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.core import metrics
+from volcanoweb.insights.recording import record_cycle
 from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhase
 from volcanoweb.live.broadcast import discard_pending, publish, publish_queue
 from volcanoweb.queues.models import Queue
@@ -551,6 +552,7 @@ def run_claimed_cycle(token: int, holder: str, backend: ClusterBackend | None = 
             result = scheduler.run_cycle(info.snapshot, config, timer=time.perf_counter, cache=cache)
         t2 = time.perf_counter()
         apply_result(info, result, run, token)
+        record_cycle(run, info, result, config)  # observation only (volcanoweb/insights)
         t3 = time.perf_counter()
         if os.environ.get("VOLCANOWEB_TEST_CRASH_AFTER_APPLY") == "1":  # tests/e2e/test_cycle_safety.py only
             os.kill(os.getpid(), signal.SIGKILL)

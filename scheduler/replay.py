@@ -1,0 +1,422 @@
+"""Cycle input files: a snapshot and a configuration as one JSON document, replayable offline.
+
+A *cycle input* is everything :func:`scheduler.run_cycle` needs, written losslessly::
+
+    {"apiVersion": "volcanoweb.io/v1", "kind": "CycleInput", "cycle": 42,
+     "config": "<Volcano scheduler YAML>", "snapshot": {"nodes": [...], "queues": [...], ...},
+     "recorded": {<the cycle's decisions, the simulator's compact shape>}}
+
+Unlike the manifest form (``scheduler.manifests``), every field of every model object is kept
+(resolved priorities, creation order, uids, nominated nodes), so replaying the file decides exactly
+what the recorded cycle decided. Fields equal to their default are left out to keep files small.
+
+:class:`SnapshotEncoder` keeps the encoded form of each object between calls: a caller that passes
+snapshots sharing unchanged objects (the web app's snapshot memo) only encodes what changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.config import SchedulerConfig, dump_config, parse_config
+from scheduler.model import (
+    Job,
+    JobPhase,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    PriorityClass,
+    Queue,
+    QueueState,
+    Resource,
+    Taint,
+    Task,
+    TaskStatus,
+    Toleration,
+)
+from scheduler.snapshot import Snapshot
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "CycleInputError",
+    "SnapshotEncoder",
+    "cycle_input_text",
+    "decode_snapshot",
+    "encode_snapshot",
+    "is_cycle_input",
+    "load_cycle_input",
+]
+
+API_VERSION = "volcanoweb.io/v1"
+KIND = "CycleInput"
+_DEFAULT_TASK = Task(uid="", name="")
+_DEFAULT_JOB = Job(uid="", name="")
+_DEFAULT_QUEUE = Queue(name="")
+
+
+class CycleInputError(ValueError):
+    """A cycle input file is malformed; ``field`` names where."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.detail = message
+
+
+# --------------------------------------------------------------------------- encode
+
+
+def _res(r: Resource | None) -> dict[str, int] | None:
+    if r is None:
+        return None
+    out: dict[str, int] = {"cpu": r.cpu, "memory": r.memory, "pods": r.pods}
+    for k in sorted(r.scalars):
+        out[k] = r.scalars[k]
+    return out
+
+
+def _req(r: NodeSelectorRequirement) -> list[Any]:
+    return [r.key, r.operator, list(r.values)]
+
+
+def _term(t: NodeSelectorTerm) -> dict[str, Any]:
+    return {"e": [_req(r) for r in t.match_expressions], "f": [_req(r) for r in t.match_fields]}
+
+
+def encode_node(n: Node) -> dict[str, Any]:
+    """Return a node as JSON data."""
+    out: dict[str, Any] = {"name": n.name, "allocatable": _res(n.allocatable)}
+    if n.labels:
+        out["labels"] = dict(n.labels)
+    if n.taints:
+        out["taints"] = [[t.key, t.value, t.effect] for t in n.taints]
+    if n.unschedulable:
+        out["unschedulable"] = True
+    return out
+
+
+def encode_task(t: Task) -> dict[str, Any]:
+    """Return a pod as JSON data (fields at their default omitted)."""
+    out: dict[str, Any] = {"uid": t.uid, "name": t.name}
+    d = _DEFAULT_TASK
+    for name in ("namespace", "job", "node_name", "priority_class_name", "preemption_policy", "role"):
+        value = getattr(t, name)
+        if value != getattr(d, name):
+            out[name] = value
+    if t.requests.cpu or t.requests.memory or t.requests.pods or t.requests.scalars:
+        out["requests"] = _res(t.requests)
+    if t.status != d.status:
+        out["status"] = str(t.status)
+    if t.priority is not None:
+        out["priority"] = t.priority
+    if t.preemptable is not True:
+        out["preemptable"] = t.preemptable
+    if t.node_selector:
+        out["node_selector"] = dict(t.node_selector)
+    if t.required_affinity:
+        out["required_affinity"] = [_term(x) for x in t.required_affinity]
+    if t.preferred_affinity:
+        out["preferred_affinity"] = [[p.weight, _term(p.term)] for p in t.preferred_affinity]
+    if t.tolerations:
+        out["tolerations"] = [[x.key, x.operator, x.value, x.effect] for x in t.tolerations]
+    if t.scheduling_gated:
+        out["scheduling_gated"] = True
+    if t.nominated_node:
+        out["nominated_node"] = t.nominated_node
+    if t.creation:
+        out["creation"] = t.creation
+    return out
+
+
+def encode_job(j: Job) -> dict[str, Any]:
+    """Return a PodGroup as JSON data (fields at their default omitted)."""
+    out: dict[str, Any] = {"uid": j.uid, "name": j.name}
+    d = _DEFAULT_JOB
+    for name in ("namespace", "queue", "min_member", "priority_class_name", "preemptable", "creation"):
+        value = getattr(j, name)
+        if value != getattr(d, name):
+            out[name] = value
+    if j.min_task_member:
+        out["min_task_member"] = dict(j.min_task_member)
+    if j.min_resources is not None:
+        out["min_resources"] = _res(j.min_resources)
+    if j.priority is not None:
+        out["priority"] = j.priority
+    if j.phase != d.phase:
+        out["phase"] = str(j.phase)
+    return out
+
+
+def encode_queue(q: Queue) -> dict[str, Any]:
+    """Return a queue as JSON data (fields at their default omitted)."""
+    out: dict[str, Any] = {"name": q.name}
+    d = _DEFAULT_QUEUE
+    for name in ("weight", "parent", "reclaimable", "priority", "hierarchy", "hierarchy_weights", "creation", "uid"):
+        value = getattr(q, name)
+        if value != getattr(d, name):
+            out[name] = value
+    for name in ("capability", "guarantee", "deserved"):
+        value = getattr(q, name)
+        if value is not None:
+            out[name] = _res(value)
+    if q.state != d.state:
+        out["state"] = str(q.state)
+    return out
+
+
+def encode_priority_class(p: PriorityClass) -> dict[str, Any]:
+    """Return a priority class as JSON data."""
+    return {
+        "name": p.name,
+        "value": p.value,
+        "global_default": p.global_default,
+        "preemption_policy": p.preemption_policy,
+    }
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+class SnapshotEncoder:
+    """Encode snapshots as JSON text, reusing the text of objects seen in the previous call.
+
+    Objects are immutable, so the very same object encodes the same: only new or changed objects
+    are encoded again. The cache holds the objects themselves (their ids stay unique while cached)
+    and only those of the last call.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[object, str]] = {}
+
+    def encode(self, snapshot: Snapshot) -> str:
+        """Return ``snapshot`` as a JSON object's text (lists in snapshot order)."""
+        old = self._cache
+        new: dict[int, tuple[object, str]] = {}
+
+        def enc(objects: tuple[Any, ...], fn: Any) -> str:
+            parts = []
+            for obj in objects:
+                key = id(obj)
+                hit = old.get(key)
+                if hit is None or hit[0] is not obj:
+                    hit = (obj, _dumps(fn(obj)))
+                new[key] = hit
+                parts.append(hit[1])
+            return "[" + ",".join(parts) + "]"
+
+        text = (
+            '{"jobs":' + enc(snapshot.jobs, encode_job)
+            + ',"nodes":' + enc(snapshot.nodes, encode_node)
+            + ',"priority_classes":' + _dumps([encode_priority_class(p) for p in snapshot.priority_classes])
+            + ',"queues":' + enc(snapshot.queues, encode_queue)
+            + ',"tasks":' + enc(snapshot.tasks, encode_task)
+            + "}"
+        )  # fmt: skip
+        self._cache = new
+        return text
+
+
+def encode_snapshot(snapshot: Snapshot) -> str:
+    """Return ``snapshot`` as JSON text (see :class:`SnapshotEncoder`)."""
+    return SnapshotEncoder().encode(snapshot)
+
+
+# --------------------------------------------------------------------------- decode
+
+
+def _dres(value: Any, field: str) -> Resource:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value.values()
+    ):
+        raise CycleInputError(field, "expected a mapping of resource name to integer")
+    return Resource.from_dict(value)
+
+
+def _dres_opt(value: Any, field: str) -> Resource | None:
+    return None if value is None else _dres(value, field)
+
+
+def _dreq(value: Any) -> NodeSelectorRequirement:
+    key, operator, values = value
+    return NodeSelectorRequirement(str(key), str(operator), tuple(str(v) for v in values))
+
+
+def _dterm(value: Mapping[str, Any]) -> NodeSelectorTerm:
+    return NodeSelectorTerm(tuple(_dreq(r) for r in value.get("e", ())), tuple(_dreq(r) for r in value.get("f", ())))
+
+
+def _node(d: Mapping[str, Any], field: str) -> Node:
+    return Node(
+        name=str(d["name"]),
+        allocatable=_dres(d["allocatable"], f"{field}.allocatable"),
+        labels=dict(d.get("labels") or {}),
+        taints=tuple(Taint(str(k), str(v), str(e)) for k, v, e in d.get("taints") or ()),
+        unschedulable=bool(d.get("unschedulable", False)),
+    )
+
+
+def _task(d: Mapping[str, Any], field: str) -> Task:
+    t = _DEFAULT_TASK
+    return Task(
+        uid=str(d["uid"]),
+        name=str(d["name"]),
+        namespace=str(d.get("namespace", t.namespace)),
+        job=str(d.get("job", t.job)),
+        requests=_dres(d["requests"], f"{field}.requests") if "requests" in d else t.requests,
+        status=TaskStatus(d.get("status", t.status)),
+        node_name=str(d.get("node_name", t.node_name)),
+        priority=d.get("priority"),
+        priority_class_name=str(d.get("priority_class_name", t.priority_class_name)),
+        preemption_policy=str(d.get("preemption_policy", t.preemption_policy)),
+        preemptable=bool(d.get("preemptable", True)),
+        role=str(d.get("role", t.role)),
+        node_selector=dict(d.get("node_selector") or {}),
+        required_affinity=tuple(_dterm(x) for x in d.get("required_affinity") or ()),
+        preferred_affinity=tuple(
+            PreferredSchedulingTerm(int(w), _dterm(term)) for w, term in d.get("preferred_affinity") or ()
+        ),
+        tolerations=tuple(Toleration(str(k), str(o), str(v), str(e)) for k, o, v, e in d.get("tolerations") or ()),
+        scheduling_gated=bool(d.get("scheduling_gated", False)),
+        nominated_node=str(d.get("nominated_node", "")),
+        creation=int(d.get("creation", 0)),
+    )
+
+
+def _job(d: Mapping[str, Any], field: str) -> Job:
+    j = _DEFAULT_JOB
+    return Job(
+        uid=str(d["uid"]),
+        name=str(d["name"]),
+        namespace=str(d.get("namespace", j.namespace)),
+        queue=str(d.get("queue", j.queue)),
+        min_member=int(d.get("min_member", j.min_member)),
+        min_task_member={str(k): int(v) for k, v in (d.get("min_task_member") or {}).items()},
+        min_resources=_dres_opt(d.get("min_resources"), f"{field}.min_resources"),
+        priority=d.get("priority"),
+        priority_class_name=str(d.get("priority_class_name", j.priority_class_name)),
+        phase=JobPhase(d.get("phase", j.phase)),
+        preemptable=bool(d.get("preemptable", j.preemptable)),
+        creation=int(d.get("creation", 0)),
+    )
+
+
+def _queue(d: Mapping[str, Any], field: str) -> Queue:
+    q = _DEFAULT_QUEUE
+    return Queue(
+        name=str(d["name"]),
+        weight=int(d.get("weight", q.weight)),
+        capability=_dres_opt(d.get("capability"), f"{field}.capability"),
+        guarantee=_dres_opt(d.get("guarantee"), f"{field}.guarantee"),
+        deserved=_dres_opt(d.get("deserved"), f"{field}.deserved"),
+        parent=str(d.get("parent", q.parent)),
+        reclaimable=bool(d.get("reclaimable", q.reclaimable)),
+        state=QueueState(d.get("state", q.state)),
+        priority=int(d.get("priority", q.priority)),
+        hierarchy=str(d.get("hierarchy", q.hierarchy)),
+        hierarchy_weights=str(d.get("hierarchy_weights", q.hierarchy_weights)),
+        creation=int(d.get("creation", 0)),
+        uid=str(d.get("uid", "")),
+    )
+
+
+def _priority_class(d: Mapping[str, Any], field: str) -> PriorityClass:
+    return PriorityClass(
+        name=str(d["name"]),
+        value=int(d["value"]),
+        global_default=bool(d.get("global_default", False)),
+        preemption_policy=str(d.get("preemption_policy", "PreemptLowerPriority")),
+    )
+
+
+_DECODERS: dict[str, Any] = {
+    "nodes": _node,
+    "queues": _queue,
+    "jobs": _job,
+    "tasks": _task,
+    "priority_classes": _priority_class,
+}
+
+
+def decode_snapshot(data: Any) -> Snapshot:
+    """Return the snapshot encoded by :class:`SnapshotEncoder` (raises :class:`CycleInputError`)."""
+    if not isinstance(data, Mapping):
+        raise CycleInputError("snapshot", "expected a mapping")
+    parts: dict[str, list[Any]] = {}
+    for key, decode in _DECODERS.items():
+        items = data.get(key, [])
+        if not isinstance(items, list):
+            raise CycleInputError(f"snapshot.{key}", "expected a list")
+        decoded = []
+        for i, item in enumerate(items):
+            field = f"snapshot.{key}[{i}]"
+            if not isinstance(item, Mapping):
+                raise CycleInputError(field, "expected a mapping")
+            try:
+                decoded.append(decode(item, field))
+            except CycleInputError:
+                raise
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CycleInputError(field, f"invalid value ({type(exc).__name__}: {exc})") from None
+        parts[key] = decoded
+    return Snapshot.of(parts["nodes"], parts["queues"], parts["jobs"], parts["tasks"], parts["priority_classes"])
+
+
+# --------------------------------------------------------------------------- the file
+
+
+def cycle_input_text(
+    snapshot_text: str,
+    config: SchedulerConfig | str,
+    *,
+    cycle: int = 0,
+    recorded: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> str:
+    """Return the text of a cycle input file: encoded snapshot text plus a configuration (or its YAML).
+
+    ``recorded`` is what the live cycle decided (``scheduler.result.cycle_json``), kept so that a replay
+    can be compared with it; ``metadata`` is free-form information (time, configuration version).
+    """
+    head: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "cycle": cycle,
+        "config": config if isinstance(config, str) else dump_config(config),
+    }
+    if metadata:
+        head["metadata"] = dict(metadata)
+    if recorded is not None:
+        head["recorded"] = dict(recorded)
+    return _dumps(head)[:-1] + ',"snapshot":' + snapshot_text + "}\n"
+
+
+def is_cycle_input(text: str) -> bool:
+    """Return whether ``text`` looks like a cycle input file (JSON with our apiVersion/kind)."""
+    head = text.lstrip()[:1]
+    if head != "{":
+        return False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("kind") == KIND and data.get("apiVersion") == API_VERSION
+
+
+def load_cycle_input(text: str) -> tuple[Snapshot, SchedulerConfig, dict[str, Any]]:
+    """Return the snapshot, the configuration and the whole document of a cycle input file."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CycleInputError("(file)", f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("kind") != KIND or data.get("apiVersion") != API_VERSION:
+        raise CycleInputError("kind", f"expected apiVersion {API_VERSION} and kind {KIND}")
+    config_text = data.get("config")
+    if not isinstance(config_text, str):
+        raise CycleInputError("config", "expected the scheduler configuration as YAML text")
+    config = parse_config(config_text)
+    return decode_snapshot(data.get("snapshot")), config, data

@@ -1,0 +1,171 @@
+"""What a queue or scheduler-configuration change did: the recorded cycles against the same cycles without it.
+
+For an audit entry of a Queue or of the scheduler configuration, this takes the first kept cycle input
+recorded after the change (``CycleInput``) and replays ``EFFECT_CYCLES`` cycles from it twice with the
+core (``scheduler.run_cycle``, each next snapshot from ``scheduler.advance``): once as recorded, once with
+the change undone (the queue as it was before the entry, or the configuration of the cycle before the
+change). The differences are the change's effects: pods evicted (by reclaim or preempt), PodGroups
+admitted or bound, and queue allocations, that happen only with the change (or only without it).
+
+Deviations: later cycles are simulated from the recorded one with a perfect cluster (``advance``), not
+read back from history, so pods finishing or jobs submitted meanwhile are not part of the comparison.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+from scheduler import CycleResult, SchedulerConfig, Snapshot, advance, run_cycle
+from scheduler.manifests import ManifestError, snapshot_from_manifests
+from scheduler.model import JobPhase
+from scheduler.quantity import format_quantity
+from scheduler.replay import CycleInputError, load_cycle_input
+from volcanoweb.audit.models import AuditEntry
+from volcanoweb.insights.models import CycleInput
+from volcanoweb.insights.recording import input_text
+from volcanoweb.insights.services import OTHER_TENANT, readable_namespaces
+from volcanoweb.jobs.models import PodGroup
+from volcanoweb.manifests.parse import QUEUE, SCHEDULER_CONFIG
+from volcanoweb.queues.models import Queue as QueueRow
+from volcanoweb.tenancy.access import Access, visible_queue_filter
+
+EFFECT_CYCLES = 3
+
+
+def _without_queue_change(snapshot: Snapshot, entry: AuditEntry) -> Snapshot | None:
+    """Return the snapshot with the queue as it was before ``entry`` (None when that cannot be built)."""
+    name = entry.object_key
+    before = entry.before
+    if before is None:  # the entry created the queue: without it the queue does not exist
+        return replace(snapshot, queues=tuple(q for q in snapshot.queues if q.name != name))
+    try:
+        parsed = next(q for q in snapshot_from_manifests([(1, before)]).queues if q.name == name)
+    except (ManifestError, StopIteration):
+        return None
+    live = next((q for q in snapshot.queues if q.name == name), None)
+    if live is None:
+        return replace(snapshot, queues=(*snapshot.queues, parsed))
+    old = replace(
+        live,
+        weight=parsed.weight,
+        capability=parsed.capability,
+        guarantee=parsed.guarantee,
+        deserved=parsed.deserved,
+        reclaimable=parsed.reclaimable,
+        priority=parsed.priority,
+        state=parsed.state,
+    )
+    return replace(snapshot, queues=tuple(old if q.name == name else q for q in snapshot.queues))
+
+
+def _previous_config(row: CycleInput) -> SchedulerConfig | None:
+    earlier = CycleInput.objects.filter(run_id__lt=row.run_id).order_by("-run_id").first()
+    if earlier is None:
+        return None
+    try:
+        return load_cycle_input(input_text(earlier))[1]
+    except (CycleInputError, ValueError):
+        return None
+
+
+def _run(snapshot: Snapshot, config: SchedulerConfig) -> list[tuple[Snapshot, CycleResult]]:
+    out = []
+    for _ in range(EFFECT_CYCLES):
+        result = run_cycle(snapshot, config)
+        out.append((snapshot, result))
+        snapshot = advance(snapshot, result)
+    return out
+
+
+def _outcome(runs: list[tuple[Snapshot, CycleResult]]) -> dict[str, Any]:
+    evictions: set[tuple[str, str]] = set()
+    bound: set[str] = set()
+    admitted: set[str] = set()
+    for snapshot, result in runs:
+        evictions |= {(e.task, e.action) for e in result.evictions}
+        jobs_of = {t.key: t.job for t in snapshot.tasks}
+        bound |= {jobs_of[k] for k in result.binds if jobs_of.get(k)}
+        admitted |= {k for k, v in result.podgroups.items() if v == JobPhase.INQUEUE}
+    last = runs[-1][1]
+    return {"evictions": evictions, "bound": bound, "admitted": admitted, "allocated": last.queue_allocated}
+
+
+def _job_names(keys: set[str]) -> dict[str, str]:
+    """Return PodGroup key -> "namespace/job" for the PodGroups of Volcano jobs among ``keys``."""
+    names = {k.split("/", 1)[1] for k in keys if "/" in k}
+    rows = PodGroup.objects.filter(name__in=names, job__isnull=False).values_list("namespace", "name", "job__name")
+    return {f"{ns}/{name}": f"{ns}/{job}" for ns, name, job in rows}
+
+
+def _name(key: str, visible: set[str] | None, names: dict[str, str] | None = None) -> str:
+    if visible is not None and key.split("/", 1)[0] not in visible:
+        return OTHER_TENANT
+    return (names or {}).get(key, key)
+
+
+def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
+    """Return the effects of a Queue or scheduler-configuration audit entry the caller may see (else None)."""
+    entry = AuditEntry.objects.filter(pk=audit_id, kind__in=(QUEUE.kind, SCHEDULER_CONFIG.kind)).first()
+    if entry is None:
+        return None
+    visible_queue = QueueRow.objects.filter(visible_queue_filter(access), name=entry.object_key).exists()
+    if entry.kind == QUEUE.kind and not (access.platform_admin or visible_queue):
+        return None
+    row = CycleInput.objects.filter(at__gte=entry.at).order_by("run_id").first()
+    base: dict[str, Any] = {"auditId": entry.pk, "cycles": EFFECT_CYCLES}
+    if row is None:
+        return {**base, "available": False, "message": "no kept cycle input after this change (pruned or not run yet)"}
+    try:
+        snapshot, config, _doc = load_cycle_input(input_text(row))
+    except (CycleInputError, ValueError) as exc:
+        return {**base, "available": False, "message": f"the cycle input cannot be read: {exc}"}
+    other_snapshot, other_config = snapshot, config
+    if entry.kind == QUEUE.kind:
+        changed = _without_queue_change(snapshot, entry)
+        if changed is None:
+            return {**base, "available": False, "message": "the queue before the change cannot be rebuilt"}
+        other_snapshot = changed
+        undone = "the queue as it was before the change"
+    else:
+        previous = _previous_config(row)
+        if previous is None:
+            return {**base, "available": False, "message": "no kept cycle before the change to take its configuration"}
+        other_config = previous
+        undone = "the configuration of the last kept cycle before the change"
+    with_change = _outcome(_run(snapshot, config))
+    without = _outcome(_run(other_snapshot, other_config))
+    visible = readable_namespaces(access)
+    shares = []
+    for queue in sorted(set(with_change["allocated"]) | set(without["allocated"])):
+        a, b = dict(with_change["allocated"].get(queue) or {}), dict(without["allocated"].get(queue) or {})
+        diff = {
+            k: a.get(k, 0) - b.get(k, 0) for k in sorted(set(a) | set(b)) if k != "pods" and a.get(k, 0) != b.get(k, 0)
+        }
+        if diff:
+            shares.append(
+                {
+                    "queue": queue,
+                    "change": {k: ("+" if v > 0 else "-") + format_quantity(k, abs(v)) for k, v in diff.items()},
+                }
+            )
+    groups = set().union(*(with_change[k] ^ without[k] for k in ("bound", "admitted")))
+    names = _job_names(groups)
+    evicted = with_change["evictions"] - without["evictions"]
+    by_action = Counter(action for _, action in evicted)
+    return {
+        **base,
+        "available": True,
+        "cycle": row.run_id,
+        "evictions": [{"pod": _name(task, visible), "action": action} for task, action in sorted(evicted)],
+        "evictionsByAction": dict(sorted(by_action.items())),
+        "preventedEvictions": len(without["evictions"] - with_change["evictions"]),
+        "bound": sorted(_name(k, visible, names) for k in with_change["bound"] - without["bound"]),
+        "notBound": sorted(_name(k, visible, names) for k in without["bound"] - with_change["bound"]),
+        "admitted": sorted(_name(k, visible, names) for k in with_change["admitted"] - without["admitted"]),
+        "notAdmitted": sorted(_name(k, visible, names) for k in without["admitted"] - with_change["admitted"]),
+        "shares": shares,
+        "how": f"{EFFECT_CYCLES} simulated cycles from the input of cycle {row.run_id} (the first kept after the "
+        f"change), compared with the same cycles run with {undone}",
+    }

@@ -1,0 +1,110 @@
+"""What the scheduler saw and decided, kept for explanation: cycle inputs, job waits, queue history.
+
+These rows only observe the scheduler; nothing here feeds back into a decision.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from volcanoweb.jobs.models import Job
+from volcanoweb.scheduling.models import SchedulingRun
+from volcanoweb.tenancy.models import Tenant
+
+
+class CycleInput(models.Model):
+    """One cycle's complete input (snapshot + configuration) and its decisions, as a replayable file.
+
+    ``data`` is the zlib-compressed canonical JSON of a ``scheduler.replay`` cycle input document;
+    only the last ``INSIGHTS_KEEP_CYCLE_INPUTS`` rows are kept.
+    """
+
+    run = models.OneToOneField(SchedulingRun, on_delete=models.CASCADE, related_name="cycle_input")
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    config_version = models.PositiveIntegerField(default=0)
+    data = models.BinaryField()
+    size = models.PositiveIntegerField(default=0, help_text="uncompressed bytes")
+    record_ms = models.FloatField(default=0.0, help_text="time spent recording this cycle's insights")
+
+    class Meta:
+        ordering = ["-run_id"]
+
+    def __str__(self) -> str:
+        return f"cycle {self.run_id} input ({self.size} bytes)"
+
+
+class EntryKind(models.TextChoices):
+    """A timeline entry is a wait interval or a milestone (an instant)."""
+
+    WAIT = "wait"
+    MILESTONE = "milestone"
+
+
+class TimelineEntry(models.Model):
+    """One interval of a PodGroup's wait for one reason (``ended_at`` null: still waiting), or a milestone.
+
+    Wait intervals carry the core's structured reason (kind, plugin, message, numbers); a new interval
+    starts when the reason's kind or message changes. Milestones: ``Inqueue`` (admitted by enqueue),
+    ``Bound`` (the cycle bound the gang's first pods), ``Running``.
+    """
+
+    podgroup_key = models.CharField(max_length=320, db_index=True)
+    namespace = models.CharField(max_length=63)
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    queue = models.CharField(max_length=253, blank=True, default="")
+    kind = models.CharField(max_length=10, choices=EntryKind.choices, default=EntryKind.WAIT)
+    reason = models.CharField(max_length=40, help_text="the core's reason kind, or the milestone name")
+    plugin = models.CharField(max_length=63, blank=True, default="")
+    message = models.TextField(blank=True, default="")
+    numbers = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(default=timezone.now, db_index=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    started_run = models.BigIntegerField(default=0)
+    ended_run = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["started_at", "id"]
+        indexes = [models.Index(fields=["ended_at", "kind"]), models.Index(fields=["queue", "reason", "started_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.podgroup_key} {self.kind} {self.reason} from {self.started_at:%H:%M:%S}"
+
+
+class Resolution(models.TextChoices):
+    """Queue history roll-ups: one sample per cycle, per minute, per hour."""
+
+    CYCLE = "cycle"
+    MINUTE = "minute"
+    HOUR = "hour"
+
+
+class QueueSample(models.Model):
+    """A queue's state at one cycle, or its average over a minute or an hour (``samples`` cycles).
+
+    Resource maps are in scheduler units (millicores, bytes, counts); ``demand`` is the requests of the
+    queue's pending pods; ``jobs`` counts PodGroups per phase.
+    """
+
+    resolution = models.CharField(max_length=6, choices=Resolution.choices)
+    queue = models.CharField(max_length=253)
+    bucket = models.DateTimeField(help_text="the cycle's time, or the start of the minute/hour")
+    samples = models.PositiveIntegerField(default=1)
+    run_id = models.BigIntegerField(default=0, help_text="last cycle folded into this sample")
+    allocated = models.JSONField(default=dict, blank=True)
+    deserved = models.JSONField(default=dict, blank=True)
+    guarantee = models.JSONField(default=dict, blank=True)
+    capability = models.JSONField(default=dict, blank=True)
+    demand = models.JSONField(default=dict, blank=True)
+    jobs = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["bucket", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["resolution", "queue", "bucket"], name="insights_queuesample_unique")
+        ]
+        indexes = [models.Index(fields=["queue", "resolution", "bucket"])]
+
+    def __str__(self) -> str:
+        return f"{self.queue} {self.resolution} {self.bucket:%Y-%m-%d %H:%M:%S}"
