@@ -9,7 +9,7 @@ The known fields are described here, per kind, as small trees (:data:`SCHEMAS`):
 defines (Job, task, policy, PodGroup, Queue, CronJob, JobFlow, JobTemplate), object metadata, the pod
 template, the PodSpec and the Container. Below those, Kubernetes' own nested structures (affinity, volume
 sources, probes, security contexts, ``env[].valueFrom``...) are not described and pass as given
-(a documented deviation, docs/adr/0014-hostile-input-strict-fields-live-isolation.md). ``status`` is the server's and
+(a documented deviation, docs/adr/0011-hostile-input-strict-fields-live-isolation.md). ``status`` is the server's and
 is accepted (so that a GET output re-applies) without checks.
 """
 
