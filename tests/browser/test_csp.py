@@ -27,7 +27,15 @@ def test_every_page_passes_the_csp(session: Any, demo: None) -> None:  # noqa: F
     page.add_init_script(RECORD_VIOLATIONS)
     run_cycles()
     login(page, "admin", PASSWORD)
-    pages = {**PAGES, "api-docs": "/api/docs/", "admin": "/admin/", "login": "/login/"}
+    pages = {
+        **PAGES,
+        "queue-insights": "/queues/ml-training/insights/",
+        "job-insights": "/jobs/ml/pytorch-distributed/insights/",
+        "cycles": "/cycles/",
+        "api-docs": "/api/docs/",
+        "admin": "/admin/",
+        "login": "/login/",
+    }
     seen: dict[str, list[str]] = {}
     for name, url in pages.items():
         response = page.goto(url)
