@@ -25,6 +25,7 @@ from tests.volcanoweb.clusters.helpers import make_sim
 from tests.volcanoweb.conftest import Cast, _fast_passwords, cast  # noqa: F401  (fixtures used by these tests)
 from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters import services as cluster_services
+from volcanoweb.queues.builtin import ensure_builtin_queues
 from volcanoweb.tenancy.services import create_token
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,7 +123,13 @@ class Vcctl:
 
 @pytest.fixture
 def vc(live_server: Any, settings: Any, tmp_path: Path, cast: Cast) -> Iterator[Vcctl]:  # noqa: F811
-    """The CLI runner, with a synced 4-node simulated cluster (cpu-0..cpu-3, 8 CPUs and 32 GiB each)."""
+    """The CLI runner, with a synced 4-node simulated cluster (cpu-0..cpu-3, 8 CPUs and 32 GiB each).
+
+    The tests are transactional (the live server is another thread): an earlier transactional test's flush
+    removed the migration's built-in queues, so they are made again here rather than restored from a
+    serialized copy (which collides with the content types the flush re-created).
+    """
+    ensure_builtin_queues()
     backend, _clock = make_sim()
     previous = backend_module.set_backend(backend)
     cluster_services.sync_from_backend()

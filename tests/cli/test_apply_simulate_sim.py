@@ -11,7 +11,7 @@ from volcanoweb.clusters import services as cluster_services
 from volcanoweb.jobs.models import Job, Pod
 from volcanoweb.queues.models import Queue
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_apply(vc: Vcctl) -> None:

@@ -10,7 +10,7 @@ from tests.volcanoweb.builders import task
 from volcanoweb.jobs.models import Job
 from volcanoweb.workflows.models import CronJob
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 CRON = {
     "apiVersion": "batch.volcano.sh/v1alpha1",

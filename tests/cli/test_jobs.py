@@ -8,7 +8,7 @@ from tests.cli.conftest import Vcctl, manifest, run
 from tests.volcanoweb.builders import job_manifest
 from volcanoweb.jobs.models import Command, Job
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_job_lifecycle(vc: Vcctl) -> None:

@@ -13,7 +13,7 @@ from tests.volcanoweb.clusters.helpers import make_gang
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.scheduling.services import run_cycle
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_queue_history(vc: Vcctl) -> None:

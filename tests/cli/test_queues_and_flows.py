@@ -9,7 +9,7 @@ from tests.volcanoweb.builders import job_manifest
 from volcanoweb.queues.models import Queue
 from volcanoweb.workflows.models import JobFlow, JobTemplate
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_queue_commands(vc: Vcctl) -> None:

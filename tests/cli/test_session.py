@@ -10,7 +10,7 @@ import yaml
 
 from tests.cli.conftest import Vcctl, run
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _free_port() -> int:
