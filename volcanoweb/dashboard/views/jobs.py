@@ -116,11 +116,18 @@ def _scoped_job(request: HttpRequest, namespace: str, name: str) -> Job:
 
 
 def _events(job: Job) -> list[Event]:
-    names_q = Q(involved_kind="Job", involved_name=job.name) | Q(
-        involved_kind="Pod", involved_name__startswith=f"{job.name}-"
+    """The job's, its pods' and its PodGroup's events for the job's whole life.
+
+    The controller deletes the PodGroup when the job finishes (or restarts) and pods go with their job, so
+    the PodGroup is matched by the name the job controller gives it (``<job>-<uid>``), never by its row.
+    """
+    names_q = (
+        Q(involved_kind="Job", involved_name=job.name)
+        | Q(involved_kind="Pod", involved_name__startswith=f"{job.name}-")
+        | Q(involved_kind="PodGroup", involved_name=f"{job.name}-{job.uid}")
     )
     pg = getattr(job, "podgroup", None) if _has_podgroup(job) else None
-    if pg is not None:
+    if pg is not None and pg.name != f"{job.name}-{job.uid}":
         names_q |= Q(involved_kind="PodGroup", involved_name=pg.name)
     return list(Event.objects.filter(names_q, involved_namespace=job.namespace)[:100])
 
