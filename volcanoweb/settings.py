@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "volcanoweb.dashboard.errors.ErrorPagesMiddleware",
 ]
 
 ROOT_URLCONF = "volcanoweb.urls"

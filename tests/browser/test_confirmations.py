@@ -133,3 +133,18 @@ def test_bulk_delete_asks_with_the_count_and_names(session: Any, demo: None) -> 
     page.locator("#bulk-result", has_text="1 job done").wait_for()
     assert not _job_exists()
     guard.check()
+
+
+def test_a_deleted_jobs_url_shows_the_products_404_page(session: Any, demo: None) -> None:  # noqa: F811
+    from volcanoweb.jobs.models import Job
+
+    page, _guard = session
+    login(page, "alice", PASSWORD)
+    Job.objects.filter(namespace="ml", name="pytorch-distributed").delete()
+    response = page.goto(JOB_URL)  # the browser logs this expected 404 in the console
+    assert response is not None
+    assert response.status == 404
+    assert page.get_by_role("heading", name="Page not found").is_visible()
+    assert page.get_by_role("navigation", name="Main").is_visible()  # the product's shell, not Django's page
+    assert "URLconf" not in page.content()
+    shot(page, "not-found")
