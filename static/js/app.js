@@ -272,11 +272,21 @@
     }
     target.focus({ preventScroll: true });
   }
+  /* A streaming pod log keeps its newest line in view unless the reader scrolled up. */
+  var logPinned = true;
+  document.addEventListener("scroll", function (e) {
+    var t = e.target;
+    if (t && t.matches && t.matches("#pod-log-body pre.log")) logPinned = t.scrollTop + t.clientHeight >= t.scrollHeight - 8;
+  }, true);
+  function followLog() {
+    var pre = document.querySelector("#pod-log-body pre.log");
+    if (pre && logPinned) pre.scrollTop = pre.scrollHeight;
+  }
   function init(root) { initEditors(root); initTemplates(); initCharts(root); }
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
     connect();
-    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); });
+    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); followLog(); });
     document.addEventListener("keydown", function (e) {
       if (e.key !== "Escape") return;
       var form = e.target.closest && e.target.closest("#queue-edit-form");
