@@ -282,11 +282,23 @@
     var pre = document.querySelector("#pod-log-body pre.log");
     if (pre && logPinned) pre.scrollTop = pre.scrollHeight;
   }
+  /* The queue preview carries the parsed meaning of every quantity field (the server parses as Save does):
+     copy it next to the fields, if the form is still open. */
+  function placeUnitHints(root) {
+    var box = root && root.querySelector ? root.querySelector("[data-unit-hints]") : null;
+    if (!box) return;
+    box.querySelectorAll("[data-hint-for]").forEach(function (h) {
+      var slot = document.getElementById("hint-" + h.dataset.hintFor);
+      if (!slot) return;
+      slot.className = h.className;
+      slot.textContent = h.textContent;
+    });
+  }
   function init(root) { initEditors(root); initTemplates(); initCharts(root); }
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
     connect();
-    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); followLog(); });
+    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); });
     document.addEventListener("keydown", function (e) {
       if (e.key !== "Escape") return;
       var form = e.target.closest && e.target.closest("#queue-edit-form");

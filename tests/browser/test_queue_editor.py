@@ -1,0 +1,60 @@
+"""The queue editor in Chromium: parsed units as you type, the preview refuses what Save refuses, the result
+lists every changed field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import login, shot
+from tests.browser.test_dashboard import PASSWORD, demo  # noqa: F401  (the fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _edit(page: Any, queue: str) -> None:
+    page.goto("/queues/")
+    page.locator(f"tr#q-{queue}").get_by_role("button", name=f"Edit {queue}").click()
+    page.get_by_label("Weight").wait_for()
+    page.wait_for_selector("#queue-preview table")
+
+
+def test_units_are_shown_as_you_type_and_the_result_lists_the_changes(session: Any, demo: None) -> None:  # noqa: F811
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    _edit(page, "ml-training")
+    memory = page.get_by_label("Memory guarantee")
+    memory.fill("64")
+    hint = page.locator("#hint-guarantee_memory")
+    hint.filter(has_text="did you mean 64Gi?").wait_for()
+    assert "64 bytes" in hint.inner_text()
+    shot(page, "queues-unit-hint")
+    memory.fill("64Gi")
+    hint.filter(has_text="64 GiB").wait_for()
+    page.get_by_label("Weight").fill("5")
+    page.get_by_role("button", name="Save changes").click()
+    page.wait_for_selector("[data-saved-weight]")
+    changed = page.locator("[data-changed-field]").all_inner_texts()
+    assert any(c.startswith("weight ") and c.endswith("\u2192 5") for c in changed), changed
+    assert "Memory guarantee none \u2192 64Gi" in changed
+    shot(page, "queues-saved-changes")
+    guard.check()
+
+
+def test_the_preview_refuses_a_child_guarantee_above_its_parents(session: Any, demo: None) -> None:  # noqa: F811
+    from volcanoweb.queues import services as queue_services
+    from volcanoweb.tenancy.access import SYSTEM
+
+    queue_services.update_queue_spec(SYSTEM, "engineering", {"guarantee": {"resource": {"cpu": "8"}}})
+    page, guard = session
+    login(page, "admin", PASSWORD)
+    _edit(page, "eng-ml")
+    page.get_by_label("CPU guarantee").fill("12")
+    error = page.locator("[data-preview-error]")
+    error.wait_for()
+    assert "Save would refuse this change" in error.inner_text()
+    assert page.locator("#queue-preview table").count() == 0  # no what-if for a change Save refuses
+    assert "bad-text" in (page.locator("#hint-guarantee_cpu").get_attribute("class") or "")  # the field is marked
+    shot(page, "queues-preview-refused")
+    guard.check()
