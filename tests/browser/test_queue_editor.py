@@ -58,3 +58,42 @@ def test_the_preview_refuses_a_child_guarantee_above_its_parents(session: Any, d
     assert "bad-text" in (page.locator("#hint-guarantee_cpu").get_attribute("class") or "")  # the field is marked
     shot(page, "queues-preview-refused")
     guard.check()
+
+
+GPU_JOB = """apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: big-gpu
+spec:
+  schedulerName: volcano
+  queue: ml-training
+  minAvailable: 1
+  tasks:
+    - name: trainer
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: main
+              image: busybox
+              resources:
+                requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: "8"}
+"""
+
+
+def test_the_dry_run_gives_the_schedulers_verdict(session: Any, demo: None) -> None:  # noqa: F811
+    """8 GPUs in one pod fit the cluster's 16 in total, but the scheduler's cycle does not start it now."""
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/submit/")
+    page.get_by_label("Default namespace").fill("ml")
+    page.get_by_label("Manifest YAML").fill(GPU_JOB)
+    verdict = page.locator("[data-dry-run=ok] .verdict")
+    verdict.wait_for()
+    text = verdict.inner_text()
+    assert "fits the cluster now" not in text
+    assert "placed now" not in text
+    assert "wait" in text or "Pending" in text, text
+    assert "simulated cycle" in page.locator("#dry-run").inner_text()
+    shot(page, "submit-dry-run-verdict")
+    guard.check()

@@ -373,3 +373,30 @@ def forecast_job(spec: dict[str, Any]) -> tuple[str, str, list[Reason]]:
     if any(r.severity == "warn" for r in reasons):
         return "wait", "Would be admitted and wait for resources", reasons
     return "ok", "Would be admitted and fits the cluster now", reasons
+
+
+def simulated_verdict(job: dict[str, Any], forecast_level: str) -> tuple[str, str, Reason]:
+    """The Submit dry run's verdict from one simulated cycle (``api.simulate``) of the core on the live snapshot.
+
+    Returns (level, headline, the scheduler's reason line). The cycle runs enqueue and allocate with the
+    active configuration, so a queue at its capability or a gang that does not fit says so here, as it
+    would in the scheduler.
+    """
+    pods, placed = int(job["pods"]), int(job["placed"])
+    reason = job.get("reason") or {}
+    why = str(reason.get("message") or "")
+    fit = reason.get("fitErrors") or {}
+    detail = why
+    if fit:
+        detail += (" " if detail else "") + "Nodes: " + "; ".join(f"{n} × {msg}" for msg, n in sorted(fit.items()))
+    if job["scheduled"]:
+        nodes = sorted({p["node"] for p in job["placements"] if p["how"] == "bind"})
+        shown = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
+        line = Reason("scheduler", f"Placed {placed} of {pods} pods in the simulated cycle", f"On {shown}.", "info")
+        return "ok", f"Would be admitted and placed now: {placed} of {pods} pods", line
+    if job["admitted"]:
+        line = Reason("scheduler", f"Admitted; {placed} of {pods} pods placed in the simulated cycle", detail, "warn")
+        return "wait", f"Would be admitted but wait: {why or 'the gang does not fit yet'}", line
+    level = "never" if forecast_level == "never" else "wait"
+    line = Reason("scheduler", "Not admitted by the enqueue action in the simulated cycle", detail, "block")
+    return level, f"Would be stored but stay Pending: {why or 'the queue cannot admit it now'}", line

@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from volcanoweb.api.simulate import SIMULATED, simulate
 from volcanoweb.dashboard import diagnosis
 from volcanoweb.dashboard.scope import Scope, get_scope
 from volcanoweb.dashboard.views.common import error_info, page
@@ -160,11 +161,23 @@ def _apply(request: HttpRequest, dry_run: bool) -> tuple[list[Any], dict[str, An
 def validate(request: HttpRequest) -> HttpResponse:
     """Dry-run the editor's manifest and say what would happen."""
     outcomes, error = _apply(request, dry_run=True)
+    verdicts: dict[str, dict[str, Any]] = {}
+    if error is None and any(o.kind == "Job" for o in outcomes):
+        try:
+            report = simulate(get_scope(request).access, [o for o in outcomes if o.kind in SIMULATED])
+            verdicts = {f"{j['namespace']}/{j['name']}": j for j in report["jobs"] if j["kind"] == "Job"}
+        except ApiError as exc:
+            error = error_info(exc)
     results = []
     for outcome in outcomes:
         item: dict[str, Any] = {"outcome": outcome}
         if outcome.kind == "Job":
-            item["level"], item["headline"], item["reasons"] = diagnosis.forecast_job(outcome.object.get("spec") or {})
+            level, headline, reasons = diagnosis.forecast_job(outcome.object.get("spec") or {})
+            verdict = verdicts.get(f"{outcome.namespace}/{outcome.name}")
+            if verdict is not None:
+                level, headline, line = diagnosis.simulated_verdict(verdict, level)
+                reasons = [line, *[r for r in reasons if r.severity != "warn" or level != "ok"]]
+            item["level"], item["headline"], item["reasons"] = level, headline, reasons
         results.append(item)
     return render(request, "dashboard/_dry_run.html", {"results": results, "error": error})
 
