@@ -388,7 +388,8 @@ def simulated_verdict(job: dict[str, Any], forecast_level: str) -> tuple[str, st
     fit = reason.get("fitErrors") or {}
     detail = why
     if fit:
-        detail += (" " if detail else "") + "Nodes: " + "; ".join(f"{n} node(s): {msg}" for msg, n in sorted(fit.items()))
+        nodes_text = "; ".join(f"{n} node(s): {msg}" for msg, n in sorted(fit.items()))
+        detail += (" " if detail else "") + "Nodes: " + nodes_text
     if job["scheduled"]:
         nodes = sorted({p["node"] for p in job["placements"] if p["how"] == "bind"})
         shown = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
