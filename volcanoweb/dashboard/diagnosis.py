@@ -8,6 +8,8 @@ events, then our own checks against the queue (state, capability, deserved share
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +83,37 @@ def _vector_text(values: dict[str, Any]) -> str:
     return ", ".join(parts) or "none"
 
 
-def reason_facts(numbers: dict[str, Any]) -> list[tuple[str, str]]:
+_VECTOR = re.compile(r"\{'[\w./-]+': -?[\d.e+]+(?:, '[\w./-]+': -?[\d.e+]+)*\}")
+
+
+def human_message(text: str) -> str:
+    """Rewrite resource vectors the core prints in its units (``{'cpu': 8000, 'memory': 34359738368}``, millicores
+    and bytes, as Volcano does) into the units people read (``8 CPU, 32 GiB``)."""
+
+    def one(match: re.Match[str]) -> str:
+        try:
+            values = ast.literal_eval(match.group(0))
+        except (ValueError, SyntaxError):
+            return match.group(0)
+        return _vector_text(values) if isinstance(values, dict) else match.group(0)
+
+    return _VECTOR.sub(one, text or "")
+
+
+def overcommit_factor() -> float | None:
+    """The overcommit plugin's factor in the active configuration (None when the plugin is off)."""
+    from volcanoweb.scheduling.cycles import active_config
+
+    config, _version = active_config()
+    for tier in config.tiers:
+        for plugin in tier.plugins:
+            if plugin.name == "overcommit":
+                factor = float(plugin.arguments.get("overcommit-factor", 1.2))
+                return factor if factor >= 1.0 else 1.2  # the plugin's own rule for a factor below 1
+    return None
+
+
+def reason_facts(numbers: dict[str, Any], plugin: str = "") -> list[tuple[str, str]]:
     """Turn a JobReason's ``numbers`` into (label, value) lines; empty vectors are left out."""
     facts: list[tuple[str, str]] = []
     counts = {k: numbers.get(k) for k in COUNT_KEYS if isinstance(numbers.get(k), int)}
@@ -96,8 +128,19 @@ def reason_facts(numbers: dict[str, Any]) -> list[tuple[str, str]]:
         facts.append(("Gang", line))
     if isinstance(numbers.get("nodes"), int):
         facts.append(("Nodes considered", str(numbers["nodes"])))
+    factor = overcommit_factor() if plugin == "overcommit" and isinstance(numbers.get("idle"), dict) else None
     for key, value in numbers.items():
         if key in COUNT_KEYS:
+            continue
+        if key == "idle" and factor is not None and isinstance(value, dict):
+            # the overcommit plugin admits against idle times the factor: say so, and show the real idle next to it
+            facts.append((f"Idle \u00d7 overcommit factor {factor:g}", _vector_text(value)))
+            facts.append(
+                (
+                    "Idle in cluster (as on the Nodes page)",
+                    _vector_text({k: round(v / factor, 3) for k, v in value.items()}),
+                )
+            )
             continue
         if isinstance(value, dict):
             if value:
@@ -118,11 +161,11 @@ def scheduler_reason(data: dict[str, Any], cycle: str = "") -> Reason:
     return Reason(
         "scheduler",
         KIND_TITLES.get(kind, kind.replace("-", " ").capitalize() or "Unschedulable"),
-        str(data.get("message") or ""),
+        human_message(str(data.get("message") or "")),
         "info" if kind == "not-reached" else "block",
         kind=kind,
         plugin=str(data.get("plugin") or ""),
-        facts=reason_facts(numbers or {}),
+        facts=reason_facts(numbers or {}, str(data.get("plugin") or "")),
         fit_errors=fit_errors,
         cycle=cycle,
     )
