@@ -294,11 +294,37 @@
       slot.textContent = h.textContent;
     });
   }
+  /* Queue tree: the arrows collapse and expand a queue's subtree (rows are in tree order with data-depth);
+     the choice survives live refreshes of the table. */
+  var collapsed = {};
+  function applyTree() {
+    var rows = document.querySelectorAll("table.tree tr[data-depth]");
+    var hideBelow = null;
+    rows.forEach(function (tr) {
+      var depth = parseInt(tr.dataset.depth || "0", 10);
+      if (hideBelow !== null && depth > hideBelow) { tr.hidden = true; return; }
+      hideBelow = null;
+      tr.hidden = false;
+      var toggle = tr.querySelector("[data-tree-toggle]");
+      if (!toggle) return;
+      var name = toggle.dataset.treeToggle, closed = !!collapsed[name];
+      toggle.setAttribute("aria-expanded", closed ? "false" : "true");
+      toggle.setAttribute("aria-label", (closed ? "Expand " : "Collapse ") + name);
+      toggle.textContent = closed ? "\u25b8" : "\u25be";
+      if (closed) hideBelow = depth;
+    });
+  }
+  document.addEventListener("click", function (e) {
+    var t = e.target && e.target.closest ? e.target.closest("[data-tree-toggle]") : null;
+    if (!t) return;
+    collapsed[t.dataset.treeToggle] = !collapsed[t.dataset.treeToggle];
+    applyTree();
+  });
   function init(root) { initEditors(root); initTemplates(); initCharts(root); }
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
     connect();
-    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); });
+    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); applyTree(); });
     document.addEventListener("keydown", function (e) {
       if (e.key !== "Escape") return;
       var form = e.target.closest && e.target.closest("#queue-edit-form");

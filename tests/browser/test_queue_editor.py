@@ -97,3 +97,43 @@ def test_the_dry_run_gives_the_schedulers_verdict(session: Any, demo: None) -> N
     assert "simulated cycle" in page.locator("#dry-run").inner_text()
     shot(page, "submit-dry-run-verdict")
     guard.check()
+
+
+def test_queue_tree_collapses_and_edit_stays_reachable_at_800px(browser: Any, asgi_server: Any, demo: None) -> None:  # noqa: F811
+    from tests.browser.conftest import open_page
+
+    context, page, guard = open_page(browser, asgi_server.url, width=800, height=900)
+    try:
+        login(page, "alice", PASSWORD)
+        page.goto("/queues/")
+        edit = page.get_by_role("button", name="Edit ml-training")
+        box = edit.bounding_box()
+        assert box is not None
+        assert box["x"] + box["width"] <= 800  # the actions column stays on screen
+        toggle = page.get_by_role("button", name="Collapse ml-team")
+        toggle.click()
+        assert page.locator("tr#q-ml-training").is_hidden()
+        assert page.get_by_role("button", name="Expand ml-team").get_attribute("aria-expanded") == "false"
+        shot(page, "queues-800px-collapsed")
+        page.get_by_role("button", name="Expand ml-team").click()
+        assert page.locator("tr#q-ml-training").is_visible()
+        guard.check()
+    finally:
+        context.close()
+
+
+def test_dark_mode_follows_the_system(browser: Any, asgi_server: Any, demo: None) -> None:  # noqa: F811
+    context = browser.new_context(
+        base_url=asgi_server.url, color_scheme="dark", viewport={"width": 1400, "height": 900}
+    )
+    try:
+        page = context.new_page()
+        login(page, "alice", PASSWORD)
+        page.goto("/nodes/")
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert background == "rgb(15, 20, 29)", background
+        unit = page.locator("[data-node-resource=memory]").first.inner_text()
+        assert unit.endswith("GiB")  # memory on the Nodes page has its unit
+        shot(page, "nodes-dark")
+    finally:
+        context.close()

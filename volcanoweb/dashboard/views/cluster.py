@@ -35,8 +35,9 @@ def nodes(request: HttpRequest) -> HttpResponse:
                 "used": node.allocated.get(name, 0.0),
                 "total": node.allocatable.get(name, 0.0),
                 "pct": percent(node.allocated.get(name, 0.0), node.allocatable.get(name, 0.0)),
+                "unit": unit,
             }
-            for name, label, _unit in MAIN_RESOURCES
+            for name, label, unit in MAIN_RESOURCES
             if node.allocatable.get(name) or node.allocated.get(name)
         ]
         rows.append({"node": node, "bars": bars, "fail_confirm": _fail_confirm(node.name, jobs_on.get(node.name, {}))})
