@@ -196,3 +196,16 @@ def test_pod_logs_stream_on_the_simulated_cluster(session: Any, demo: None) -> N
     # an expected 400 is no htmx error in the console (Chromium's own network line for a 400 remains)
     assert [e for e in guard.errors if "Failed to load resource" not in e] == []
     assert not guard.outside
+
+
+def test_a_template_for_another_tenants_queue_says_who_owns_it(session: Any, demo: None) -> None:  # noqa: F811
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/submit/")
+    page.get_by_label("Start from").select_option("14-cronjob-daily-report.yaml")
+    page.wait_for_selector("[data-dry-run=error]")
+    text = page.locator("#dry-run").inner_text()
+    assert "you cannot use queue data-processing (owned by tenant data)" in text
+    assert "not found" not in text
+    shot(page, "submit-queue-not-yours")
+    guard.check()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -152,8 +153,46 @@ def _apply(request: HttpRequest, dry_run: bool) -> tuple[list[Any], dict[str, An
             dry_run=dry_run,
         )
     except ApiError as exc:
-        return [], error_info(exc)
+        return [], explain_queue_access(error_info(exc))
     return outcomes, None
+
+
+_QUEUE_NOT_FOUND = re.compile(r'queues\.scheduling\.volcano\.sh "([a-z0-9.-]+)" not found')
+
+
+def _offered_queues() -> set[str]:
+    """Queues named by the cookbook templates this page offers every user (so they know those exist)."""
+    names: set[str] = set()
+    for path in COOKBOOK.glob("*.yaml"):
+        names.update(re.findall(r"^\s*queue:\s*([a-z0-9.-]+)\s*$", path.read_text(), flags=re.MULTILINE))
+    return names
+
+
+def explain_queue_access(error: dict[str, Any]) -> dict[str, Any]:
+    """Say "you cannot use queue X (owned by tenant Y)" instead of "not found" where the user knows X exists.
+
+    Admission reports a queue the caller cannot see as not found, so the API never confirms that a
+    name exists. On this page the user may know it: the queue is named by one of the templates the
+    page itself offers. For those queues only, the message says who owns it.
+    """
+    offered = _offered_queues()
+    causes = []
+    changed = False
+    for cause in error.get("causes") or []:
+        match = _QUEUE_NOT_FOUND.search(str(cause.get("message") or ""))
+        queue = Queue.objects.select_related("tenant").filter(name=match.group(1)).first() if match else None
+        if match and queue is not None and queue.name in offered:
+            owner = f" (owned by tenant {queue.tenant.name})" if queue.tenant else ""
+            message = (
+                f"you cannot use queue {queue.name}{owner}: it is not open to your tenant. "
+                "Pick a queue of your own, or ask its tenant's admins to allow yours."
+            )
+            cause = {**cause, "message": message}
+            changed = True
+        causes.append(cause)
+    if not changed:
+        return error
+    return {**error, "message": "A queue in this manifest is not open to you.", "causes": causes}
 
 
 @login_required
