@@ -74,3 +74,13 @@ def test_the_saved_message_lists_every_changed_field(world: Any, login: Any) -> 
     assert "weight 2 \u2192 5" in html
     assert "Memory guarantee none \u2192 64Gi" in html
     assert "CPU capability" not in html  # unchanged
+
+
+def test_audit_shows_a_queue_updates_before_and_after(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    client.post("/queues/team-a-q/edit/", {"weight": "6", "capability_cpu": "32"})
+    html = client.get("/audit/?kind=Queue").content.decode()
+    assert "weight 2 \u2192 6" in html
+    kinds = client.get("/audit/").content.decode()
+    assert ">Node<" in kinds
+    assert ">JobTemplate<" in kinds
