@@ -203,7 +203,7 @@ def test_a_template_for_another_tenants_queue_says_who_owns_it(session: Any, dem
     login(page, "alice", PASSWORD)
     page.goto("/submit/")
     page.get_by_label("Start from").select_option("14-cronjob-daily-report.yaml")
-    page.wait_for_selector("[data-dry-run=error]")
+    page.locator("[data-dry-run=error]", has_text="data-processing").wait_for()
     text = page.locator("#dry-run").inner_text()
     assert "you cannot use queue data-processing (owned by tenant data)" in text
     assert "not found" not in text
