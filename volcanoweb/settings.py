@@ -77,6 +77,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
     "volcanoweb.api.errors.ApiErrorMiddleware",
+    "volcanoweb.dashboard.errors.ErrorPagesMiddleware",
 ]
 
 ROOT_URLCONF = "volcanoweb.urls"

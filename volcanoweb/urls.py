@@ -18,3 +18,7 @@ urlpatterns = [
 ]
 # Keep this the last entry: the Status 404 for unknown /api/v1/ paths.
 urlpatterns += [path("", include("volcanoweb.api.urls_fallback"))]
+
+handler404 = "volcanoweb.dashboard.errors.page_not_found"
+handler403 = "volcanoweb.dashboard.errors.permission_denied"
+handler500 = "volcanoweb.dashboard.errors.server_error"

@@ -201,6 +201,67 @@
     if (t && t.matches && t.matches("select[data-autosubmit]") && t.form) t.form.requestSubmit();
   });
 
+  /* ---- confirmations ------------------------------------------------------------------
+     A submit button (or a bulk form's chosen <option>) with data-confirm="text" asks in a modal dialog
+     before htmx sends the request; Cancel (or Escape) sends nothing. In the text, {n} is the number of
+     checked rows and {names} their labels (bulk forms). htmx's own hx-confirm only reads the attribute on
+     the element that issues the request (the form), which is why the buttons' confirmations never showed. */
+  var confirmDialog = null;
+  function dialogEl() {
+    if (confirmDialog) return confirmDialog;
+    var d = document.createElement("dialog");
+    d.id = "confirm-dialog";
+    d.className = "confirm-dialog card";
+    d.setAttribute("aria-labelledby", "confirm-title");
+    d.setAttribute("aria-describedby", "confirm-text");
+    d.innerHTML = '<form method="dialog"><h2 id="confirm-title"></h2><p id="confirm-text"></p>' +
+      '<div class="confirm-buttons"><button class="btn" value="cancel" data-confirm-cancel>Cancel</button>' +
+      '<button class="btn danger" value="ok" data-confirm-ok></button></div></form>';
+    document.body.appendChild(d);
+    confirmDialog = d;
+    return d;
+  }
+  function askConfirm(title, text, okLabel, onOk) {
+    var d = dialogEl();
+    d.querySelector("#confirm-title").textContent = title;
+    d.querySelector("#confirm-text").textContent = text;
+    d.querySelector("[data-confirm-ok]").textContent = okLabel;
+    d.returnValue = "cancel";
+    d.onclose = function () { if (d.returnValue === "ok") onOk(); };
+    d.showModal();
+    d.querySelector("[data-confirm-cancel]").focus();
+  }
+  function confirmSource(form, submitter) {
+    if (submitter && submitter.dataset && submitter.dataset.confirm) return submitter;
+    var sel = form && form.querySelector("select[data-confirm-select]");
+    var opt = sel && sel.options[sel.selectedIndex];
+    return opt && opt.dataset.confirm ? opt : null;
+  }
+  document.addEventListener("htmx:confirm", function (e) {
+    var trig = e.detail.triggeringEvent, form = e.detail.elt;
+    if (e.detail.question) { // hx-confirm on the requesting element itself: the same dialog, not window.confirm
+      var own = (form.textContent || "").trim() || "Confirm";
+      e.preventDefault();
+      askConfirm(own + "?", e.detail.question, own, function () { e.detail.issueRequest(true); });
+      return;
+    }
+    if (!trig || trig.type !== "submit" || !form || form.tagName !== "FORM") return;
+    var src = confirmSource(form, trig.submitter);
+    if (!src) return;
+    var checked = Array.prototype.slice.call(form.querySelectorAll("input[name=ids]:checked"));
+    if (src.tagName === "OPTION" && !checked.length) return; // the server answers "choose at least one job"
+    var names = checked.map(function (b) { return b.dataset.label || b.value; });
+    var shown = names.slice(0, 5).join(", ") + (names.length > 5 ? " and " + (names.length - 5) + " more" : "");
+    var text = src.dataset.confirm.replace(/\{n\}/g, String(checked.length)).replace(/\{names\}/g, shown);
+    var label = src.dataset.confirmLabel || src.textContent.trim() || "Confirm";
+    e.preventDefault();
+    var submitter = trig.submitter;
+    askConfirm(label + "?", text, label, function () {
+      if (submitter && submitter.focus) submitter.focus(); // htmx sends the focused button's name=value
+      e.detail.issueRequest(true);
+    });
+  });
+
   /* A panel loaded by a user action (edit, who uses, save, cancel) takes the focus and scrolls into view;
      live refreshes of other regions never move the focus. */
   function focusPanel(e) {
@@ -213,11 +274,59 @@
     }
     target.focus({ preventScroll: true });
   }
+  /* A streaming pod log keeps its newest line in view unless the reader scrolled up. */
+  var logPinned = true;
+  document.addEventListener("scroll", function (e) {
+    var t = e.target;
+    if (t && t.matches && t.matches("#pod-log-body pre.log")) logPinned = t.scrollTop + t.clientHeight >= t.scrollHeight - 8;
+  }, true);
+  function followLog() {
+    var pre = document.querySelector("#pod-log-body pre.log");
+    if (pre && logPinned) pre.scrollTop = pre.scrollHeight;
+  }
+  /* The queue preview carries the parsed meaning of every quantity field (the server parses as Save does):
+     copy it next to the fields, if the form is still open. */
+  function placeUnitHints(root) {
+    var box = root && root.querySelector ? root.querySelector("[data-unit-hints]") : null;
+    if (!box) return;
+    box.querySelectorAll("[data-hint-for]").forEach(function (h) {
+      var slot = document.getElementById("hint-" + h.dataset.hintFor);
+      if (!slot) return;
+      slot.className = h.className;
+      slot.textContent = h.textContent;
+    });
+  }
+  /* Queue tree: the arrows collapse and expand a queue's subtree (rows are in tree order with data-depth);
+     the choice survives live refreshes of the table. */
+  var collapsed = {};
+  function applyTree() {
+    var rows = document.querySelectorAll("table.tree tr[data-depth]");
+    var hideBelow = null;
+    rows.forEach(function (tr) {
+      var depth = parseInt(tr.dataset.depth || "0", 10);
+      if (hideBelow !== null && depth > hideBelow) { tr.hidden = true; return; }
+      hideBelow = null;
+      tr.hidden = false;
+      var toggle = tr.querySelector("[data-tree-toggle]");
+      if (!toggle) return;
+      var name = toggle.dataset.treeToggle, closed = !!collapsed[name];
+      toggle.setAttribute("aria-expanded", closed ? "false" : "true");
+      toggle.setAttribute("aria-label", (closed ? "Expand " : "Collapse ") + name);
+      toggle.textContent = closed ? "\u25b8" : "\u25be";
+      if (closed) hideBelow = depth;
+    });
+  }
+  document.addEventListener("click", function (e) {
+    var t = e.target && e.target.closest ? e.target.closest("[data-tree-toggle]") : null;
+    if (!t) return;
+    collapsed[t.dataset.treeToggle] = !collapsed[t.dataset.treeToggle];
+    applyTree();
+  });
   function init(root) { initEditors(root); initTemplates(); initCharts(root); }
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
     connect();
-    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); });
+    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); applyTree(); });
     document.addEventListener("keydown", function (e) {
       if (e.key !== "Escape") return;
       var form = e.target.closest && e.target.closest("#queue-edit-form");

@@ -151,6 +151,8 @@ class KubeEmulatorPlus(kmock.KubernetesEmulator):
 
     #: Pods (namespace, name) whose eviction is refused with 429 (a PDB).
     eviction_blocked: set[tuple[str, str]] = attrs.field(factory=set)
+    #: Container logs the kubelet would serve: (namespace, pod, container, previous) -> text.
+    pod_logs: dict[tuple[str, str, str, bool], str] = attrs.field(factory=dict)
     _rv: int = attrs.field(default=0, init=False)
     _log: list[tuple[int, Any, Event]] = attrs.field(factory=list, init=False)
     _log_rvs: list[int] = attrs.field(factory=list, init=False)
@@ -195,6 +197,8 @@ class KubeEmulatorPlus(kmock.KubernetesEmulator):
                 return self._bind(request)
             if method == "POST" and sub == "eviction":
                 return self._evict(request)
+            if method == "GET" and sub == "log":
+                return self._pod_log(request)
             if method == "GET" and request.params.get("watch") in ("true", "1"):
                 return await self._watch(request)
             if method == "GET" and request.name is None:
@@ -208,6 +212,19 @@ class KubeEmulatorPlus(kmock.KubernetesEmulator):
         except kmock.KubernetesError as exc:
             return _status(exc.status, exc.reason or "Error", exc.message or "")
         return await super()._handle(request)
+
+    def _pod_log(self, request: rendering.Request) -> aiohttp.web.Response:
+        """The log subresource: container, previous and tailLines as the API server reads them."""
+        self._get(request)  # 404 for a missing pod
+        params = request.params
+        previous = params.get("previous") in ("true", "True", "1")
+        key = (request.namespace, request.name, params.get("container", "main"), previous)
+        if key not in self.pod_logs:
+            return _status(400, "BadRequest", f'previous terminated container "{key[2]}" not found')
+        lines = self.pod_logs[key].splitlines(keepends=True)
+        if "tailLines" in params:
+            lines = lines[-int(params["tailLines"]) :] if int(params["tailLines"]) else []
+        return aiohttp.web.Response(text="".join(lines), content_type="text/plain")
 
     # -------------------------------------------------------------- helpers
 

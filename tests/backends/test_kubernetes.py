@@ -239,6 +239,22 @@ def test_eviction_api(kube: KmockCluster, backend: KubernetesBackend) -> None:
     assert evictions[0].data["apiVersion"] == "policy/v1"
 
 
+def test_pod_logs_through_the_official_client(kube: KmockCluster, backend: KubernetesBackend) -> None:
+    backend.create_pod(make_spec("logged"))
+    kube.emu.pod_logs[("default", "logged", "main", False)] = "one\ntwo\nthree\n"
+    kube.emu.pod_logs[("default", "logged", "main", True)] = "crashed\n"
+    assert backend.pod_log("default", "logged", container="main") == "one\ntwo\nthree\n"
+    assert backend.pod_log("default", "logged", container="main", tail_lines=2) == "two\nthree\n"
+    assert backend.pod_log("default", "logged", container="main", previous=True) == "crashed\n"
+    assert list(backend.follow_pod_log("default", "logged", container="main", tail_lines=1)) == ["three"]
+    requests = [r for r in list(kube.emu) if r.subresource == "log"]
+    assert requests[-1].params.get("follow") in ("true", "True")
+    with pytest.raises(NotFound):
+        backend.pod_log("default", "missing")
+    with pytest.raises(NotFound):  # no earlier instance: the API's 400 is a NotFound for callers
+        backend.pod_log("default", "logged", container="other", previous=True)
+
+
 def test_services_configmaps_secrets_are_idempotent(kube: KmockCluster, backend: KubernetesBackend) -> None:
     owner = OwnerReference(kind="Job", name="job", uid="job-uid")
     service = ServiceSpec("default", "job", selector={"volcano.sh/job-name": "job"}, owner=owner)

@@ -405,3 +405,29 @@ def test_container_exit_of_a_pod_that_is_not_running_conflicts(sim: SimCluster) 
         sim.restart_container("default", "p", exit_code=1)
     with pytest.raises(NotFound):
         sim.restart_container("default", "nope", exit_code=1)
+
+
+def test_simulated_log_tells_start_progress_restarts_and_exit(sim: SimCluster) -> None:
+    spec = make_pod("logged", **{SIM_DURATION_ANNOTATION: "20s", SIM_EXIT_CODE_ANNOTATION: "3"})
+    spec.restart_policy = "OnFailure"
+    sim.create_pod(spec)
+    assert "waiting to start" in sim.pod_log("default", "logged")
+    sim.bind("default", "logged", "cpu-0")
+    sim.advance(11)
+    running = sim.pod_log("default", "logged", container="main")
+    assert "scheduled to node cpu-0" in running
+    assert "container main started" in running
+    assert "running: 10s" in running  # progress lines appear while the simulated container runs
+    sim.advance(5)
+    assert "running: 15s" in sim.pod_log("default", "logged")
+    assert sim.pod_log("default", "logged", tail_lines=1).count("\n") == 1
+    with pytest.raises(NotFound):  # no earlier instance yet
+        sim.pod_log("default", "logged", previous=True)
+    sim.restart_container("default", "logged", exit_code=1)
+    assert "(restart 1)" in sim.pod_log("default", "logged")
+    assert "restart 1" in sim.pod_log("default", "logged", previous=True)
+    sim.advance(25)
+    done = sim.pod_log("default", "logged")
+    assert "exited with code 3" in done
+    with pytest.raises(NotFound):
+        sim.pod_log("default", "missing")

@@ -184,8 +184,17 @@ def test_platform_admin_fails_and_recovers_a_node(session: Any, demo: None) -> N
     page.goto("/nodes/")
     card = page.locator("li.node", has=page.get_by_role("heading", name="cpu-0", exact=True))
     assert card.locator(".badge").inner_text() == "Ready"
-    page.once("dialog", lambda dialog: dialog.accept())
     card.get_by_role("button", name="Fail node cpu-0").click()
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for()
+    assert "evicted" in dialog.inner_text() or "nothing is evicted" in dialog.inner_text()
+    shot(page, "nodes-confirm-fail")
+    dialog.get_by_role("button", name="Cancel").click()  # cancelling changes nothing
+    dialog.wait_for(state="hidden")
+    page.wait_for_timeout(300)
+    assert card.locator(".badge").inner_text() == "Ready"
+    card.get_by_role("button", name="Fail node cpu-0").click()
+    dialog.get_by_role("button", name="Fail node").click()
     page.wait_for_selector("#flash .alert.ok")
     assert "cpu-0 failed" in page.locator("#flash").inner_text()
     card = page.locator("li.node", has=page.get_by_role("heading", name="cpu-0", exact=True))

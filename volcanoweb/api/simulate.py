@@ -125,6 +125,42 @@ def merge(live: Snapshot, extra: Snapshot, queue_names: set[str], creation: int)
     )
 
 
+def simulate(access: Access, outcomes: list[Any], nodes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One scheduling cycle of the core on the live snapshot plus validated (dry-run) apply outcomes.
+
+    Used by ``POST /api/v1/simulate`` and by the dashboard's Submit dry run, so both give the verdict the
+    scheduler itself would reach now (enqueue and allocate with the active configuration).
+    """
+    objects: list[dict[str, Any]] = list(nodes or [])
+    origins: dict[str, tuple[str, str]] = {}  # podgroup key -> (kind, name) of the manifest object
+    queue_names: set[str] = set()
+    for outcome in outcomes:
+        obj = outcome.object
+        if outcome.kind == "Job":
+            podgroup, pods = job_documents(obj)
+            objects += [podgroup, *pods]
+            origins[f"{outcome.namespace}/{podgroup['metadata']['name']}"] = ("Job", outcome.name)
+        else:
+            objects.append(obj)
+            if outcome.kind == "PodGroup":
+                origins[f"{outcome.namespace}/{outcome.name}"] = ("PodGroup", outcome.name)
+            elif outcome.kind == "Queue":
+                queue_names.add(outcome.name)
+    try:
+        extra = snapshot_from_manifests(list(enumerate(objects, 1)))
+    except ManifestError as exc:
+        raise BadRequest(str(exc), causes=[Cause(exc.field or "", exc.detail)]) from None
+    for job in extra.jobs:
+        if job.key not in origins:  # a bare pod's own PodGroup
+            pod = next((t for t in extra.tasks if t.job == job.key), None)
+            origins[job.key] = ("Pod", pod.name if pod else job.name)
+    info = build_snapshot()
+    snapshot = merge(info.snapshot, extra, queue_names, int(time.time() * 1_000_000))
+    config, version = active_config()
+    result = run_cycle(snapshot, config)
+    return _report(access, extra, origins, result, version)
+
+
 class SimulateView(ApiView):
     """``POST /api/v1/simulate``: would this manifest be admitted, where would its pods go, and why not."""
 
@@ -149,95 +185,69 @@ class SimulateView(ApiView):
         outcomes = apply_documents(
             access, managed, default_namespace=namespace or access.default_namespace(), dry_run=True
         )
-        objects: list[dict[str, Any]] = list(nodes)
-        origins: dict[str, tuple[str, str]] = {}  # podgroup key -> (kind, name) of the manifest object
-        queue_names: set[str] = set()
-        for outcome in outcomes:
-            obj = outcome.object
-            if outcome.kind == "Job":
-                podgroup, pods = job_documents(obj)
-                objects += [podgroup, *pods]
-                origins[f"{outcome.namespace}/{podgroup['metadata']['name']}"] = ("Job", outcome.name)
-            else:
-                objects.append(obj)
-                if outcome.kind == "PodGroup":
-                    origins[f"{outcome.namespace}/{outcome.name}"] = ("PodGroup", outcome.name)
-                elif outcome.kind == "Queue":
-                    queue_names.add(outcome.name)
-        try:
-            extra = snapshot_from_manifests(list(enumerate(objects, 1)))
-        except ManifestError as exc:
-            raise BadRequest(str(exc), causes=[Cause(exc.field or "", exc.detail)]) from None
-        for job in extra.jobs:
-            if job.key not in origins:  # a bare pod's own PodGroup
-                pod = next((t for t in extra.tasks if t.job == job.key), None)
-                origins[job.key] = ("Pod", pod.name if pod else job.name)
-        info = build_snapshot()
-        snapshot = merge(info.snapshot, extra, queue_names, int(time.time() * 1_000_000))
-        config, version = active_config()
-        result = run_cycle(snapshot, config)
-        return Response(self._report(access, extra, origins, result, version))
+        return Response(simulate(access, outcomes, nodes))
 
-    def _report(
-        self, access: Access, extra: Snapshot, origins: dict[str, tuple[str, str]], result: Any, version: int
-    ) -> dict[str, Any]:
-        jobs = []
-        for job in sorted(extra.jobs, key=lambda j: j.key):
-            kind, name = origins.get(job.key, ("PodGroup", job.name))
-            tasks = sorted((t for t in extra.tasks if t.job == job.key), key=lambda t: t.key)
-            placements = []
-            for task in tasks:
-                if task.key in result.binds:
-                    placements.append({"pod": task.name, "node": result.binds[task.key], "how": "bind"})
-                elif task.key in result.pipelined:
-                    placements.append({"pod": task.name, "node": result.pipelined[task.key], "how": "pipelined"})
-            phase = str(result.podgroups.get(job.key) or job.phase)
-            bound = sum(1 for p in placements if p["how"] == "bind")
-            reason = result.unschedulable.get(job.key)
-            jobs.append(
-                {
-                    "kind": kind,
-                    "name": name,
-                    "namespace": job.namespace,
-                    "podgroup": job.name,
-                    "queue": job.queue,
-                    "minMember": job.min_member,
-                    "pods": len(tasks),
-                    "placed": bound,
-                    "phase": phase,
-                    "admitted": phase in ADMITTED_PHASES,
-                    "scheduled": bool(tasks) and bound >= max(job.min_member, 1),
-                    "placements": placements,
-                    "reason": None
-                    if reason is None
-                    else {
-                        "kind": str(reason.kind),
-                        "message": reason.message,
-                        "plugin": reason.plugin,
-                        "fitErrors": dict(reason.fit_errors),
-                    },
-                }
-            )
-        visible = _visible_namespaces(access)
-        evictions = []
-        for eviction in result.evictions:
-            namespace = eviction.task.split("/", 1)[0]
-            shown = visible is None or namespace in visible
-            evictions.append(
-                {
-                    "pod": eviction.task if shown else "(a pod of another tenant)",
-                    "node": eviction.node,
-                    "action": eviction.action,
-                    "reason": eviction.reason,
-                    "preemptor": eviction.preemptor
-                    if visible is None or eviction.preemptor.split("/", 1)[0] in visible
-                    else "(a pod of another tenant)",
-                }
-            )
-        return {
-            "apiVersion": "v1",
-            "kind": "SimulationResult",
-            "schedulerConfigVersion": version,
-            "jobs": jobs,
-            "evictions": evictions,
-        }
+
+def _report(
+    access: Access, extra: Snapshot, origins: dict[str, tuple[str, str]], result: Any, version: int
+) -> dict[str, Any]:
+    jobs = []
+    for job in sorted(extra.jobs, key=lambda j: j.key):
+        kind, name = origins.get(job.key, ("PodGroup", job.name))
+        tasks = sorted((t for t in extra.tasks if t.job == job.key), key=lambda t: t.key)
+        placements = []
+        for task in tasks:
+            if task.key in result.binds:
+                placements.append({"pod": task.name, "node": result.binds[task.key], "how": "bind"})
+            elif task.key in result.pipelined:
+                placements.append({"pod": task.name, "node": result.pipelined[task.key], "how": "pipelined"})
+        phase = str(result.podgroups.get(job.key) or job.phase)
+        bound = sum(1 for p in placements if p["how"] == "bind")
+        reason = result.unschedulable.get(job.key)
+        jobs.append(
+            {
+                "kind": kind,
+                "name": name,
+                "namespace": job.namespace,
+                "podgroup": job.name,
+                "queue": job.queue,
+                "minMember": job.min_member,
+                "pods": len(tasks),
+                "placed": bound,
+                "phase": phase,
+                "admitted": phase in ADMITTED_PHASES,
+                "scheduled": bool(tasks) and bound >= max(job.min_member, 1),
+                "placements": placements,
+                "reason": None
+                if reason is None
+                else {
+                    "kind": str(reason.kind),
+                    "message": reason.message,
+                    "plugin": reason.plugin,
+                    "fitErrors": dict(reason.fit_errors),
+                },
+            }
+        )
+    visible = _visible_namespaces(access)
+    evictions = []
+    for eviction in result.evictions:
+        namespace = eviction.task.split("/", 1)[0]
+        shown = visible is None or namespace in visible
+        evictions.append(
+            {
+                "pod": eviction.task if shown else "(a pod of another tenant)",
+                "node": eviction.node,
+                "action": eviction.action,
+                "reason": eviction.reason,
+                "preemptor": eviction.preemptor
+                if visible is None or eviction.preemptor.split("/", 1)[0] in visible
+                else "(a pod of another tenant)",
+            }
+        )
+    return {
+        "apiVersion": "v1",
+        "kind": "SimulationResult",
+        "schedulerConfigVersion": version,
+        "jobs": jobs,
+        "evictions": evictions,
+    }

@@ -42,6 +42,7 @@ from volcanoweb.clusters.backends.base import (
     ServiceSpec,
     Taint,
     restarts_in_place,
+    simulated_pod_log,
 )
 from volcanoweb.clusters.backends.sim import (
     DEFAULT_MAX_PODS,
@@ -275,6 +276,29 @@ class DatabaseSimCluster(ClusterBackend):
         if pod is None:
             raise NotFound(f"pod {namespace}/{name} not found")
         return pod_info(pod)
+
+    def pod_log(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        """The simulated log (see :func:`~volcanoweb.clusters.backends.base.simulated_pod_log`)."""
+        pod = SimPod.objects.filter(namespace=namespace, name=name).first()
+        if pod is None:
+            raise NotFound(f"pod {namespace}/{name} not found")
+        state = self.ensure_state()
+        return simulated_pod_log(
+            pod_info(pod),
+            max(self._clock_now(state), state.now),  # the clock's time now, not only the last tick's
+            container=container,
+            tail_lines=tail_lines,
+            previous=previous,
+            planned_finish=pod.finish_at,
+        )
 
     def node_usage(self, name: str) -> dict[str, int]:
         """Resources admitted on a node (integers)."""

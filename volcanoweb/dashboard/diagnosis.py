@@ -8,6 +8,8 @@ events, then our own checks against the queue (state, capability, deserved share
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +83,37 @@ def _vector_text(values: dict[str, Any]) -> str:
     return ", ".join(parts) or "none"
 
 
-def reason_facts(numbers: dict[str, Any]) -> list[tuple[str, str]]:
+_VECTOR = re.compile(r"\{'[\w./-]+': -?[\d.e+]+(?:, '[\w./-]+': -?[\d.e+]+)*\}")
+
+
+def human_message(text: str) -> str:
+    """Rewrite resource vectors the core prints in its units (``{'cpu': 8000, 'memory': 34359738368}``, millicores
+    and bytes, as Volcano does) into the units people read (``8 CPU, 32 GiB``)."""
+
+    def one(match: re.Match[str]) -> str:
+        try:
+            values = ast.literal_eval(match.group(0))
+        except (ValueError, SyntaxError):
+            return match.group(0)
+        return _vector_text(values) if isinstance(values, dict) else match.group(0)
+
+    return _VECTOR.sub(one, text or "")
+
+
+def overcommit_factor() -> float | None:
+    """The overcommit plugin's factor in the active configuration (None when the plugin is off)."""
+    from volcanoweb.scheduling.cycles import active_config
+
+    config, _version = active_config()
+    for tier in config.tiers:
+        for plugin in tier.plugins:
+            if plugin.name == "overcommit":
+                factor = float(plugin.arguments.get("overcommit-factor", 1.2))
+                return factor if factor >= 1.0 else 1.2  # the plugin's own rule for a factor below 1
+    return None
+
+
+def reason_facts(numbers: dict[str, Any], plugin: str = "") -> list[tuple[str, str]]:
     """Turn a JobReason's ``numbers`` into (label, value) lines; empty vectors are left out."""
     facts: list[tuple[str, str]] = []
     counts = {k: numbers.get(k) for k in COUNT_KEYS if isinstance(numbers.get(k), int)}
@@ -96,8 +128,19 @@ def reason_facts(numbers: dict[str, Any]) -> list[tuple[str, str]]:
         facts.append(("Gang", line))
     if isinstance(numbers.get("nodes"), int):
         facts.append(("Nodes considered", str(numbers["nodes"])))
+    factor = overcommit_factor() if plugin == "overcommit" and isinstance(numbers.get("idle"), dict) else None
     for key, value in numbers.items():
         if key in COUNT_KEYS:
+            continue
+        if key == "idle" and factor is not None and isinstance(value, dict):
+            # the overcommit plugin admits against idle times the factor: say so, and show the real idle next to it
+            facts.append((f"Idle \u00d7 overcommit factor {factor:g}", _vector_text(value)))
+            facts.append(
+                (
+                    "Idle in cluster (as on the Nodes page)",
+                    _vector_text({k: round(v / factor, 3) for k, v in value.items()}),
+                )
+            )
             continue
         if isinstance(value, dict):
             if value:
@@ -118,11 +161,11 @@ def scheduler_reason(data: dict[str, Any], cycle: str = "") -> Reason:
     return Reason(
         "scheduler",
         KIND_TITLES.get(kind, kind.replace("-", " ").capitalize() or "Unschedulable"),
-        str(data.get("message") or ""),
+        human_message(str(data.get("message") or "")),
         "info" if kind == "not-reached" else "block",
         kind=kind,
         plugin=str(data.get("plugin") or ""),
-        facts=reason_facts(numbers or {}),
+        facts=reason_facts(numbers or {}, str(data.get("plugin") or "")),
         fit_errors=fit_errors,
         cycle=cycle,
     )
@@ -373,3 +416,31 @@ def forecast_job(spec: dict[str, Any]) -> tuple[str, str, list[Reason]]:
     if any(r.severity == "warn" for r in reasons):
         return "wait", "Would be admitted and wait for resources", reasons
     return "ok", "Would be admitted and fits the cluster now", reasons
+
+
+def simulated_verdict(job: dict[str, Any], forecast_level: str) -> tuple[str, str, Reason]:
+    """The Submit dry run's verdict from one simulated cycle (``api.simulate``) of the core on the live snapshot.
+
+    Returns (level, headline, the scheduler's reason line). The cycle runs enqueue and allocate with the
+    active configuration, so a queue at its capability or a gang that does not fit says so here, as it
+    would in the scheduler.
+    """
+    pods, placed = int(job["pods"]), int(job["placed"])
+    reason = job.get("reason") or {}
+    why = str(reason.get("message") or "")
+    fit = reason.get("fitErrors") or {}
+    detail = why
+    if fit:
+        nodes_text = "; ".join(f"{n} node(s): {msg}" for msg, n in sorted(fit.items()))
+        detail += (" " if detail else "") + "Nodes: " + nodes_text
+    if job["scheduled"]:
+        nodes = sorted({p["node"] for p in job["placements"] if p["how"] == "bind"})
+        shown = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
+        line = Reason("scheduler", f"Placed {placed} of {pods} pods in the simulated cycle", f"On {shown}.", "info")
+        return "ok", f"Would be admitted and placed now: {placed} of {pods} pods", line
+    if job["admitted"]:
+        line = Reason("scheduler", f"Admitted; {placed} of {pods} pods placed in the simulated cycle", detail, "warn")
+        return "wait", f"Would be admitted but wait: {why or 'the gang does not fit yet'}", line
+    level = "never" if forecast_level == "never" else "wait"
+    line = Reason("scheduler", "Not admitted by the enqueue action in the simulated cycle", detail, "block")
+    return level, f"Would be stored but stay Pending: {why or 'the queue cannot admit it now'}", line

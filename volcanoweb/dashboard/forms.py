@@ -17,6 +17,44 @@ FIELDS = (
 )
 
 
+BINARY = (("PiB", 1024**5), ("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
+
+
+def human_bytes(amount: int) -> str:
+    """``68719476736`` -> ``64 GiB``; ``1536Mi`` -> ``1.5 GiB``; small amounts in bytes."""
+    for unit, size in BINARY:
+        if amount >= size:
+            value = amount / size
+            return f"{value:g} {unit}" if value == round(value, 2) else f"{value:.2f} {unit}"
+    return f"{amount} byte{'s' if amount != 1 else ''}"
+
+
+def unit_hint(name: str, value: str) -> tuple[str, str]:
+    """What a quantity means once parsed, as Save will parse it: ("64 bytes — did you mean 64Gi?", "warn").
+
+    Tones: "" (fine), "warn" (valid but probably not meant), "bad" (not a quantity).
+    """
+    value = (value or "").strip()
+    if not value:
+        return ("", "")
+    try:
+        amount = parse_resource(name, value)
+    except (QuantityError, ValueError):
+        return (f"{value!r} is not a quantity (e.g. {'64Gi' if name == MEMORY else '16 or 500m'})", "bad")
+    if amount < 0:
+        return ("must not be negative", "bad")
+    if name == CPU:
+        cores = amount / 1000
+        text = f"{cores:g} CPU core{'s' if cores != 1 else ''}"
+        return (f"{text} ({amount} millicores)" if amount % 1000 else text, "")
+    if name == MEMORY:
+        plain = value.replace(".", "", 1).isdigit()
+        if plain and amount < 1024**2:  # a number without a unit is bytes in Kubernetes
+            return (f"{human_bytes(amount)} \u2014 did you mean {value}Gi?", "warn")
+        return (human_bytes(amount) if amount >= 1024 else f"{amount} bytes", "")
+    return (f"{amount} GPU{'s' if amount != 1 else ''}", "")
+
+
 def _quantity_field(label: str, hint: str) -> forms.CharField:
     return forms.CharField(
         label=label,
@@ -92,6 +130,19 @@ class QueueEditForm(forms.Form):
             "capability": {n: parse_resource(n, v) for n, v in self._map("capability").items()},
             "guarantee": {n: parse_resource(n, v) for n, v in self._map("guarantee").items()},
         }
+
+    def hints(self) -> dict[str, tuple[str, str]]:
+        """field name -> (parsed meaning, tone) for every quantity field, from what was typed (or stored)."""
+        out: dict[str, tuple[str, str]] = {}
+        for key, name, _label, _hint in FIELDS:
+            for kind in ("guarantee", "capability"):
+                field = f"{kind}_{key}"
+                raw = self.data.get(field) if self.is_bound else self.initial.get(field)
+                text, tone = unit_hint(name, str(raw or ""))
+                if not (raw or "").strip():
+                    text = "no guarantee" if kind == "guarantee" else "unlimited"
+                out[field] = (text, tone)
+        return out
 
     def pairs(self) -> list[tuple[str, Any, Any]]:
         """Return (label, guarantee field, capability field) rows for the template."""

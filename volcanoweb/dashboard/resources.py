@@ -54,7 +54,10 @@ def fmt(name: str, amount: float | None) -> str:
     value = to_units(name, amount)
     if value == int(value):
         return f"{int(value):,}"
-    return f"{value:,.2f}".rstrip("0").rstrip(".") if value < 10 else f"{value:,.1f}"
+    if value < 10:
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
+    text = f"{value:,.1f}"
+    return text[:-2] if text.endswith(".0") else text  # 1535.9999 GiB is 1,536, not 1,536.0
 
 
 def percent(part: float | None, whole: float | None) -> int:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from volcanoweb.dashboard.views import cluster, common, jobs, overview, queues, submit, workflows
+from volcanoweb.dashboard.views import cluster, common, jobs, logs, overview, queues, submit, workflows
 
 app_name = "dashboard"
 
@@ -25,6 +25,7 @@ urlpatterns = [
     path("jobs/bulk/", jobs.job_bulk, name="jobs-bulk"),
     path("jobs/<slug:namespace>/<str:name>/", jobs.job_detail, name="job"),
     path("jobs/<slug:namespace>/<str:name>/action/", jobs.job_action, name="job-action"),
+    path("jobs/<slug:namespace>/<str:name>/pods/<str:pod>/logs/", logs.pod_log, name="pod-log"),
     path("submit/", submit.submit, name="submit"),
     path("submit/validate/", submit.validate, name="submit-validate"),
     path("submit/apply/", submit.apply, name="submit-apply"),

@@ -11,30 +11,75 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from scheduler.quantity import QuantityError, parse_resource
 from volcanoweb.manifests.errors import ApiError
 from volcanoweb.queues import services
 from volcanoweb.queues.models import ALLOWED_TENANTS_ANNOTATION, TENANT_ANNOTATION, Queue
 from volcanoweb.tenancy.access import access_for
 from volcanoweb.tenancy.models import Tenant
 
+#: The resources edited one per field (like the dashboard's queue editor); others go in "Other (JSON)".
+MAIN_RESOURCES = (
+    ("cpu", "CPU", "e.g. 16 or 500m"),
+    ("memory", "Memory", "e.g. 64Gi"),
+    ("nvidia.com/gpu", "GPU", "e.g. 4"),
+)
 
-class ResourceListField(forms.CharField):
-    """A ResourceList edited as JSON (``{"cpu": "8", "memory": "32Gi"}``)."""
 
-    def prepare_value(self, value: Any) -> Any:
-        return json.dumps(value) if isinstance(value, dict) else value
+class ResourceListWidget(forms.MultiWidget):
+    """One text box per main resource, plus a JSON box for any other resource."""
 
-    def to_python(self, value: Any) -> dict[str, Any]:
-        text = (value or "").strip()
-        if not text:
-            return {}
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"not valid JSON: {exc.msg}") from None
-        if not isinstance(data, dict):
-            raise forms.ValidationError('expected an object such as {"cpu": "8", "memory": "32Gi"}')
-        return data
+    template_name = "admin/queues/resource_list_widget.html"
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        widgets = [forms.TextInput(attrs={"placeholder": hint, "size": 12}) for _name, _label, hint in MAIN_RESOURCES]
+        widgets.append(forms.TextInput(attrs={"placeholder": '{"ephemeral-storage": "100Gi"}', "size": 30}))
+        super().__init__(widgets, attrs)
+
+    def decompress(self, value: Any) -> list[Any]:
+        values = dict(value) if isinstance(value, dict) else {}
+        main = [values.pop(name, "") for name, _label, _hint in MAIN_RESOURCES]
+        return [*main, json.dumps(values) if values else ""]
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        labels = [label for _name, label, _hint in MAIN_RESOURCES] + ["Other (JSON)"]
+        context["widget"]["labelled"] = list(zip(labels, context["widget"]["subwidgets"], strict=True))
+        return context
+
+
+class ResourceListField(forms.MultiValueField):
+    """A ResourceList edited per resource (``cpu``, ``memory``, ``nvidia.com/gpu`` and other resources as JSON)."""
+
+    widget = ResourceListWidget
+
+    def __init__(self, **kwargs: Any) -> None:
+        fields = [forms.CharField(required=False, max_length=32) for _ in MAIN_RESOURCES]
+        fields.append(forms.CharField(required=False))
+        super().__init__(fields, require_all_fields=False, **kwargs)
+
+    def compress(self, data_list: list[Any]) -> dict[str, Any]:
+        data_list = list(data_list or []) + [""] * (len(MAIN_RESOURCES) + 1)
+        out: dict[str, Any] = {}
+        other = (data_list[len(MAIN_RESOURCES)] or "").strip()
+        if other:
+            try:
+                extra = json.loads(other)
+            except json.JSONDecodeError as exc:
+                raise forms.ValidationError(f"Other (JSON): not valid JSON: {exc.msg}") from None
+            if not isinstance(extra, dict):
+                raise forms.ValidationError('Other (JSON): expected an object such as {"ephemeral-storage": "100Gi"}')
+            out.update(extra)
+        for (name, label, _hint), raw in zip(MAIN_RESOURCES, data_list, strict=False):
+            value = (raw or "").strip()
+            if not value:
+                continue
+            try:
+                parse_resource(name, value)
+            except (QuantityError, ValueError):
+                raise forms.ValidationError(f"{label}: {value!r} is not a valid quantity") from None
+            out[name] = value
+        return out
 
 
 class QueueAdminForm(forms.ModelForm):

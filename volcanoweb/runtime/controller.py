@@ -223,10 +223,21 @@ class JobController:
             self._forget_pod(pod)
             pod.delete()
             if gone is not None:
+                if not gone.out_of_sync:  # not deleted by this controller: record the eviction and its cause
+                    self._record_eviction(pod)
                 request = self._gone(gone)
                 requests.append(request)
                 self._cancel_on_event(request)
         return requests
+
+    def _record_eviction(self, pod: Pod) -> None:
+        """A Warning event on the job naming the evicted pod, its node and the cluster's reason (kept with the job)."""
+        status = pod.status or {}
+        reason = str(status.get("reason") or "Evicted")
+        message = str(status.get("message") or "")
+        where = f" from node {pod.node_name}" if pod.node_name else ""
+        cause = f"{reason}: {message}" if message else reason
+        self.event("PodEvicted", f"pod {pod.name} was evicted{where} ({cause})", EventType.WARNING)
 
     def _gone(self, rec: PodRecord) -> P.Request:
         event = P.OUT_OF_SYNC if rec.out_of_sync else P.POD_EVICTED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.test import Client
@@ -19,8 +20,14 @@ def admin_client(cast: Any) -> Client:
     return client
 
 
+def resource_fields(name: str, values: dict[str, Any] | None) -> dict[str, str]:
+    """The admin's per-resource boxes (``name_0`` cpu, ``_1`` memory, ``_2`` GPU, ``_3`` other as JSON)."""
+    values = dict(values or {})
+    main = [values.pop(key, "") for key in ("cpu", "memory", "nvidia.com/gpu")]
+    return {f"{name}_{i}": str(v) for i, v in enumerate([*main, json.dumps(values) if values else ""])}
+
+
 def queue_form(queue: Queue, **changes: Any) -> dict[str, Any]:
-    import json
 
     data = {
         "parent": queue.parent_id or "",
@@ -28,9 +35,9 @@ def queue_form(queue: Queue, **changes: Any) -> dict[str, Any]:
         "weight": queue.weight,
         "priority": queue.priority,
         "reclaimable": "on" if queue.reclaimable else "",
-        "capability": json.dumps(queue.capability),
-        "deserved": json.dumps(queue.deserved),
-        "guarantee": json.dumps(queue.guarantee),
+        **resource_fields("capability", queue.capability),
+        **resource_fields("deserved", queue.deserved),
+        **resource_fields("guarantee", queue.guarantee),
     }
     data.update(changes)
     return data
@@ -61,11 +68,13 @@ def test_a_queue_edit_is_validated_against_the_hierarchy(cast: Any) -> None:
     child = builders.make_queue("eng-ml", parent="eng", capability={"cpu": "4"})
     client = admin_client(cast)
     url = f"/admin/queues/queue/{child.pk}/change/"
-    rejected = client.post(url, queue_form(child, capability='{"cpu": "20"}'))
+    rejected = client.post(url, queue_form(child, **resource_fields("capability", {"cpu": "20"})))
     assert rejected.status_code == 200
     assert "exceeds the capability of its ancestor queue eng" in rejected.content.decode()
     assert Queue.objects.get(name="eng-ml").capability == {"cpu": "4"}
-    accepted = client.post(url, queue_form(child, capability='{"cpu": "8"}', guarantee=""))
+    accepted = client.post(
+        url, queue_form(child, **resource_fields("capability", {"cpu": "8"}), **resource_fields("guarantee", {}))
+    )
     assert accepted.status_code == 302, accepted.content.decode()[:2000]
     assert Queue.objects.get(name="eng-ml").capability == {"cpu": "8"}
     entry = AuditEntry.objects.filter(kind="Queue", object_key="eng-ml", action="update").get()
@@ -82,13 +91,14 @@ def test_a_queue_can_be_added_in_the_admin(cast: Any) -> None:
         name="from-admin",
         parent=root.pk,
         reclaimable="on",
-        capability='{"cpu": "2"}',
+        **resource_fields("capability", {"cpu": "2", "ephemeral-storage": "10Gi"}),
         allowed_tenants=[cast.team_a.pk],
     )
     response = client.post("/admin/queues/queue/add/", data)
     assert response.status_code == 302, response.content.decode()[:3000]
     queue = Queue.objects.get(name="from-admin")
     assert list(queue.allowed_tenants.all()) == [cast.team_a]
+    assert queue.capability == {"cpu": "2", "ephemeral-storage": "10Gi"}
 
 
 def test_memberships_tokens_and_scheduler_versions_go_through_services(cast: Any) -> None:
@@ -110,3 +120,16 @@ def test_memberships_tokens_and_scheduler_versions_go_through_services(cast: Any
     )
     assert good.status_code == 302
     assert SchedulerProfile.objects.get().active
+
+
+def test_queue_resources_are_per_resource_fields_with_clear_errors(cast: Any) -> None:
+    client = admin_client(cast)
+    queue = builders.make_queue("fields", capability={"cpu": "4", "memory": "8Gi"})
+    page = client.get(f"/admin/queues/queue/{queue.pk}/change/").content.decode()
+    assert 'name="capability_0" value="4"' in page  # CPU in its own box, not JSON in a one-line box
+    assert 'name="capability_1" value="8Gi"' in page
+    bad = client.post(
+        f"/admin/queues/queue/{queue.pk}/change/",
+        queue_form(queue, **resource_fields("capability", {"memory": "lots"})),
+    )
+    assert "Memory: &#x27;lots&#x27; is not a valid quantity" in bad.content.decode()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.volcanoweb import builders
 from volcanoweb.jobs.models import Command, Job
 from volcanoweb.queues.models import Queue
 from volcanoweb.scheduling.models import SchedulerProfile
@@ -59,13 +61,81 @@ def test_close_and_open_a_queue(world: Any, login: Any) -> None:
 
 def test_job_commands_and_delete(world: Any, login: Any) -> None:
     client = login(world.cast.bob)
-    for action, command in (("suspend", "AbortJob"), ("resume", "ResumeJob"), ("restart", "RestartJob")):
-        response = client.post("/jobs/team-a/train-a/action/", {"action": action})
-        assert response.status_code == 200
-        assert Command.objects.filter(job=world.job_a, action=command).exists()
+    response = client.post("/jobs/team-a/train-a/action/", {"action": "suspend"})
+    assert response.status_code == 200
+    assert "kills" in response.content.decode()
+    assert Command.objects.filter(job=world.job_a, action="AbortJob").exists()
     client.post("/jobs/team-a/train-a/action/", {"action": "delete"})
     job = Job.objects.filter(pk=world.job_a.pk).first()
     assert job is None or job.deletion_timestamp is not None
+
+
+def _set_phase(job: Job, phase: str, retry_count: int = 0) -> None:
+    Job.objects.filter(pk=job.pk).update(phase=phase, status={**(job.status or {}), "retryCount": retry_count})
+
+
+@pytest.mark.parametrize(
+    ("phase", "offered"),
+    [
+        ("Pending", {"suspend", "restart", "delete"}),
+        ("Running", {"suspend", "restart", "delete"}),
+        ("Aborted", {"resume", "delete"}),
+        ("Aborting", {"resume", "delete"}),
+        ("Failed", {"delete"}),
+        ("Completed", {"delete"}),
+        ("Restarting", {"delete"}),
+    ],
+)
+def test_job_page_offers_only_the_commands_the_phase_accepts(
+    world: Any, login: Any, phase: str, offered: set[str]
+) -> None:
+    _set_phase(world.job_a, phase)
+    html = login(world.cast.bob).get("/jobs/team-a/train-a/?fragment=actions").content.decode()
+    enabled = set(re.findall(r'name="action" value="(\w+)"', html))
+    disabled = set(re.findall(r'data-unavailable="(\w+)"', html))
+    assert enabled == offered
+    assert disabled == {"suspend", "resume", "restart", "delete"} - offered
+    for verb in disabled:
+        assert f'id="why-{verb}"' in html  # each unavailable command says why
+
+
+def test_refused_commands_queue_nothing(world: Any, login: Any) -> None:
+    client = login(world.cast.bob)
+    _set_phase(world.job_a, "Failed")
+    response = client.post("/jobs/team-a/train-a/action/", {"action": "resume"})
+    assert response.status_code == 409
+    assert "Failed job cannot be resumed" in response.content.decode()
+    assert not Command.objects.exists()
+
+
+def test_a_second_resume_is_refused_while_the_first_waits(world: Any, login: Any) -> None:
+    client = login(world.cast.bob)
+    _set_phase(world.job_a, "Aborted")
+    assert client.post("/jobs/team-a/train-a/action/", {"action": "resume"}).status_code == 200
+    second = client.post("/jobs/team-a/train-a/action/", {"action": "resume"})
+    assert second.status_code == 409
+    assert "waiting for the job controller" in second.content.decode()
+    assert Command.objects.filter(action="ResumeJob").count() == 1
+
+
+def test_resume_confirmation_shows_the_retry_it_uses(world: Any, login: Any) -> None:
+    _set_phase(world.job_a, "Aborted", retry_count=0)
+    html = login(world.cast.bob).get("/jobs/team-a/train-a/?fragment=actions").content.decode()
+    assert "uses 1 retry: 2 of 3 left" in html
+    _set_phase(world.job_a, "Aborted", retry_count=2)
+    html = login(world.cast.bob).get("/jobs/team-a/train-a/?fragment=actions").content.decode()
+    assert 'data-unavailable="resume"' in html
+    assert "No retries left" in html
+
+
+def test_bulk_actions_skip_jobs_whose_phase_refuses(world: Any, login: Any) -> None:
+    other = builders.make_job("team-a", "done-a", queue="team-a-q")
+    _set_phase(other, "Completed")
+    response = login(world.cast.alice).post("/jobs/bulk/", {"action": "suspend", "ids": [world.job_a.pk, other.pk]})
+    body = response.content.decode()
+    assert "1 job done" in body
+    assert "team-a/done-a: The job has finished (Completed)" in body
+    assert set(Command.objects.values_list("target_name", flat=True)) == {"train-a"}
 
 
 def test_viewers_cannot_act_on_jobs(world: Any, login: Any) -> None:

@@ -74,3 +74,21 @@ def test_a_public_or_own_queue_keeps_the_current_namespace(world: Any, login: An
     cast = world.cast
     for user, namespace in ((cast.alice, "team-a"), (cast.charlie, "team-b"), (cast.root, "default")):
         assert login(user).get(f"/submit/templates/{TEMPLATE}")["X-Default-Namespace"] == namespace, user
+
+
+def test_a_template_queue_of_another_tenant_says_who_owns_it(world: Any, login: Any) -> None:
+    """The page offers the cookbook's CronJob (queue data-processing): the user knows the queue exists."""
+    builders.make_queue("data-processing", tenant="team-b")
+    manifest = (COOKBOOK / "14-cronjob-daily-report.yaml").read_text()
+    html = login(world.cast.alice).post("/submit/validate/", {"manifest": manifest, "namespace": "team-a"})
+    text = html.content.decode()
+    assert "you cannot use queue data-processing (owned by tenant team-b)" in text
+    assert 'queues.scheduling.volcano.sh "data-processing" not found' not in text
+
+
+def test_other_queues_of_other_tenants_stay_not_found(world: Any, login: Any) -> None:
+    manifest = (COOKBOOK / "07-ci-build-batch.yaml").read_text().replace("queue: ci-cd", "queue: team-b-q")
+    text = login(world.cast.alice).post("/submit/validate/", {"manifest": manifest, "namespace": "team-a"})
+    body = text.content.decode()
+    assert "not found" in body  # a name the page never showed: existence is not confirmed
+    assert "owned by tenant" not in body

@@ -25,7 +25,7 @@ from __future__ import annotations
 import abc
 import copy
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
@@ -541,6 +541,31 @@ class ClusterBackend(abc.ABC):
     def delete_secret(self, namespace: str, name: str) -> bool:
         """Delete a Secret; False if it did not exist."""
 
+    def pod_log(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        """A container's log (the last ``tail_lines`` lines; ``previous``: the last terminated instance).
+
+        :class:`NotFound` when the pod (or, with ``previous``, an earlier instance) does not exist;
+        :class:`Unavailable` from backends that keep no logs.
+        """
+        raise Unavailable(f"the {self.name} backend keeps no container logs")
+
+    def follow_pod_log(
+        self, namespace: str, name: str, *, container: str | None = None, tail_lines: int | None = None
+    ) -> Iterator[str]:
+        """Log lines as they are written, until the container ends (Kubernetes' ``follow``).
+
+        The default yields the current log once.
+        """
+        yield from self.pod_log(namespace, name, container=container, tail_lines=tail_lines).splitlines()
+
     @abc.abstractmethod
     def poll_events(self, timeout: float = 0.0) -> list[BackendEvent]:
         """Changes since the previous call, oldest first.
@@ -555,3 +580,64 @@ class ClusterBackend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and stop background threads."""
+
+
+#: Simulated time between two progress lines of a running simulated container.
+SIM_LOG_PERIOD = 5.0
+SIM_LOG_MAX_PROGRESS = 2000
+
+
+def simulated_pod_log(
+    info: PodInfo,
+    now: float,
+    *,
+    container: str | None = None,
+    tail_lines: int | None = None,
+    previous: bool = False,
+    planned_finish: float | None = None,
+) -> str:
+    """The simulated cluster's container log: start, progress while running, restarts and the exit code.
+
+    Times are simulated seconds (``t=12s``). The simulator runs no program, so these lines describe
+    what the simulated kubelet did; ``previous`` needs at least one restart, as on Kubernetes.
+    """
+    name = container or "main"
+    if previous:
+        if info.restart_count == 0:
+            raise NotFound(f'previous terminated container "{name}" in pod "{info.name}" not found')
+        lines = [
+            f"[sim] container {name} of pod {info.namespace}/{info.name}: instance {info.restart_count} of "
+            f"{info.restart_count + 1} (before the last restart)",
+            f"[sim] it ended and was restarted by the kubelet (restart {info.restart_count}); "
+            "the simulator keeps no output of earlier instances",
+        ]
+        return "\n".join(lines) + "\n"
+    lines = [f"[sim t={_t(info.created_at)}] pod {info.namespace}/{info.name} created"]
+    if info.node_name:
+        lines.append(f"[sim] scheduled to node {info.node_name}")
+    if info.started_at is not None:
+        restarts = f" (restart {info.restart_count})" if info.restart_count else ""
+        lines.append(f"[sim t={_t(info.started_at)}] container {name} started{restarts}")
+        end = info.finished_at if info.finished_at is not None else now
+        if planned_finish is not None:
+            end = min(end, planned_finish)  # the kubelet has not ticked yet: never past the planned end
+        tick = info.started_at + SIM_LOG_PERIOD
+        while tick <= end and len(lines) < SIM_LOG_MAX_PROGRESS:
+            planned = f" of {planned_finish - info.started_at:.0f}s" if planned_finish is not None else ""
+            lines.append(f"[sim t={_t(tick)}] container {name} running: {tick - info.started_at:.0f}s{planned}")
+            tick += SIM_LOG_PERIOD
+    elif info.phase == "Pending":
+        lines.append(f"[sim] container {name} waiting to start")
+    if info.finished:
+        code = info.exit_code if info.exit_code is not None else (0 if info.phase == "Succeeded" else 1)
+        why = f" ({info.reason})" if info.reason else ""
+        lines.append(f"[sim t={_t(info.finished_at)}] container {name} exited with code {code}{why}")
+    elif info.deleting:
+        lines.append(f"[sim] pod is terminating{f' ({info.reason})' if info.reason else ''}")
+    if tail_lines is not None and tail_lines >= 0:
+        lines = lines[-tail_lines:] if tail_lines else []
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _t(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0f}s"

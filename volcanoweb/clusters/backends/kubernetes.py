@@ -36,7 +36,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import urllib3
@@ -268,6 +268,9 @@ def _translate(exc: Exception, what: str) -> BackendError:
         return BackendError(text)
     return Unavailable(f"{what}: {type(exc).__name__}: {exc}")
 
+
+#: Seconds a followed log may stay silent before the read gives up.
+FOLLOW_READ_TIMEOUT = 3600
 
 _TRANSPORT_ERRORS = (ApiException, urllib3.exceptions.HTTPError, OSError)
 
@@ -515,6 +518,66 @@ class KubernetesBackend(ClusterBackend):
     def get_pod(self, namespace: str, name: str) -> PodInfo:
         data = self._call(f"get pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace)
         return pod_from_k8s(data)
+
+    def _log_kwargs(self, container: str | None, tail_lines: int | None, previous: bool) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if container:
+            kwargs["container"] = container
+        if tail_lines is not None:
+            kwargs["tail_lines"] = tail_lines
+        if previous:
+            kwargs["previous"] = True
+        return kwargs
+
+    def pod_log(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        """``read_namespaced_pod_log`` (tail, previous container); a 400 for a missing instance is NotFound."""
+        what = f"read log of pod {namespace}/{name}"
+        try:
+            response = self.core.read_namespaced_pod_log(
+                name,
+                namespace,
+                _preload_content=False,
+                _request_timeout=self.request_timeout,
+                **self._log_kwargs(container, tail_lines, previous),
+            )
+        except ApiException as exc:
+            if exc.status == 400:
+                raise NotFound(f"{what}: {exc.reason}: {exc.body or ''}".strip()) from exc
+            raise _translate(exc, what) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise _translate(exc, what) from exc
+        body = response.data
+        return body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+
+    def follow_pod_log(
+        self, namespace: str, name: str, *, container: str | None = None, tail_lines: int | None = None
+    ) -> Iterator[str]:
+        """``read_namespaced_pod_log(follow=True)``: lines as the kubelet streams them, until the container ends."""
+        what = f"follow log of pod {namespace}/{name}"
+        try:
+            response = self.core.read_namespaced_pod_log(
+                name,
+                namespace,
+                follow=True,
+                _preload_content=False,
+                _request_timeout=(self.request_timeout, FOLLOW_READ_TIMEOUT),
+                **self._log_kwargs(container, tail_lines, False),
+            )
+        except _TRANSPORT_ERRORS as exc:
+            raise _translate(exc, what) from exc
+        try:
+            yield from iter_resp_lines(response)
+        finally:
+            response.close()
+            response.release_conn()
 
     # ------------------------------------------------------------ pods
 

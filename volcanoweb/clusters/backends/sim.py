@@ -73,6 +73,7 @@ from .base import (
     ServiceSpec,
     Taint,
     restarts_in_place,
+    simulated_pod_log,
 )
 from .quantity import parse_quantity
 
@@ -517,6 +518,19 @@ class SimCluster(ClusterBackend):
     def get_pod(self, namespace: str, name: str) -> PodInfo:
         with self._lock:
             return self._pod(namespace, name).info()
+
+    def pod_log(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        """The simulated log (see :func:`~volcanoweb.clusters.backends.base.simulated_pod_log`)."""
+        info = self.get_pod(namespace, name)
+        return simulated_pod_log(info, self.now(), container=container, tail_lines=tail_lines, previous=previous)
 
     def create_pod(self, spec: PodSpec) -> PodInfo:
         with self._lock:

@@ -44,6 +44,21 @@ def res(amount: float | None, name: str) -> str:
 
 
 @register.filter
+def human(text: str) -> str:
+    """``{{ event.message|human }}``: resource vectors in the units people read (see diagnosis.human_message)."""
+    from volcanoweb.dashboard.diagnosis import human_message
+
+    return human_message(str(text or ""))
+
+
+@register.filter
+def mark_bad(hint: Any) -> tuple[str, str]:
+    """A unit hint shown as the reason a field is refused (tone "bad")."""
+    text = hint[0] if hint else ""
+    return (text, "bad")
+
+
+@register.filter
 def get(mapping: Any, key: str) -> Any:
     """``{{ dict|get:key }}``."""
     try:

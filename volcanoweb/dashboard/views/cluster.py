@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -12,6 +14,7 @@ from volcanoweb.dashboard.queries import last_scheduling_run
 from volcanoweb.dashboard.resources import MAIN_RESOURCES, percent
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import error_info, page
+from volcanoweb.jobs.models import Pod
 from volcanoweb.manifests.errors import ApiError
 from volcanoweb.scheduling import services as scheduling
 from volcanoweb.scheduling.models import SchedulerProfile
@@ -23,6 +26,7 @@ def nodes(request: HttpRequest) -> HttpResponse:
     scope = get_scope(request)
     items = cluster.list_nodes()
     rows = []
+    jobs_on = _jobs_by_node(scope) if scope.access.platform_admin else {}
     for node in sorted(items, key=lambda n: (n.pool, n.name)):
         bars = [
             {
@@ -31,11 +35,12 @@ def nodes(request: HttpRequest) -> HttpResponse:
                 "used": node.allocated.get(name, 0.0),
                 "total": node.allocatable.get(name, 0.0),
                 "pct": percent(node.allocated.get(name, 0.0), node.allocatable.get(name, 0.0)),
+                "unit": unit,
             }
-            for name, label, _unit in MAIN_RESOURCES
+            for name, label, unit in MAIN_RESOURCES
             if node.allocatable.get(name) or node.allocated.get(name)
         ]
-        rows.append({"node": node, "bars": bars})
+        rows.append({"node": node, "bars": bars, "fail_confirm": _fail_confirm(node.name, jobs_on.get(node.name, {}))})
     context = {
         "nav": "nodes",
         "rows": rows,
@@ -45,6 +50,33 @@ def nodes(request: HttpRequest) -> HttpResponse:
         "actions": cluster.ACTIONS,
     }
     return page(request, "dashboard/nodes.html", context, {"grid": "dashboard/_node_grid.html"})
+
+
+def _jobs_by_node(scope: Any) -> dict[str, dict[str, int]]:
+    """node name -> {job key: live pods on it} (what failing the node would evict)."""
+    out: dict[str, dict[str, int]] = {}
+    rows = (
+        Pod.objects.filter(phase__in=("Pending", "Running"), deletion_timestamp__isnull=True)
+        .exclude(node_name="")
+        .values_list("node_name", "namespace", "job__name")
+    )
+    for node_name, namespace, job_name in rows:
+        key = f"{namespace}/{job_name}" if job_name else f"{namespace} (pods without a job)"
+        per = out.setdefault(node_name, {})
+        per[key] = per.get(key, 0) + 1
+    return out
+
+
+def _fail_confirm(name: str, jobs: dict[str, int]) -> str:
+    pods = sum(jobs.values())
+    if not pods:
+        return f"Fail node {name}? It becomes NotReady; no pods run on it now, so nothing is evicted."
+    listed = ", ".join(f"{key} ({n})" for key, n in sorted(jobs.items())[:6])
+    more = f" and {len(jobs) - 6} more jobs" if len(jobs) > 6 else ""
+    return (
+        f"Fail node {name}? It becomes NotReady and its {pods} pod{'s' if pods != 1 else ''} are evicted: "
+        f"{listed}{more}. Each job's policies decide what follows (restart, abort, a retry)."
+    )
 
 
 @login_required

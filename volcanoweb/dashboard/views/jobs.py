@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from volcanoweb.dashboard import diagnosis, queries
+from volcanoweb.dashboard.actions import ACTIONS, job_actions, result_message, unavailable_reason, waiting_command
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.jobs import services as job_services
@@ -23,8 +24,6 @@ from volcanoweb.manifests.errors import ApiError
 from volcanoweb.queues.models import Queue
 from volcanoweb.tenancy.models import Namespace
 
-#: Dashboard verbs to Volcano command actions ("delete" is a delete, not a command).
-ACTIONS = {"suspend": "AbortJob", "resume": "ResumeJob", "restart": "RestartJob", "delete": None}
 MAX_BULK = 200
 
 
@@ -84,15 +83,27 @@ def job_bulk(request: HttpRequest) -> HttpResponse:
             {"done": 0, "errors": ["Choose an action and at least one job."]},
             status=400,
         )
-    jobs = scope.filter(Job.objects.filter(pk__in=ids)).only("id", "namespace", "name")
-    done, errors = 0, []
+    jobs = scope.filter(Job.objects.filter(pk__in=ids)).only(
+        "id", "namespace", "name", "phase", "status", "max_retry", "tenant_id"
+    )
+    done, errors, messages = 0, [], []
     for job in jobs:
+        refused = unavailable_reason(job, action)
+        if refused:
+            errors.append(f"{job.key}: {refused}")
+            continue
         try:
+            message = result_message(job, action)
             _run_action(scope, job, action)
             done += 1
+            messages.append(message)
         except ApiError as exc:
             errors.append(f"{job.key}: {exc.message}")
-    response = render(request, "dashboard/_bulk_result.html", {"done": done, "action": action, "errors": errors})
+    response = render(
+        request,
+        "dashboard/_bulk_result.html",
+        {"done": done, "action": action, "errors": errors, "messages": messages},
+    )
     response["HX-Trigger"] = "jobs-changed"
     return response
 
@@ -105,11 +116,18 @@ def _scoped_job(request: HttpRequest, namespace: str, name: str) -> Job:
 
 
 def _events(job: Job) -> list[Event]:
-    names_q = Q(involved_kind="Job", involved_name=job.name) | Q(
-        involved_kind="Pod", involved_name__startswith=f"{job.name}-"
+    """The job's, its pods' and its PodGroup's events for the job's whole life.
+
+    The controller deletes the PodGroup when the job finishes (or restarts) and pods go with their job, so
+    the PodGroup is matched by the name the job controller gives it (``<job>-<uid>``), never by its row.
+    """
+    names_q = (
+        Q(involved_kind="Job", involved_name=job.name)
+        | Q(involved_kind="Pod", involved_name__startswith=f"{job.name}-")
+        | Q(involved_kind="PodGroup", involved_name=f"{job.name}-{job.uid}")
     )
     pg = getattr(job, "podgroup", None) if _has_podgroup(job) else None
-    if pg is not None:
+    if pg is not None and pg.name != f"{job.name}-{job.uid}":
         names_q |= Q(involved_kind="PodGroup", involved_name=pg.name)
     return list(Event.objects.filter(names_q, involved_namespace=job.namespace)[:100])
 
@@ -147,6 +165,8 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     fragment = request.GET.get("fragment")
     context: dict[str, Any] = {"nav": "jobs", "job": job, "podgroup": job.podgroup if _has_podgroup(job) else None}
     context["can_write"] = scope.can_write(job.tenant_id)
+    if fragment in (None, "actions"):
+        context["actions"] = job_actions(job, waiting_command(job))
     if fragment in (None, "status"):
         context["tasks"] = list(job.tasks.all())
         context["pods"] = list(Pod.objects.filter(job=job).order_by("task_name", "index", "name")[:300])
@@ -160,7 +180,11 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
         request,
         "dashboard/job_detail.html",
         context,
-        {"status": "dashboard/_job_status.html", "events": "dashboard/_job_events.html"},
+        {
+            "status": "dashboard/_job_status.html",
+            "events": "dashboard/_job_events.html",
+            "actions": "dashboard/_job_actions.html",
+        },
     )
 
 
@@ -175,6 +199,11 @@ def job_action(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
         return render(
             request, "dashboard/_error.html", {"error": {"message": f"Unknown action {action!r}."}}, status=400
         )
+    refused = unavailable_reason(job, action)
+    if refused:
+        error = {"message": f"{action.capitalize()} is not available for {job.key}: {refused}"}
+        return render(request, "dashboard/_error.html", {"error": error}, status=409)
+    message = result_message(job, action)
     try:
         _run_action(scope, job, action)
     except ApiError as exc:
@@ -185,8 +214,6 @@ def job_action(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
             response["HX-Redirect"] = reverse("dashboard:jobs")
             return response
         return redirect("dashboard:jobs")
-    return render(
-        request,
-        "dashboard/_flash.html",
-        {"message": f"{action.capitalize()} requested for {job.key}; the job controller acts on it next."},
-    )
+    response = render(request, "dashboard/_flash.html", {"message": message})
+    response["HX-Trigger"] = "job-actions-changed"
+    return response

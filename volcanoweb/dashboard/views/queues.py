@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from volcanoweb.dashboard import cluster, queries
-from volcanoweb.dashboard.forms import QueueEditForm
+from volcanoweb.dashboard.forms import FIELDS, QueueEditForm
 from volcanoweb.dashboard.resources import add_into
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import error_info, page
@@ -66,17 +67,72 @@ def queue_edit(request: HttpRequest, name: str) -> HttpResponse:
     form = QueueEditForm(request.POST)
     if not form.is_valid():
         return render(request, "dashboard/_queue_edit.html", {"queue": queue, "form": form}, status=422)
+    before = _spec_values(queue)
     try:
         queue_services.update_queue_spec(scope.access, queue.name, form.changes(queue), source="dashboard")
     except ApiError as exc:
-        return render(
-            request, "dashboard/_queue_edit.html", {"queue": queue, "form": form, "error": error_info(exc)}, status=422
-        )
+        error = error_info(exc)
+        if error["causes"]:  # the causes say it all; the long message would repeat them
+            error["message"] = f"Queue {queue.name} was not saved:"
+        return render(request, "dashboard/_queue_edit.html", {"queue": queue, "form": form, "error": error}, status=422)
     queue.refresh_from_db()
     usage = queries.queue_usage(scope, queue)
-    response = render(request, "dashboard/_queue_usage.html", {"queue": queue, "saved": True, **usage})
+    changed = _changed_fields(before, queue)
+    context = {"queue": queue, "saved": True, "changed": changed, **usage}
+    response = render(request, "dashboard/_queue_usage.html", context)
     response["HX-Trigger"] = "queues-changed"
     return response
+
+
+class _DryRun(Exception):
+    """Raised to roll back a dry-run save."""
+
+
+def _dry_run_save(scope: Any, queue: Queue, form: QueueEditForm) -> dict[str, Any] | None:
+    """Run Save's own checks (the queue service, hierarchy included) and roll back; return the error or None."""
+    try:
+        with transaction.atomic():
+            queue_services.update_queue_spec(scope.access, queue.name, form.changes(queue), source="dashboard")
+            raise _DryRun
+    except _DryRun:
+        return None
+    except ApiError as exc:
+        return error_info(exc)
+
+
+def _error_fields(error: dict[str, Any]) -> set[str]:
+    """Form fields an API error is about (``spec.guarantee.resource.cpu`` -> ``guarantee_cpu``)."""
+    fields: set[str] = set()
+    for cause in error.get("causes") or []:
+        path = str(cause.get("field") or "")
+        text = f"{path} {cause.get('message') or ''}"
+        for key, name, _label, _hint in FIELDS:
+            for kind in ("guarantee", "capability"):
+                if kind in path and (path.endswith(f".{name}") or f"{name}" in text.split(kind, 1)[-1]):
+                    fields.add(f"{kind}_{key}")
+        if path.endswith("weight"):
+            fields.add("weight")
+    return fields
+
+
+def _changed_fields(before: dict[str, Any], queue: Queue) -> list[str]:
+    """What a save changed, in words: ``weight 2 → 6``, ``memory guarantee none → 64Gi``."""
+    after = _spec_values(queue)
+    out = []
+    for label, old in before.items():
+        new = after.get(label)
+        if old != new:
+            out.append(f"{label} {old or 'none'} \u2192 {new or 'none'}")
+    return out
+
+
+def _spec_values(queue: Queue) -> dict[str, Any]:
+    values: dict[str, Any] = {"weight": str(queue.weight)}
+    guarantee = (queue.guarantee or {}) if isinstance(queue.guarantee, dict) else {}
+    for _key, name, label, _hint in FIELDS:
+        values[f"{label} guarantee"] = guarantee.get(name, "")
+        values[f"{label} capability"] = (queue.capability or {}).get(name, "")
+    return values
 
 
 @login_required
@@ -86,8 +142,15 @@ def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
     scope = get_scope(request)
     queue = _visible_queue(request, name)
     form = QueueEditForm(request.POST)
+    hints = form.hints()
     if not form.is_valid():
-        return render(request, "dashboard/_queue_preview.html", {"queue": queue, "form": form, "invalid": True})
+        context = {"queue": queue, "form": form, "invalid": True, "hints": hints, "bad_fields": set(form.errors)}
+        return render(request, "dashboard/_queue_preview.html", context)
+    save_error = _dry_run_save(scope, queue, form) if scope.can_manage_queue(queue) else None
+    if save_error is not None:
+        context = {"queue": queue, "form": form, "save_error": save_error, "hints": hints}
+        context["bad_fields"] = _error_fields(save_error)
+        return render(request, "dashboard/_queue_preview.html", context)
     capacity, demand = cluster.capacity(), queries.demand_by_queue()  # read once for both trees
     before, _ = queries.queue_tree(scope, include_hidden=True, capacity=capacity, demand=demand)
     after, _ = queries.queue_tree(
@@ -105,7 +168,15 @@ def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
             hidden["count"] += 1
             add_into(hidden["old"], old.deserved_busy)
             add_into(hidden["new"], new.deserved_busy)
-    context = {"queue": queue, "lines": lines, "hidden": hidden, "capacity": capacity, "form": form}
+    context = {
+        "queue": queue,
+        "lines": lines,
+        "hidden": hidden,
+        "capacity": capacity,
+        "form": form,
+        "hints": hints,
+        "bad_fields": set(),
+    }
     return render(request, "dashboard/_queue_preview.html", context)
 
 

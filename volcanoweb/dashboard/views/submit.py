@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -10,6 +11,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from volcanoweb.api.simulate import SIMULATED, simulate
 from volcanoweb.dashboard import diagnosis
 from volcanoweb.dashboard.scope import Scope, get_scope
 from volcanoweb.dashboard.views.common import error_info, page
@@ -151,8 +153,46 @@ def _apply(request: HttpRequest, dry_run: bool) -> tuple[list[Any], dict[str, An
             dry_run=dry_run,
         )
     except ApiError as exc:
-        return [], error_info(exc)
+        return [], explain_queue_access(error_info(exc))
     return outcomes, None
+
+
+_QUEUE_NOT_FOUND = re.compile(r'queues\.scheduling\.volcano\.sh "([a-z0-9.-]+)" not found')
+
+
+def _offered_queues() -> set[str]:
+    """Queues named by the cookbook templates this page offers every user (so they know those exist)."""
+    names: set[str] = set()
+    for path in COOKBOOK.glob("*.yaml"):
+        names.update(re.findall(r"^\s*queue:\s*([a-z0-9.-]+)\s*$", path.read_text(), flags=re.MULTILINE))
+    return names
+
+
+def explain_queue_access(error: dict[str, Any]) -> dict[str, Any]:
+    """Say "you cannot use queue X (owned by tenant Y)" instead of "not found" where the user knows X exists.
+
+    Admission reports a queue the caller cannot see as not found, so the API never confirms that a
+    name exists. On this page the user may know it: the queue is named by one of the templates the
+    page itself offers. For those queues only, the message says who owns it.
+    """
+    offered = _offered_queues()
+    causes = []
+    changed = False
+    for cause in error.get("causes") or []:
+        match = _QUEUE_NOT_FOUND.search(str(cause.get("message") or ""))
+        queue = Queue.objects.select_related("tenant").filter(name=match.group(1)).first() if match else None
+        if match and queue is not None and queue.name in offered:
+            owner = f" (owned by tenant {queue.tenant.name})" if queue.tenant else ""
+            message = (
+                f"you cannot use queue {queue.name}{owner}: it is not open to your tenant. "
+                "Pick a queue of your own, or ask its tenant's admins to allow yours."
+            )
+            cause = {**cause, "message": message}
+            changed = True
+        causes.append(cause)
+    if not changed:
+        return error
+    return {**error, "message": "A queue in this manifest is not open to you.", "causes": causes}
 
 
 @login_required
@@ -160,11 +200,23 @@ def _apply(request: HttpRequest, dry_run: bool) -> tuple[list[Any], dict[str, An
 def validate(request: HttpRequest) -> HttpResponse:
     """Dry-run the editor's manifest and say what would happen."""
     outcomes, error = _apply(request, dry_run=True)
+    verdicts: dict[str, dict[str, Any]] = {}
+    if error is None and any(o.kind == "Job" for o in outcomes):
+        try:
+            report = simulate(get_scope(request).access, [o for o in outcomes if o.kind in SIMULATED])
+            verdicts = {f"{j['namespace']}/{j['name']}": j for j in report["jobs"] if j["kind"] == "Job"}
+        except ApiError as exc:
+            error = error_info(exc)
     results = []
     for outcome in outcomes:
         item: dict[str, Any] = {"outcome": outcome}
         if outcome.kind == "Job":
-            item["level"], item["headline"], item["reasons"] = diagnosis.forecast_job(outcome.object.get("spec") or {})
+            level, headline, reasons = diagnosis.forecast_job(outcome.object.get("spec") or {})
+            verdict = verdicts.get(f"{outcome.namespace}/{outcome.name}")
+            if verdict is not None:
+                level, headline, line = diagnosis.simulated_verdict(verdict, level)
+                reasons = [line, *[r for r in reasons if r.severity != "warn" or level != "ok"]]
+            item["level"], item["headline"], item["reasons"] = level, headline, reasons
         results.append(item)
     return render(request, "dashboard/_dry_run.html", {"results": results, "error": error})
 

@@ -1,0 +1,44 @@
+"""The Submit dry run gives the scheduler's own verdict: one simulated cycle on the live snapshot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.volcanoweb import builders
+from tests.volcanoweb.dashboard.test_runtime import _job_doc, sim  # noqa: F401  (the fixture)
+from volcanoweb.clusters import services as cluster_services
+from volcanoweb.jobs.models import Job
+from volcanoweb.runtime import services as runtime_services
+from volcanoweb.scheduling.services import run_cycle
+
+pytestmark = pytest.mark.django_db
+
+
+def _dry_run(client: Any, name: str, queue: str) -> str:
+    manifest = yaml.safe_dump(_job_doc(name, queue, replicas=1, cpu="1"))
+    return client.post("/submit/validate/", {"manifest": manifest, "namespace": "team-a"}).content.decode()
+
+
+def test_a_queue_at_its_capability_is_not_fits_now(sim: Any, cast: Any, login: Any) -> None:  # noqa: F811
+    builders.make_queue("small", tenant="team-a", capability={"cpu": "2", "memory": "8Gi"})
+    client = login(cast.alice)
+    first = _dry_run(client, "probe", "small")
+    assert "Would be admitted and placed now: 1 of 1 pods" in first  # an empty queue with room
+    from tests.volcanoweb.dashboard.test_runtime import submit
+
+    job = submit("filler", "small", replicas=2, cpu="1")  # takes the whole capability
+    run_cycle()
+    runtime_services.on_podgroups_changed([job.pk])
+    cluster_services.sync_from_backend()
+    run_cycle()
+    cluster_services.sync_from_backend()
+    html = _dry_run(client, "late", "small")
+    assert "fits the cluster now" not in html
+    assert "placed now" not in html
+    assert "Would be" in html
+    assert "stay Pending" in html or "but wait" in html
+    assert 'data-source="scheduler"' in html or "simulated cycle" in html
+    assert not Job.objects.filter(name__in=("probe", "late")).exists()  # a dry run stores nothing
