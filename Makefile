@@ -55,6 +55,7 @@ type: $(STAMP)  ## mypy (strict on scheduler/)
 
 check: lint type  ## lint, types, Django system checks and migrations
 	$(PY) manage.py check --fail-level WARNING
+	@mkdir -p var
 	$(PY) manage.py makemigrations --check --dry-run
 
 test: $(STAMP)  ## everything: checks, the whole pytest suite on PostgreSQL and Redis, then the SQLite pass
