@@ -31,6 +31,7 @@ urlpatterns = [
     path("openapi/v3/apis/<str:group>/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-group"),
     path("api", views.APIVersionsView.as_view(), name="api-versions"),
     path("api/v1", views.APIResourceListView.as_view(), {"version": "v1"}, name="core-resources"),
+    path("api/v1/kubeconfig", views.KubeconfigView.as_view(), name="kubeconfig"),
     # core v1, shared with the REST API
     path(
         "api/v1/namespaces",

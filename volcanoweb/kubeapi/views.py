@@ -629,3 +629,15 @@ def core_dispatch(kube: Callable[..., HttpResponse], rest: Callable[..., HttpRes
         return rest(request, **rest_kwargs)
 
     return view
+
+
+class KubeconfigView(KubeView):
+    """``POST /api/v1/kubeconfig``: a kubeconfig for the caller with a new token (``?name=`` names the token);
+    JSON, or YAML with ``Accept: application/yaml``."""
+
+    def post(self, request: Request) -> Response:
+        from volcanoweb.kubeapi import kubeconfig
+
+        name = clean_text(request.query_params.get("name"), "name", 100) or "kubeconfig"
+        config, _ = kubeconfig.build(request._request, request.user, token_name=name)
+        return Response(config, status=status.HTTP_201_CREATED)

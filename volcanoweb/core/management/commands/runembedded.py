@@ -58,6 +58,7 @@ class Command(BaseCommand):
 
             cert, key = ensure_self_signed(settings.TLS_DIR, (host, "127.0.0.1", "localhost"))
             endpoints.append(https_endpoint(host, https_port, cert, key))
+            settings.HTTPS_PORT = https_port  # generated kubeconfigs point at this listener
             url += f" (kubectl: https://{host}:{https_port}, see `vcctl kubeconfig`)"
 
         def ready() -> None:
