@@ -95,7 +95,8 @@ def test_kubectl_drives_volcano_kinds(tmp_path: Path) -> None:
             first = kubectl(admin, "apply", "-f", path, *where)
             assert first.returncode == 0, f"{filename}: {first.stderr}"
             lines = first.stdout.strip().splitlines()
-            assert lines and all(re.search(r" (created|configured|unchanged)$", line) for line in lines), first.stdout
+            assert lines, first.stdout
+            assert all(re.search(r" (created|configured|unchanged)$", line) for line in lines), first.stdout
             if filename.startswith("0"):
                 assert lines[0].endswith(" created"), first.stdout
             versions = kubectl(admin, "get", "-f", path, *where, "-o", "jsonpath={..metadata.generation}")
@@ -104,16 +105,20 @@ def test_kubectl_drives_volcano_kinds(tmp_path: Path) -> None:
             # kubectl sends a merge patch of the lists the server defaulted (as with Volcano's webhook), so it may
             # print "configured"; the server sees no change: no generation moves.
             after = kubectl(admin, "get", "-f", path, *where, "-o", "jsonpath={..metadata.generation}")
-            assert versions.returncode == 0 and versions.stdout == after.stdout, (versions.stdout, after.stdout)
+            assert versions.returncode == 0, versions.stderr
+            assert versions.stdout == after.stdout
         fragment = kubectl(admin, "apply", "-f", str(COOKBOOK_DIR / "05-spark-driver-pod-template.yaml"))
-        assert fragment.returncode != 0 and "name may not be empty" in fragment.stderr
+        assert fragment.returncode != 0
+        assert "name may not be empty" in fragment.stderr
 
         # get prints Volcano's columns.
         listing = kubectl(admin, "get", "vcjob", "-n", "dev")
         assert listing.stdout.split("\n")[0].split() == ["NAME", "STATUS", "MINAVAILABLE", "RUNNINGS", "AGE"]
-        assert "ci-pipeline" in listing.stdout and "weather-simulation" in listing.stdout
+        assert "ci-pipeline" in listing.stdout
+        assert "weather-simulation" in listing.stdout
         wide = kubectl(admin, "get", "vj", "-A", "-o", "wide")
-        assert "QUEUE" in wide.stdout.split("\n")[0] and "ml-training" in wide.stdout
+        assert "QUEUE" in wide.stdout.split("\n")[0]
+        assert "ml-training" in wide.stdout
 
         # get -w shows the live phase changes of a job that runs.
         watcher = kubectl_popen(admin, "get", "vcjob", "-A", "-w")
@@ -143,22 +148,27 @@ def test_kubectl_drives_volcano_kinds(tmp_path: Path) -> None:
         finally:
             os.killpg(watcher.pid, signal.SIGTERM)
             watcher.wait(10)
-        assert seen[0] == "Pending" and "Running" in seen, seen
+        assert seen[0] == "Pending", seen
+        assert "Running" in seen
 
         # describe: the object and its events.
         described = kubectl(admin, "describe", "vcjob", "-n", "ml", "tf-live")
         assert described.returncode == 0, described.stderr
-        assert "Name:         tf-live" in described.stdout and "Events:" in described.stdout
+        assert "Name:         tf-live" in described.stdout
+        assert "Events:" in described.stdout
 
         # --dry-run=server validates and reports without writing.
         deleted = kubectl(admin, "delete", "-n", "dev", "-f", str(COOKBOOK_DIR / "07-ci-build-batch.yaml"))
-        assert deleted.returncode == 0 and 'job.batch.volcano.sh "ci-build-batch" deleted' in deleted.stdout
+        assert deleted.returncode == 0
+        assert 'job.batch.volcano.sh "ci-build-batch" deleted' in deleted.stdout
         dry = kubectl(
             admin, "apply", "-n", "dev", "--dry-run=server", "-f", str(COOKBOOK_DIR / "07-ci-build-batch.yaml")
         )
-        assert dry.returncode == 0 and "created (server dry run)" in dry.stdout, dry.stdout + dry.stderr
+        assert dry.returncode == 0, dry.stderr
+        assert "created (server dry run)" in dry.stdout
         gone = kubectl(admin, "get", "vcjob", "-n", "dev", "ci-build-batch")
-        assert gone.returncode == 1 and "NotFound" in gone.stderr
+        assert gone.returncode == 1
+        assert "NotFound" in gone.stderr
 
         # A stale update is a 409 Conflict.
         current = yaml.safe_load(kubectl(admin, "get", "vcjob", "-n", "dev", "ci-pipeline", "-o", "yaml").stdout)
@@ -170,13 +180,20 @@ def test_kubectl_drives_volcano_kinds(tmp_path: Path) -> None:
         stale["spec"] = {**current["spec"], "maxRetry": 7}
         (tmp_path / "stale.yaml").write_text(yaml.safe_dump(stale))
         conflict = kubectl(admin, "replace", "-f", str(tmp_path / "stale.yaml"))
-        assert conflict.returncode == 1 and "Conflict" in conflict.stderr and "has been modified" in conflict.stderr
+        assert conflict.returncode == 1
+        assert "Conflict" in conflict.stderr
+        assert "has been modified" in conflict.stderr
 
         # Another tenant's namespace is refused; the own one works.
         refused = kubectl(alice, "get", "vcjob", "-n", "data")
-        assert refused.returncode == 1 and "Forbidden" in refused.stderr and 'User "alice"' in refused.stderr
+        assert refused.returncode == 1
+        assert "Forbidden" in refused.stderr
+        assert 'User "alice"' in refused.stderr
         assert kubectl(alice, "delete", "vcjob", "-n", "data", "flink-job").returncode == 1
         own = kubectl(alice, "get", "vcjob")
-        assert own.returncode == 0 and "tf-live" in own.stdout and "flink-job" not in own.stdout
+        assert own.returncode == 0
+        assert "tf-live" in own.stdout
+        assert "flink-job" not in own.stdout
         everywhere = kubectl(alice, "get", "vcjob", "-A")
-        assert "flink-job" not in everywhere.stdout and "ci-pipeline" not in everywhere.stdout
+        assert "flink-job" not in everywhere.stdout
+        assert "ci-pipeline" not in everywhere.stdout
