@@ -59,6 +59,7 @@ check: lint type  ## lint, types, Django system checks and migrations
 
 test: $(STAMP)  ## everything: checks, then the whole pytest suite on PostgreSQL and Redis
 	scripts/ensure-chromium.sh
+	scripts/ensure-kubectl.sh
 	$(MAKE) --no-print-directory check
 	$(WITH_SERVICES) $(BIN)/pytest
 

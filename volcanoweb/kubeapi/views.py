@@ -60,6 +60,12 @@ class StrategicPatchParser(RawBodyParser):
     media_type = patch.STRATEGIC
 
 
+class AnyBodyParser(RawBodyParser):
+    """A body without a Content-Type (some clients send JSON without one): read as JSON or YAML."""
+
+    media_type = "*/*"
+
+
 class MethodNotAllowed(ApiError):
     """405: the verb is not served for this kind (pods, events and namespaces are read-only)."""
 
@@ -71,7 +77,7 @@ class KubeView(ApiView):
     """Base of the Kubernetes-shaped views (no OpenAPI schema of their own in /api/schema/)."""
 
     schema = None
-    parser_classes = [*MANIFEST_PARSERS, MergePatchParser, JsonPatchParser, StrategicPatchParser]
+    parser_classes = [*MANIFEST_PARSERS, MergePatchParser, JsonPatchParser, StrategicPatchParser, AnyBodyParser]
 
 
 def _group_versions() -> list[tuple[str, str]]:
