@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
+from django.core.handlers.asgi import ASGIRequest
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -339,7 +340,8 @@ class ResourceView(KubeView):
                 if query.matches(resource, o, terms)
             }
 
-        stream = watch.events(
+        driver = watch.events if isinstance(request._request, ASGIRequest) else watch.events_sync
+        stream = driver(
             snapshot,
             resource=resource,
             replay=since is None,

@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 
 from volcanoweb.kubeapi import query
 from volcanoweb.kubeapi.registry import KubeResource
@@ -63,9 +62,51 @@ def _fingerprint(obj: dict[str, Any]) -> str:
     return json.dumps(obj, sort_keys=True, default=str)
 
 
-def _snapshot_in_thread(snapshot: Callable[[], dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    close_old_connections()
-    return snapshot()
+class Differ:
+    """Turns successive snapshots ({key: object}) into watch event lines."""
+
+    def __init__(self, resource: KubeResource, *, as_table: bool, bookmarks: bool) -> None:
+        self.resource = resource
+        self.as_table = as_table
+        self.bookmarks = bookmarks
+        self.state: dict[str, dict[str, Any]] = {}
+        self.prints: dict[str, str] = {}
+        self.first = True
+        self.last_bookmark = time.monotonic()
+
+    def _emit(self, kind: str, obj: dict[str, Any]) -> bytes:
+        line = _line(kind, obj, self.resource, self.as_table, self.first)
+        self.first = False
+        return line
+
+    def start(self, state: dict[str, dict[str, Any]], *, replay: bool) -> list[bytes]:
+        """Take the first snapshot; with ``replay`` every object is an ADDED event."""
+        self.state = state
+        self.prints = {key: _fingerprint(obj) for key, obj in state.items()}
+        lines = [self._emit("ADDED", obj) for obj in state.values()] if replay else []
+        if self.bookmarks:
+            lines.append(_line("BOOKMARK", _bookmark(self.resource), self.resource, self.as_table, True))
+        self.last_bookmark = time.monotonic()
+        return lines
+
+    def step(self, current: dict[str, dict[str, Any]]) -> list[bytes]:
+        """Compare the next snapshot with the previous one."""
+        lines = []
+        for key, obj in current.items():
+            mark = _fingerprint(obj)
+            if key not in self.prints:
+                lines.append(self._emit("ADDED", obj))
+            elif self.prints[key] != mark:
+                lines.append(self._emit("MODIFIED", obj))
+            self.prints[key] = mark
+        for key in [k for k in self.prints if k not in current]:
+            lines.append(self._emit("DELETED", self.state.get(key) or {"metadata": {"name": key}}))
+            del self.prints[key]
+        self.state = current
+        if self.bookmarks and time.monotonic() - self.last_bookmark >= BOOKMARK_SECONDS:
+            lines.append(_line("BOOKMARK", _bookmark(self.resource), self.resource, self.as_table, True))
+            self.last_bookmark = time.monotonic()
+        return lines
 
 
 async def events(
@@ -77,36 +118,31 @@ async def events(
     bookmarks: bool,
     as_table: bool,
 ) -> AsyncIterator[bytes]:
-    """Yield watch event lines until ``timeout`` seconds have passed (the client may disconnect earlier)."""
-    read = sync_to_async(_snapshot_in_thread, thread_sensitive=True)
+    """Yield watch event lines until ``timeout`` seconds have passed (ASGI: the client may disconnect earlier)."""
+    read = sync_to_async(snapshot, thread_sensitive=True)
     deadline = time.monotonic() + timeout
-    state = await read(snapshot)
-    prints = {key: _fingerprint(obj) for key, obj in state.items()}
-    first = True
-    if replay:
-        for obj in state.values():
-            yield _line("ADDED", obj, resource, as_table, first)
-            first = False
-    if bookmarks:
-        yield _line("BOOKMARK", _bookmark(resource), resource, as_table, first)
-    last_bookmark = time.monotonic()
+    differ = Differ(resource, as_table=as_table, bookmarks=bookmarks)
+    for line in differ.start(await read(), replay=replay):
+        yield line
     while time.monotonic() < deadline:
         await asyncio.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
-        current = await read(snapshot)
-        for key, obj in current.items():
-            mark = _fingerprint(obj)
-            if key not in prints:
-                yield _line("ADDED", obj, resource, as_table, first)
-                first = False
-            elif prints[key] != mark:
-                yield _line("MODIFIED", obj, resource, as_table, first)
-                first = False
-            prints[key] = mark
-        for key in [k for k in prints if k not in current]:
-            yield _line("DELETED", state.get(key) or {"metadata": {"name": key}}, resource, as_table, first)
-            first = False
-            del prints[key]
-        state = current
-        if bookmarks and time.monotonic() - last_bookmark >= BOOKMARK_SECONDS:
-            yield _line("BOOKMARK", _bookmark(resource), resource, as_table, first)
-            last_bookmark = time.monotonic()
+        for line in differ.step(await read()):
+            yield line
+
+
+def events_sync(
+    snapshot: Callable[[], dict[str, dict[str, Any]]],
+    *,
+    resource: KubeResource,
+    replay: bool,
+    timeout: int,
+    bookmarks: bool,
+    as_table: bool,
+) -> Iterator[bytes]:
+    """The same stream for WSGI servers (one thread per watch)."""
+    deadline = time.monotonic() + timeout
+    differ = Differ(resource, as_table=as_table, bookmarks=bookmarks)
+    yield from differ.start(snapshot(), replay=replay)
+    while time.monotonic() < deadline:
+        time.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
+        yield from differ.step(snapshot())
