@@ -5,9 +5,12 @@ from __future__ import annotations
 import stat
 
 import httpx
+import pytest
 import yaml
 
 from tests.cli.conftest import Vcctl
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 def test_kubeconfig_to_stdout_and_to_a_private_file(vc: Vcctl) -> None:

@@ -24,7 +24,7 @@ from volcanoweb.audit import services as audit
 from volcanoweb.jobs import services as jobs
 from volcanoweb.kubeapi import openapi, patch, query, watch
 from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, RESOURCES, KubeResource
-from volcanoweb.manifests.errors import ApiError, BadRequest, Cause, NotFound, not_found
+from volcanoweb.manifests.errors import ApiError, BadRequest, Cause, Conflict, NotFound, not_found
 from volcanoweb.manifests.parse import parse_documents
 from volcanoweb.tenancy.access import Access, resolve_namespace
 
@@ -41,6 +41,7 @@ SERVER_VERSION = {
 }
 FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 PROPAGATION = ("Background", "Foreground", "Orphan")
+PATCH_ATTEMPTS = 5
 
 
 class MergePatchParser(RawBodyParser):
@@ -512,7 +513,16 @@ class ResourceView(KubeView):
             doc.pop("status", None)
             return apply(access, doc, namespace, mode="update")
 
-        outcome = _run(change, dry_run=dry_run)
+        pinned = isinstance(body, dict) and bool((body.get("metadata") or {}).get("resourceVersion"))
+        for attempt in range(PATCH_ATTEMPTS):
+            try:
+                outcome = _run(change, dry_run=dry_run)
+                break
+            except Conflict:
+                # A controller wrote the object between the read and the write: like the API server, recompute
+                # the patch on the new version (unless the caller pinned a resourceVersion).
+                if pinned or attempt == PATCH_ATTEMPTS - 1:
+                    raise
         return Response(outcome.object, status=status.HTTP_201_CREATED if outcome.action == "created" else 200)
 
     def delete(self, request: Request, **kwargs: Any) -> Response:

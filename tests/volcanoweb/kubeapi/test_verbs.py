@@ -250,3 +250,24 @@ def test_the_rest_api_answers_unchanged_on_shared_core_paths(api) -> None:
     assert kube["kind"] == "PodList"
     assert kube["metadata"]["resourceVersion"]
     assert kube["items"] == []
+
+
+def test_a_patch_is_recomputed_when_a_controller_writes_in_between(api, monkeypatch) -> None:
+    from volcanoweb.kubeapi import views
+
+    _post(api, JOBS, builders.job_manifest("train"))
+    original = views.ResourceView.find
+    calls = []
+
+    def find_then_race(self, access, resource, namespace, name):
+        found = original(self, access, resource, namespace, name)
+        if not calls:  # the job controller bumps the version after the patch read the object
+            Job.objects.filter(name=name).update(resource_version=found.resource_version + 1)
+        calls.append(name)
+        return found
+
+    monkeypatch.setattr(views.ResourceView, "find", find_then_race)
+    patched = _patch(api, f"{JOBS}/train", {"metadata": {"labels": {"a": "1"}}}, "application/merge-patch+json")
+    assert patched.status_code == 200, patched.json()
+    assert len(calls) == 2
+    assert Job.objects.get(name="train").labels == {"a": "1"}
