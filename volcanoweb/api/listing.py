@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
 from volcanoweb.manifests.errors import BadRequest, Cause
 
@@ -93,7 +94,8 @@ def apply_label_selector(queryset: QuerySet[Any], selector: str, field: str = "l
         elif req.op == "!exists":
             queryset = queryset.exclude(**{f"{field}__has_key": req.key})
         else:
-            queryset = queryset.annotate(**{alias: KeyTextTransform(req.key, field)})
+            # Cast: SQLite would otherwise compare the extracted text with JSON_EXTRACT(value) (malformed JSON).
+            queryset = queryset.annotate(**{alias: Cast(KeyTextTransform(req.key, field), TextField())})
             if req.op == "=":
                 queryset = queryset.filter(**{alias: req.values[0]})
             elif req.op == "!=":  # as in Kubernetes, objects without the label match too
