@@ -24,7 +24,7 @@ from volcanoweb.audit import services as audit
 from volcanoweb.jobs import services as jobs
 from volcanoweb.kubeapi import openapi, patch, query, watch
 from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, RESOURCES, KubeResource
-from volcanoweb.manifests.errors import ApiError, BadRequest, Cause, Conflict, NotFound, not_found
+from volcanoweb.manifests.errors import ApiError, BadRequest, Cause, Conflict, Errors, NotFound, invalid, not_found
 from volcanoweb.manifests.parse import parse_documents
 from volcanoweb.tenancy.access import Access, resolve_namespace
 
@@ -593,12 +593,10 @@ class ResourceView(KubeView):
         return options
 
 
-RESOURCES_BY_PLURAL = {r.plural: r for r in RESOURCES if r.group or r.plural in ("pods", "events", "namespaces")}
+RESOURCES_BY_PLURAL = {r.plural: r for r in RESOURCES}
 
 
 def _invalid_update(resource: KubeResource, name: str) -> ApiError:
-    from volcanoweb.manifests.errors import Errors, invalid
-
     errors = Errors()
     errors.add(
         "metadata.resourceVersion",
