@@ -60,6 +60,7 @@ check: lint type  ## lint, types, Django system checks and migrations
 
 test: $(STAMP)  ## everything: checks, the whole pytest suite on PostgreSQL and Redis, then the SQLite pass
 	scripts/ensure-chromium.sh
+	scripts/ensure-kubectl.sh
 	$(MAKE) --no-print-directory check
 	$(WITH_SERVICES) $(BIN)/pytest
 	$(MAKE) --no-print-directory test-sqlite

@@ -205,6 +205,13 @@ PERIODIC_QUEUE = "periodic"
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {task: {"queue": PERIODIC_QUEUE} for _name, task, _period in PERIODIC_TASKS}
 MAX_MANIFEST_BYTES = env_int("MAX_MANIFEST_BYTES", 1_048_576, minimum=1024)
+# The Kubernetes-shaped API (docs/kubernetes-api.md): kubectl sends tokens only over HTTPS. The embedded server
+# listens on HTTPS_PORT (default PORT+443; 0 = no HTTPS) with a self-signed certificate under TLS_DIR;
+# KUBE_API_URL is the server URL written into generated kubeconfigs (default: that HTTPS listener).
+_HTTPS_PORT = env_int("HTTPS_PORT", -1, minimum=-1)
+HTTPS_PORT: int | None = None if _HTTPS_PORT < 0 else _HTTPS_PORT
+TLS_DIR = Path(env_str("TLS_DIR", str(VAR_DIR / "tls")))
+KUBE_API_URL = env_str("KUBE_API_URL", "")
 
 # --- auth, i18n, static ----------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

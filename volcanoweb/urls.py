@@ -11,8 +11,9 @@ urlpatterns = [
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
-    path("", include("volcanoweb.clusters.urls")),
+    path("", include("volcanoweb.clusters.urls")),  # first: its pod actions (/exit, /evict) are not subresources
     path("", include("volcanoweb.insights.urls")),
+    path("", include("volcanoweb.kubeapi.urls")),  # before the REST API: shares core /api/v1 paths
     path("", include("volcanoweb.api.urls")),
     path("", include("volcanoweb.dashboard.urls")),
 ]

@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from volcanoweb.cli import cronjobs, jobs, manifests, queues, session, sim, workflows
+from volcanoweb.cli import cronjobs, jobs, kubeconfig, manifests, queues, session, sim, workflows
 from volcanoweb.cli.context import Context
 from volcanoweb.cli.errors import EXIT_SERVER, EXIT_USAGE, CliError
 from volcanoweb.cli.output import FORMATS
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     manifests.register(sub, common)
     sim.register(sub, common)
     session.register(sub, common)
+    kubeconfig.register(sub, common)
     return parser
 
 

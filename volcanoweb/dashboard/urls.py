@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from volcanoweb.dashboard.views import cluster, common, jobs, logs, overview, queues, submit, workflows
+from volcanoweb.dashboard.views import cluster, common, jobs, kubeconfig, logs, overview, queues, submit, workflows
 
 app_name = "dashboard"
 
@@ -15,6 +15,7 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tenant/", common.switch_tenant, name="switch-tenant"),
+    path("kubeconfig/", kubeconfig.download, name="kubeconfig"),
     path("", overview.overview, name="overview"),
     path("queues/", queues.queue_list, name="queues"),
     path("queues/<slug:name>/usage/", queues.queue_usage, name="queue-usage"),

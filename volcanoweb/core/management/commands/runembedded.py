@@ -21,6 +21,13 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-seed", action="store_true", help="do not create the demo data")
+        parser.add_argument(
+            "--https-port",
+            type=int,
+            default=None,
+            help="HTTPS port for kubectl (self-signed certificate under var/tls; default $HTTPS_PORT or PORT+443;"
+            " 0 = none)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         from daphne.endpoints import build_endpoint_description_strings
@@ -42,6 +49,17 @@ class Command(BaseCommand):
             runner.start()
         host, port = options["host"], options["port"]
         url = f"http://{host}:{port}/"
+        https_port = options["https_port"]
+        if https_port is None:
+            https_port = settings.HTTPS_PORT if settings.HTTPS_PORT is not None else port + 443
+        endpoints = build_endpoint_description_strings(host=host, port=port)
+        if https_port and https_port < 65536:
+            from volcanoweb.core.tls import ensure_self_signed, https_endpoint
+
+            cert, key = ensure_self_signed(settings.TLS_DIR, (host, "127.0.0.1", "localhost"))
+            endpoints.append(https_endpoint(host, https_port, cert, key))
+            settings.HTTPS_PORT = https_port  # generated kubeconfigs point at this listener
+            url += f" (kubectl: https://{host}:{https_port}, see `vcctl kubeconfig`)"
 
         def ready() -> None:
             self.stdout.write(self.style.SUCCESS(f"volcanoweb is up at {url}"))
@@ -55,7 +73,7 @@ class Command(BaseCommand):
         try:
             Server(
                 application=application,
-                endpoints=build_endpoint_description_strings(host=host, port=port),
+                endpoints=endpoints,
                 ready_callable=ready,
                 verbosity=0,
                 application_close_timeout=5,

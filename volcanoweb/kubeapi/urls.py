@@ -1,0 +1,79 @@
+"""URLs of the Kubernetes-shaped API: /api, /api/v1 (core, shared with the REST API), /apis, /version, /openapi.
+
+Include this before the REST API's urlconf: the core paths the REST API also serves are dispatched per
+request (``views.core_dispatch``).
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from volcanoweb.api import views as rest
+from volcanoweb.kubeapi import views
+
+app_name = "kubeapi"
+
+resource = views.ResourceView.as_view()
+
+
+def _core(plural: str, rest_view: object) -> object:
+    return views.core_dispatch(resource, rest_view)  # type: ignore[arg-type]
+
+
+_NS = "api/v1/namespaces/<str:namespace>"
+_G = "apis/<str:group>/<str:version>"
+
+urlpatterns = [
+    path("version", views.VersionView.as_view(), name="version"),
+    path("openapi/v2", views.OpenAPIV2View.as_view(), name="openapi-v2"),
+    path("openapi/v3", views.OpenAPIV3RootView.as_view(), name="openapi-v3"),
+    path("openapi/v3/api/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-core"),
+    path("openapi/v3/apis/<str:group>/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-group"),
+    path("api", views.APIVersionsView.as_view(), name="api-versions"),
+    path("api/v1", views.APIResourceListView.as_view(), {"version": "v1"}, name="core-resources"),
+    path("api/v1/kubeconfig", views.KubeconfigView.as_view(), name="kubeconfig"),
+    # core v1, shared with the REST API
+    path(
+        "api/v1/namespaces",
+        _core("namespaces", rest.NamespaceListView.as_view()),
+        {"plural": "namespaces"},
+        name="namespaces",
+    ),
+    path("api/v1/namespaces/<str:name>", resource, {"plural": "namespaces"}, name="namespace"),
+    path(
+        f"{_NS}/pods",
+        _core("pods", rest.NamespacedCollectionView.as_view(resource_name="pods")),
+        {"plural": "pods"},
+        name="pods",
+    ),
+    path(
+        f"{_NS}/pods/<str:name>",
+        _core("pods", rest.NamespacedObjectView.as_view(resource_name="pods")),
+        {"plural": "pods"},
+        name="pod",
+    ),
+    path(f"{_NS}/pods/<str:name>/<str:subresource>", resource, {"plural": "pods"}, name="pod-subresource"),
+    path(
+        f"{_NS}/events",
+        _core("events", rest.NamespacedEventListView.as_view()),
+        {"plural": "events"},
+        name="events",
+    ),
+    path(f"{_NS}/events/<str:name>", resource, {"plural": "events"}, name="event"),
+    path("api/v1/pods", _core("pods", rest.AllNamespacesView.as_view(resource_name="pods")), {"plural": "pods"}),
+    path("api/v1/events", _core("events", rest.EventListView.as_view()), {"plural": "events"}),
+    # API groups
+    path("apis", views.APIGroupListView.as_view(), name="groups"),
+    path("apis/<str:group>", views.APIGroupView.as_view(), name="group"),
+    path(_G, views.APIResourceListView.as_view(), name="group-resources"),
+    path(f"{_G}/namespaces/<str:namespace>/<str:plural>", resource, name="namespaced-collection"),
+    path(f"{_G}/namespaces/<str:namespace>/<str:plural>/<str:name>", resource, name="namespaced-object"),
+    path(
+        f"{_G}/namespaces/<str:namespace>/<str:plural>/<str:name>/<str:subresource>",
+        resource,
+        name="namespaced-subresource",
+    ),
+    path(f"{_G}/<str:plural>", resource, name="collection"),
+    path(f"{_G}/<str:plural>/<str:name>", resource, name="object"),
+    path(f"{_G}/<str:plural>/<str:name>/<str:subresource>", resource, name="subresource"),
+]

@@ -1,0 +1,659 @@
+"""The Kubernetes API shape for the kinds volcanoweb owns: discovery, version, OpenAPI and resource verbs.
+
+Thin adapters like the REST API's: authenticate (tokens or session), authorize through the tenancy
+helpers, call one service per write, render. Errors are ``Status`` bodies (the API's exception handler).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from django.core.handlers.asgi import ASGIRequest
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from volcanoweb.api.base import MANIFEST_PARSERS, ApiView, RawBodyParser
+from volcanoweb.api.listing import apply_label_selector, clean_text, paginate
+from volcanoweb.audit import services as audit
+from volcanoweb.jobs import services as jobs
+from volcanoweb.kubeapi import openapi, patch, query, watch
+from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, RESOURCES, KubeResource
+from volcanoweb.manifests.errors import ApiError, BadRequest, Cause, Conflict, Errors, NotFound, invalid, not_found
+from volcanoweb.manifests.parse import parse_documents
+from volcanoweb.tenancy.access import Access, resolve_namespace
+
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0-volcanoweb",
+    "gitCommit": "volcanoweb",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "python",
+    "compiler": "cpython",
+    "platform": "linux/amd64",
+}
+FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+PROPAGATION = ("Background", "Foreground", "Orphan")
+PATCH_ATTEMPTS = 5
+
+
+class MergePatchParser(RawBodyParser):
+    """``application/merge-patch+json``."""
+
+    media_type = patch.MERGE
+
+
+class JsonPatchParser(RawBodyParser):
+    """``application/json-patch+json``."""
+
+    media_type = patch.JSON_PATCH
+
+
+class StrategicPatchParser(RawBodyParser):
+    """``application/strategic-merge-patch+json``."""
+
+    media_type = patch.STRATEGIC
+
+
+class AnyBodyParser(RawBodyParser):
+    """A body without a Content-Type (some clients send JSON without one): read as JSON or YAML."""
+
+    media_type = "*/*"
+
+
+class MethodNotAllowed(ApiError):
+    """405: the verb is not served for this kind (pods, events and namespaces are read-only)."""
+
+    code = 405
+    reason = "MethodNotAllowed"
+
+
+class KubeView(ApiView):
+    """Base of the Kubernetes-shaped views (no OpenAPI schema of their own in /api/schema/)."""
+
+    schema = None
+    parser_classes = [*MANIFEST_PARSERS, MergePatchParser, JsonPatchParser, StrategicPatchParser, AnyBodyParser]
+
+
+def _group_versions() -> list[tuple[str, str]]:
+    return sorted({key for key in BY_GROUP_VERSION if key[0]})
+
+
+def _group_body(group: str) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{g}/{v}", "version": v} for g, v in _group_versions() if g == group]
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": versions,
+        "preferredVersion": versions[0],
+    }
+
+
+def _resource_list(group: str, version: str) -> dict[str, Any]:
+    resources: list[dict[str, Any]] = []
+    for resource in BY_GROUP_VERSION[(group, version)].values():
+        entry: dict[str, Any] = {
+            "name": resource.plural,
+            "singularName": resource.singular,
+            "namespaced": resource.info.namespaced,
+            "kind": resource.info.kind,
+            "verbs": resource.verbs,
+        }
+        if resource.short_names:
+            entry["shortNames"] = list(resource.short_names)
+        if resource.categories:
+            entry["categories"] = list(resource.categories)
+        resources.append(entry)
+        if resource.model is not None and resource.plural not in ("events", "namespaces", "commands"):
+            resources.append(
+                {
+                    "name": f"{resource.plural}/status",
+                    "singularName": "",
+                    "namespaced": resource.info.namespaced,
+                    "kind": resource.info.kind,
+                    "verbs": ["get"],
+                }
+            )
+    group_version = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+class APIVersionsView(KubeView):
+    """``/api``: the core group's versions."""
+
+    def get(self, request: Request) -> Response:
+        address = request.get_host()
+        return Response(
+            {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+            }
+        )
+
+
+class APIGroupListView(KubeView):
+    """``/apis``: the Volcano groups and scheduling.k8s.io."""
+
+    def get(self, request: Request) -> Response:
+        groups = sorted({g for g, _ in _group_versions()})
+        return Response({"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_body(g) for g in groups]})
+
+
+class APIGroupView(KubeView):
+    """``/apis/{group}``."""
+
+    def get(self, request: Request, group: str) -> Response:
+        if not any(g == group for g, _ in _group_versions()):
+            raise NotFound(f"the server could not find the requested resource (group {group})")
+        return Response(_group_body(group))
+
+
+class APIResourceListView(KubeView):
+    """``/api/v1`` and ``/apis/{group}/{version}``: the resources with verbs, short names and categories."""
+
+    def get(self, request: Request, version: str, group: str = "") -> Response:
+        if (group, version) not in BY_GROUP_VERSION:
+            raise NotFound(f"the server could not find the requested resource ({group}/{version})")
+        return Response(_resource_list(group, version))
+
+
+class VersionView(KubeView):
+    """``/version``: what ``kubectl version`` prints for the server."""
+
+    def get(self, request: Request) -> Response:
+        return Response(SERVER_VERSION)
+
+
+class OpenAPIV2View(KubeView):
+    """``/openapi/v2``: a Swagger 2.0 document with a path per verb (JSON only)."""
+
+    def get(self, request: Request) -> Response:
+        return Response(openapi.v2_document())
+
+
+class OpenAPIV3RootView(KubeView):
+    """``/openapi/v3``: the list of group-version documents."""
+
+    def get(self, request: Request) -> Response:
+        return Response(openapi.v3_root())
+
+
+class OpenAPIV3GroupView(KubeView):
+    """``/openapi/v3/apis/{group}/{version}`` and ``/openapi/v3/api/v1``."""
+
+    def get(self, request: Request, version: str, group: str = "") -> Response:
+        if (group, version) not in BY_GROUP_VERSION:
+            raise NotFound(f"the server could not find the requested resource ({group}/{version})")
+        return Response(openapi.v3_document(group, version))
+
+
+def _dry_run(request: Request) -> bool:
+    values = request.query_params.getlist("dryRun")
+    for value in values:
+        if value not in ("All", ""):
+            raise BadRequest(
+                f"invalid dryRun {value!r}: supported values: All",
+                causes=[
+                    Cause("dryRun", f'Unsupported value: "{value}": supported values: "All"', "FieldValueNotSupported")
+                ],
+            )
+    return "All" in values
+
+
+def _field_validation(request: Request) -> str:
+    value = request.query_params.get("fieldValidation") or "Strict"
+    if value not in FIELD_VALIDATION:
+        raise BadRequest(
+            f"invalid fieldValidation {value!r}: supported values: Ignore, Warn, Strict",
+            causes=[Cause("fieldValidation", f'Unsupported value: "{value}"', "FieldValueNotSupported")],
+        )
+    return value
+
+
+def _success(resource: KubeResource, name: str, uid: str = "") -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name, "group": resource.group, "kind": resource.plural}
+    if uid:
+        details["uid"] = uid
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+def _run(call: Callable[[], Any], *, dry_run: bool) -> Any:
+    """Run one service call in a transaction; a dry run is rolled back and leaves no audit entry."""
+    try:
+        with transaction.atomic():
+            result = call()
+            if dry_run:
+                transaction.set_rollback(True)
+    except Exception:
+        audit.discard_changes()
+        raise
+    if dry_run:
+        audit.discard_changes()
+    return result
+
+
+class ResourceView(KubeView):
+    """Every verb on ``/apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/status]]`` (and core ``/api/v1``)."""
+
+    group = ""
+    version = "v1"
+
+    # -- lookups -------------------------------------------------------------------------------------------------
+
+    def resource(self, group: str, version: str, plural: str) -> KubeResource:
+        found = BY_GROUP_VERSION.get((group, version), {}).get(plural)
+        if found is None:
+            where = f"{group}/{version}" if group else version
+            raise NotFound(f"the server could not find the requested resource ({plural}.{where})")
+        return found
+
+    def scoped(self, access: Access, resource: KubeResource, namespace: str | None, verb: str) -> Any:
+        if namespace is not None and not resource.info.namespaced:
+            raise NotFound(f"the server could not find the requested resource ({resource.plural} is cluster-scoped)")
+        if namespace is not None:
+            resolve_namespace(access, namespace, verb, resource.info)
+        queryset = resource.base(access)
+        if namespace is not None:
+            queryset = queryset.filter(**{resource.namespace_field: namespace})
+        return queryset
+
+    def find(self, access: Access, resource: KubeResource, namespace: str | None, name: str) -> Any:
+        if resource.info.namespaced and namespace is None:
+            raise NotFound(f"the server could not find the requested resource ({resource.plural} is namespaced)")
+        queryset = self.scoped(access, resource, namespace, "get")
+        if resource.plural in ("events", "commands"):
+            for obj in queryset.order_by("-pk")[:5000]:
+                if resource.render(obj)["metadata"]["name"] == name:
+                    return obj
+            obj = None
+        else:
+            obj = queryset.filter(name=name).first()
+        if obj is None:
+            raise not_found(resource.info.qualified_resource, name, resource.info.kind, resource.group)
+        return obj
+
+    def kwargs_of(self, kwargs: dict[str, Any]) -> tuple[KubeResource, str | None, str | None, str | None]:
+        group, version = kwargs.get("group", self.group), kwargs.get("version", self.version)
+        resource = self.resource(group, version, kwargs["plural"])
+        return resource, kwargs.get("namespace"), kwargs.get("name"), kwargs.get("subresource")
+
+    # -- reads ---------------------------------------------------------------------------------------------------
+
+    def get(self, request: Request, **kwargs: Any) -> HttpResponse:
+        resource, namespace, name, subresource = self.kwargs_of(kwargs)
+        access = self.access(request)
+        params = request.query_params
+        if params.get("watch") in ("1", "true", "True"):
+            return self.watch(request, access, resource, namespace, name)
+        if name is not None:
+            if subresource not in (None, "status"):
+                raise NotFound(f"the server could not find the requested resource ({resource.plural}/{subresource})")
+            obj = resource.render(self.find(access, resource, namespace, name))
+            if query.wants_table(request.headers.get("Accept", "")):
+                return Response(query.table(resource, [obj], {"resourceVersion": query.list_version()}))
+            return Response(obj)
+        terms = query.parse_field_selector(resource, clean_text(params.get("fieldSelector"), "fieldSelector", 2000))
+        queryset = self.scoped(access, resource, namespace, "list")
+        queryset = query.filter_fields(resource, queryset, terms)
+        selector = clean_text(params.get("labelSelector"), "labelSelector", 2000)
+        if selector and resource.labels:
+            queryset = apply_label_selector(queryset, selector)
+        items, meta = paginate(queryset.order_by(*resource.order), params)
+        objects = [o for o in (resource.render(obj) for obj in items) if query.matches(resource, o, terms)]
+        meta["resourceVersion"] = query.list_version()
+        if query.wants_table(request.headers.get("Accept", "")):
+            return Response(query.table(resource, objects, meta))
+        list_version = resource.info.api_version
+        return Response(
+            {"apiVersion": list_version, "kind": f"{resource.info.kind}List", "metadata": meta, "items": objects}
+        )
+
+    def watch(
+        self, request: Request, access: Access, resource: KubeResource, namespace: str | None, name: str | None
+    ) -> HttpResponse:
+        params = request.query_params
+        selector = clean_text(params.get("fieldSelector"), "fieldSelector", 2000) or ""
+        if name is not None:
+            selector = ",".join(s for s in (selector, f"metadata.name={name}") if s)
+        terms = query.parse_field_selector(resource, selector)
+        label_selector = clean_text(params.get("labelSelector"), "labelSelector", 2000)
+        since = query.check_watch_version(clean_text(params.get("resourceVersion"), "resourceVersion", 40))
+        timeout = watch.timeout_seconds(params.get("timeoutSeconds"))
+        self.scoped(access, resource, namespace, "watch")  # authorization before the stream starts
+
+        def snapshot() -> dict[str, dict[str, Any]]:
+            queryset = query.filter_fields(resource, self.scoped(access, resource, namespace, "watch"), terms)
+            if label_selector and resource.labels:
+                queryset = apply_label_selector(queryset, label_selector)
+            objects = (resource.render(obj) for obj in queryset.order_by(*resource.order)[: watch.MAX_OBJECTS])
+            return {
+                o["metadata"].get("uid") or o["metadata"]["name"]: o
+                for o in objects
+                if query.matches(resource, o, terms)
+            }
+
+        driver = watch.events if isinstance(request._request, ASGIRequest) else watch.events_sync
+        stream = driver(
+            snapshot,
+            resource=resource,
+            replay=since is None,
+            timeout=timeout,
+            bookmarks=params.get("allowWatchBookmarks") in ("true", "1"),
+            as_table=query.wants_table(request.headers.get("Accept", "")),
+        )
+        response = StreamingHttpResponse(stream, content_type="application/json")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"
+        return response
+
+    # -- writes --------------------------------------------------------------------------------------------------
+
+    def writable(self, resource: KubeResource, verb: str) -> None:
+        if resource.plural == "commands" and verb == "create":
+            return
+        if not resource.writable:
+            raise MethodNotAllowed(
+                f'{resource.info.qualified_resource} is read-only here: the verb "{verb}" is not supported',
+                kind=resource.info.kind,
+                group=resource.group,
+            )
+
+    def one_document(self, request: Request, resource: KubeResource) -> dict[str, Any]:
+        documents = parse_documents(self.body(request))
+        if len(documents) != 1:
+            raise BadRequest(f"expected exactly one {resource.info.kind} object, got {len(documents)}")
+        doc = documents[0]
+        if doc.get("kind") != resource.info.kind or doc.get("apiVersion") != resource.info.api_version:
+            raise BadRequest(
+                f"the API version in the data ({doc.get('apiVersion')}) and kind ({doc.get('kind')}) do not match "
+                f"the URL ({resource.info.api_version}, {resource.info.kind})",
+                causes=[Cause("kind", f"Invalid value: {doc.get('kind')!r}")],
+            )
+        return doc
+
+    def identity(self, doc: dict[str, Any], resource: KubeResource, namespace: str | None, name: str | None) -> None:
+        meta = doc.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
+            doc["metadata"] = meta
+        if namespace is not None and meta.get("namespace") not in (None, "", namespace):
+            raise BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request",
+                causes=[Cause("metadata.namespace", f"Invalid value: {meta.get('namespace')!r}")],
+            )
+        if resource.info.namespaced and namespace is not None:
+            meta["namespace"] = namespace
+        if name is not None and meta.get("name") not in (None, "", name):
+            raise BadRequest(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})",
+                causes=[Cause("metadata.name", f"Invalid value: {meta.get('name')!r}")],
+            )
+        if name is not None:
+            meta["name"] = name
+
+    def post(self, request: Request, **kwargs: Any) -> Response:
+        resource, namespace, name, _ = self.kwargs_of(kwargs)
+        if name is not None:
+            raise MethodNotAllowed("POST is not supported on an object; use PUT or PATCH")
+        self.writable(resource, "create")
+        _field_validation(request)
+        dry_run = _dry_run(request)
+        access = self.access(request)
+        doc = self.one_document(request, resource)
+        self.identity(doc, resource, namespace, None)
+        if resource.plural == "commands":
+            return Response(self.create_command(access, doc, namespace, dry_run), status=status.HTTP_201_CREATED)
+        assert resource.apply is not None
+        outcome = _run(lambda: resource.apply(access, doc, namespace, mode="create"), dry_run=dry_run)
+        return Response(outcome.object, status=status.HTTP_201_CREATED)
+
+    def create_command(self, access: Access, doc: dict[str, Any], namespace: str | None, dry_run: bool) -> Any:
+        target = doc.get("target")
+        if not isinstance(target, dict) or target.get("kind", "Job") != "Job" or not target.get("name"):
+            raise BadRequest(
+                "a Command needs target.kind Job and target.name (queue commands: use the Queue's state)",
+                causes=[Cause("target", "Required value: a Job reference", "FieldValueRequired")],
+            )
+        reason, message = doc.get("reason") or "", doc.get("message") or ""
+        if not isinstance(reason, str) or not isinstance(message, str):
+            raise BadRequest("reason and message must be strings", causes=[Cause("reason", "Invalid value")])
+        assert namespace is not None
+        command = _run(
+            lambda: jobs.issue_job_command(access, namespace, str(target["name"]), doc.get("action"), reason, message),
+            dry_run=dry_run,
+        )
+        return RESOURCES_BY_PLURAL["commands"].render(command)
+
+    def put(self, request: Request, **kwargs: Any) -> Response:
+        resource, namespace, name, subresource = self.kwargs_of(kwargs)
+        self.writable(resource, "update")
+        if name is None:
+            raise MethodNotAllowed("PUT needs an object name")
+        if subresource is not None:
+            raise MethodNotAllowed(f"the {subresource} subresource is read-only: the controllers own it")
+        _field_validation(request)
+        dry_run = _dry_run(request)
+        access = self.access(request)
+        doc = self.one_document(request, resource)
+        self.identity(doc, resource, namespace, name)
+        if not doc["metadata"].get("resourceVersion"):
+            # Kubernetes requires a resourceVersion on an update of a custom resource.
+            raise _invalid_update(resource, name)
+        assert resource.apply is not None
+        outcome = _run(lambda: resource.apply(access, doc, namespace, mode="update"), dry_run=dry_run)
+        return Response(outcome.object)
+
+    def patch(self, request: Request, **kwargs: Any) -> Response:
+        resource, namespace, name, subresource = self.kwargs_of(kwargs)
+        self.writable(resource, "patch")
+        if name is None:
+            raise MethodNotAllowed("PATCH needs an object name")
+        if subresource is not None:
+            raise MethodNotAllowed(f"the {subresource} subresource is read-only: the controllers own it")
+        _field_validation(request)
+        dry_run = _dry_run(request)
+        access = self.access(request)
+        content_type = (request.content_type or "").split(";")[0].strip()
+        if content_type not in patch.PATCH_TYPES:
+            raise patch.UnsupportedMediaType(
+                f"the body of a PATCH must be one of {', '.join(patch.PATCH_TYPES)}; got {content_type or 'none'}"
+            )
+        raw = self.body(request)
+        body = _load_patch(raw, content_type)
+        assert resource.apply is not None
+        apply = resource.apply
+
+        def change() -> Any:
+            try:
+                current: dict[str, Any] | None = resource.render(self.find(access, resource, namespace, name))
+            except NotFound:
+                if content_type != patch.APPLY:
+                    raise
+                current = None
+            if content_type == patch.APPLY:
+                if not request.query_params.get("fieldManager"):
+                    raise BadRequest(
+                        "fieldManager is required for apply requests",
+                        causes=[Cause("fieldManager", "Required value", "FieldValueRequired")],
+                    )
+                if not isinstance(body, dict):
+                    raise BadRequest("an apply patch must be one object")
+                doc = dict(body)
+                self.identity(doc, resource, namespace, name)
+                if current is not None:
+                    doc["metadata"] = {**doc["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}
+                    return apply(access, doc, namespace, mode="update")
+                return apply(access, doc, namespace, mode="create")
+            assert current is not None
+            before_version = current["metadata"]["resourceVersion"]
+            if content_type == patch.JSON_PATCH:
+                doc = patch.json_patch(current, body)
+            else:
+                if not isinstance(body, dict):
+                    raise BadRequest("a merge patch must be a JSON object")
+                doc = patch.merge_patch(current, body)
+            if not isinstance(doc, dict):
+                raise BadRequest("the patched object is not an object")
+            self.identity(doc, resource, namespace, name)
+            meta = doc["metadata"]
+            # A patch that names no resourceVersion applies to the version it was computed from.
+            if isinstance(body, dict) and not (body.get("metadata") or {}).get("resourceVersion"):
+                meta["resourceVersion"] = before_version
+            for key in ("uid", "creationTimestamp", "generation"):
+                meta.pop(key, None)
+            doc.pop("status", None)
+            return apply(access, doc, namespace, mode="update")
+
+        pinned = isinstance(body, dict) and bool((body.get("metadata") or {}).get("resourceVersion"))
+        for attempt in range(PATCH_ATTEMPTS):
+            try:
+                outcome = _run(change, dry_run=dry_run)
+                break
+            except Conflict:
+                # A controller wrote the object between the read and the write: like the API server, recompute
+                # the patch on the new version (unless the caller pinned a resourceVersion).
+                if pinned or attempt == PATCH_ATTEMPTS - 1:
+                    raise
+        return Response(outcome.object, status=status.HTTP_201_CREATED if outcome.action == "created" else 200)
+
+    def delete(self, request: Request, **kwargs: Any) -> Response:
+        resource, namespace, name, subresource = self.kwargs_of(kwargs)
+        self.writable(resource, "delete")
+        if subresource is not None:
+            raise MethodNotAllowed(f"cannot delete the {subresource} subresource")
+        dry_run = _dry_run(request)
+        access = self.access(request)
+        options = self.delete_options(request)
+        if options.get("propagationPolicy") == "Orphan":
+            raise BadRequest(
+                "propagationPolicy Orphan is not supported: a Volcano job's pods and PodGroup go with it",
+                causes=[Cause("propagationPolicy", 'Unsupported value: "Orphan"', "FieldValueNotSupported")],
+            )
+        assert resource.delete is not None
+        remove = resource.delete
+        if name is not None:
+            obj = self.find(access, resource, namespace, name)
+            outcome = _run(lambda: remove(access, namespace, name), dry_run=dry_run)
+            if outcome.object.get("metadata", {}).get("deletionTimestamp"):
+                return Response(outcome.object)
+            return Response(_success(resource, name, str(getattr(obj, "uid", ""))))
+        # deletecollection
+        queryset = self.scoped(access, resource, namespace, "deletecollection")
+        terms = query.parse_field_selector(
+            resource, clean_text(request.query_params.get("fieldSelector"), "fieldSelector", 2000)
+        )
+        queryset = query.filter_fields(resource, queryset, terms)
+        selector = clean_text(request.query_params.get("labelSelector"), "labelSelector", 2000)
+        if selector:
+            queryset = apply_label_selector(queryset, selector)
+        targets = [(getattr(o, "namespace", None), o.name) for o in queryset.order_by(*resource.order)]
+
+        def remove_all() -> list[dict[str, Any]]:
+            return [remove(access, ns, obj_name).object for ns, obj_name in targets]
+
+        removed = _run(remove_all, dry_run=dry_run)
+        meta = {"resourceVersion": query.list_version()}
+        return Response(
+            {
+                "apiVersion": resource.info.api_version,
+                "kind": f"{resource.info.kind}List",
+                "metadata": meta,
+                "items": removed,
+            }
+        )
+
+    def delete_options(self, request: Request) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        raw = self.body(request)
+        if raw.strip():
+            try:
+                loaded = yaml.safe_load(raw.decode("utf-8"))
+            except (yaml.YAMLError, UnicodeDecodeError):
+                raise BadRequest("the body of a DELETE must be DeleteOptions (JSON)") from None
+            if isinstance(loaded, dict):
+                options.update(loaded)
+        policy = request.query_params.get("propagationPolicy")
+        if policy:
+            options["propagationPolicy"] = policy
+        value = options.get("propagationPolicy")
+        if value is not None and value not in PROPAGATION:
+            raise BadRequest(
+                f"invalid propagationPolicy {value!r}: supported values: Background, Foreground, Orphan",
+                causes=[Cause("propagationPolicy", f"Unsupported value: {value!r}", "FieldValueNotSupported")],
+            )
+        return options
+
+
+RESOURCES_BY_PLURAL = {r.plural: r for r in RESOURCES}
+
+
+def _invalid_update(resource: KubeResource, name: str) -> ApiError:
+    errors = Errors()
+    errors.add(
+        "metadata.resourceVersion",
+        "Invalid value: 0x0: must be specified for an update",
+        "FieldValueInvalid",
+    )
+    return invalid(resource.info.kind, resource.group, name, errors)
+
+
+def _load_patch(raw: bytes, content_type: str) -> Any:
+    if not raw.strip():
+        raise BadRequest("the PATCH body is empty", causes=[Cause("", "Required value", "FieldValueRequired")])
+    if content_type == patch.APPLY:
+        documents = parse_documents(raw)
+        if len(documents) != 1:
+            raise BadRequest("an apply patch must be exactly one object")
+        return documents[0]
+    try:
+        text = raw.decode("utf-8")
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, UnicodeDecodeError):
+        raise BadRequest("the PATCH body is not valid JSON") from None
+
+
+# The core v1 paths that the REST API also serves (``/api/v1/namespaces``, ``.../pods``, ``.../events``): a
+# request that uses a Kubernetes-only feature (watch, Table output, fieldSelector, resourceVersion) goes to the
+# Kubernetes view; others keep the REST API's answers (already Kubernetes lists), so both clients work.
+
+
+def is_kube_request(request: HttpRequest) -> bool:
+    """Return True when a request on a shared core path needs the Kubernetes view."""
+    params = request.GET
+    if any(key in params for key in ("watch", "fieldSelector", "resourceVersion", "timeoutSeconds")):
+        return True
+    return query.wants_table(request.headers.get("Accept", ""))
+
+
+def core_dispatch(kube: Callable[..., HttpResponse], rest: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Return a view that sends Kubernetes-only requests to ``kube`` and the others to ``rest``."""
+
+    @csrf_exempt
+    def view(request: HttpRequest, **kwargs: Any) -> HttpResponse:
+        if is_kube_request(request):
+            return kube(request, **kwargs)
+        rest_kwargs = {k: v for k, v in kwargs.items() if k in ("namespace", "name")}
+        return rest(request, **rest_kwargs)
+
+    return view
+
+
+class KubeconfigView(KubeView):
+    """``POST /api/v1/kubeconfig``: a kubeconfig for the caller with a new token (``?name=`` names the token);
+    JSON, or YAML with ``Accept: application/yaml``."""
+
+    def post(self, request: Request) -> Response:
+        from volcanoweb.kubeapi import kubeconfig
+
+        name = clean_text(request.query_params.get("name"), "name", 100) or "kubeconfig"
+        config, _ = kubeconfig.build(request._request, request.user, token_name=name)
+        return Response(config, status=status.HTTP_201_CREATED)
