@@ -133,7 +133,7 @@ def matches(resource: KubeResource, obj: dict[str, Any], terms: list[FieldRequir
 
 
 def list_version() -> str:
-    """Return the resourceVersion of a list: the server clock in milliseconds (docs/adr/0008-kubernetes-api.md)."""
+    """Return the resourceVersion of a list: the server clock in milliseconds (docs/adr/0013-kubernetes-api.md)."""
     return str(time.time_ns() // 1_000_000)
 
 

@@ -3,7 +3,7 @@
 The stream compares snapshots of the watched objects (scoped and filtered like a list) every
 :data:`POLL_SECONDS`, so it sees every writer (services, controllers, the scheduler's bulk updates)
 in both modes without a change feed: the database is the one source of truth. See
-docs/adr/0008-kubernetes-api.md for how resourceVersions relate to this.
+docs/adr/0013-kubernetes-api.md for how resourceVersions relate to this.
 """
 
 from __future__ import annotations
