@@ -10,7 +10,7 @@ import yaml
 
 from tests.cli.conftest import Vcctl
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_kubeconfig_to_stdout_and_to_a_private_file(vc: Vcctl) -> None:
