@@ -342,7 +342,7 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
     st = _POD_STATUS[phase]
     if st == TaskStatus.PENDING and node:
         st = TaskStatus.BOUND
-    if meta.get("deletionTimestamp") and st in (TaskStatus.BOUND, TaskStatus.RUNNING):
+    if meta.get("deletionTimestamp") and st in (TaskStatus.PENDING, TaskStatus.BOUND, TaskStatus.RUNNING):
         st = TaskStatus.RELEASING
     pre = _flag(ann.get(PREEMPTABLE))
     if pre is None:
