@@ -28,7 +28,9 @@ no ``default``/``root`` queue is added unless the case lists it.
 ``expect`` follows ``uthelper.TestCommonStruct.CheckAll``: ``binds`` is the exact bind map
 (unless ``bind_num`` alone is given, Go's ``MinimalBindCheck``), ``evicted`` the exact multiset
 of evicted pods, ``pipelined`` maps a job to the nodes its pipelined pods may sit on (at least
-one must be pipelined), ``status`` the PodGroup phases after the session.
+one must be pipelined), ``status`` the PodGroup phases after the session. ``scores`` (for Go tests that call
+``ssn.NodeOrderFn(task, node)`` on a freshly opened session) maps ``ns/pod`` to the expected
+node-order score on each node; it is compared with ``Session.node_scores`` before any action.
 
 A case we decide differently carries ``deviation: <reason>`` and ``ours:`` (our outcome, same
 keys as ``expect``): the test then asserts our outcome exactly and that it differs from
@@ -42,12 +44,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from scheduler.config import SWITCHES, SchedulerConfig, parse_config
 from scheduler.cycle import run_cycle
 from scheduler.manifests import snapshot_from_manifests
+from scheduler.registry import default_registry
 from scheduler.result import CycleResult
+from scheduler.session import Session
 from scheduler.snapshot import Snapshot
 
 CASES_DIR = Path(__file__).parent / "volcano_cases"
@@ -264,6 +269,25 @@ def snapshot_of(case: Mapping[str, Any]) -> Snapshot:
 def run_case(case: VolcanoCase) -> CycleResult:
     """Run one session of the case's actions."""
     return run_cycle(snapshot_of(case.data), config_of(case))
+
+
+def score_problems(case: VolcanoCase, expect: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Return how the node-order scores of a freshly opened session miss ``expect`` (``ns/pod`` ->
+    node -> score; Go compares within 1e-6)."""
+    session = Session(snapshot_of(case.data), config_of(case), default_registry())
+    tasks = {t.key: t for job in session.jobs.values() for t in job.tasks.values()}
+    names = list(session.nodes.names)
+    problems: list[str] = []
+    for key, want in expect.items():
+        if key not in tasks:
+            problems.append(f"scores: no task {key}")
+            continue
+        got = session.node_scores(tasks[key], np.arange(len(names), dtype=np.intp))
+        for node, score in want.items():
+            value = float(got[names.index(node)])
+            if abs(value - float(score)) > 1e-6:
+                problems.append(f"score of {key} on {node}: want {score}, got {value}")
+    return problems
 
 
 def outcome_problems(case: VolcanoCase, result: CycleResult, expect: Mapping[str, Any]) -> list[str]:
