@@ -408,10 +408,9 @@ class CapacityPlugin(
                 if a_alloc is None:
                     a_alloc = running[ancestor] = list(a.allocated)
                 checked.append(a_alloc)
-                if _relevant_deserved(a, c.req):
-                    if not _over_deserved(a.deserved, a_alloc, c.req):
-                        eligible = False
-                        break
+                if _relevant_deserved(a, c.req) and not _over_deserved(a.deserved, a_alloc, c.req):
+                    eligible = False
+                    break
             if not eligible:
                 continue
             running[attr.name] = after
