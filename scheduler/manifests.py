@@ -15,6 +15,7 @@ from scheduler.model import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodAffinityTerm,
+    PodDisruptionBudget,
     PreferredSchedulingTerm,
     PriorityClass,
     Queue,
@@ -47,6 +48,7 @@ _KINDS = {
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("v1", "ResourceQuota"),
+    ("policy/v1", "PodDisruptionBudget"),
 }
 
 
@@ -560,13 +562,30 @@ def _resource_quota(ctx: _Ctx, doc: Mapping[str, Any]) -> ResourceQuota:
     )
 
 
+def _pdb(ctx: _Ctx, doc: Mapping[str, Any]) -> PodDisruptionBudget:
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    status = ctx.mapping(doc.get("status"), "status")
+    labels, exprs = _selector(ctx, spec.get("selector"), "spec.selector")
+    allowed = ctx.integer(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0)
+    disrupted = ctx.mapping(status.get("disruptedPods"), "status.disruptedPods")
+    return PodDisruptionBudget(
+        ctx.string(meta.get("name"), "metadata.name"),
+        ctx.string(meta.get("namespace"), "metadata.namespace", "default"),
+        labels,
+        exprs,
+        allowed,
+        frozenset(str(k) for k in disrupted),
+    )
+
+
 def _describe(doc: Mapping[str, Any]) -> str:
     kind = doc.get("kind", "?")
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
     assert isinstance(meta, Mapping)
     name = meta.get("name", "?")
     ns = meta.get("namespace")
-    if kind in ("Pod", "PodGroup", "ResourceQuota"):
+    if kind in ("Pod", "PodGroup", "ResourceQuota", "PodDisruptionBudget"):
         return f"{kind} {ns or 'default'}/{name}"
     return f"{kind} {name}"
 
@@ -585,6 +604,7 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
     queues: list[Queue] = []
     classes: list[PriorityClass] = []
     quotas: list[ResourceQuota] = []
+    pdbs: list[PodDisruptionBudget] = []
     seen: dict[tuple[str, str], int] = {}
     for order, (index, doc) in enumerate(objects):
         api, kind = doc.get("apiVersion"), doc.get("kind")
@@ -633,6 +653,8 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
             queues.append(_queue(ctx, doc, order))
         elif kind == "ResourceQuota":
             quotas.append(_resource_quota(ctx, doc))
+        elif kind == "PodDisruptionBudget":
+            pdbs.append(_pdb(ctx, doc))
         else:
             classes.append(_priority_class(ctx, doc))
     names = {q.name for q in queues}
@@ -640,4 +662,4 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
         queues.append(Queue("root", reclaimable=False, creation=-2))
     if "default" not in names:
         queues.append(Queue("default", creation=-1))
-    return Snapshot.of(nodes, queues, jobs, tasks, classes, resource_quotas=quotas)
+    return Snapshot.of(nodes, queues, jobs, tasks, classes, resource_quotas=quotas, pod_disruption_budgets=pdbs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
 from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
@@ -19,6 +20,7 @@ __all__ = [
     "GangPlugin",
     "NodeOrderPlugin",
     "OvercommitPlugin",
+    "PdbPlugin",
     "PredicatesPlugin",
     "PriorityPlugin",
     "ProportionPlugin",
@@ -39,4 +41,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     BinpackPlugin,
     SlaPlugin,
     ResourceQuotaPlugin,
+    PdbPlugin,
 )

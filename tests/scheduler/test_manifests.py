@@ -117,3 +117,33 @@ def test_duplicates_are_rejected() -> None:
     text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
     with pytest.raises(ManifestError, match="duplicate of document 1"):
         snapshot_from_manifests(load_manifests(text))
+
+
+PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: shop}
+spec:
+  selector:
+    matchLabels: {app: web}
+    matchExpressions: [{key: tier, operator: In, values: [front]}]
+status:
+  disruptionsAllowed: 2
+  disruptedPods: {web-0: "2024-01-01T00:00:00Z"}
+"""
+
+
+def test_pod_disruption_budgets_are_read_for_the_pdb_plugin() -> None:
+    (pdb,) = snapshot_from_manifests(load_manifests(PDB)).pod_disruption_budgets
+    assert (pdb.name, pdb.namespace, pdb.disruptions_allowed, pdb.disrupted_pods) == ("web", "shop", 2, {"web-0"})
+    assert pdb.match_labels == (("app", "web"),)
+    assert pdb.match_expressions[0].values == ("front",)
+
+
+def test_a_pod_disruption_budget_with_a_bad_field_is_refused_by_name() -> None:
+    with pytest.raises(ManifestError) as info:
+        snapshot_from_manifests(load_manifests(PDB.replace("disruptionsAllowed: 2", 'disruptionsAllowed: "2"')))
+    assert (info.value.object, info.value.field) == ("PodDisruptionBudget shop/web", "status.disruptionsAllowed")
+    with pytest.raises(ManifestError) as info:
+        snapshot_from_manifests(load_manifests(PDB.replace("operator: In", "operator: Gt")))
+    assert info.value.field == "spec.selector.matchExpressions"

@@ -161,6 +161,20 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "status": {"hard": hard, "used": _res(rq.get("used"))},
             }
         )
+    for pdb in case.get("pdbs", ()):
+        # As the Go test's PodDisruptionBudget objects: a matchLabels selector and the status.
+        docs.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": pdb["name"], "namespace": pdb["ns"]},
+                "spec": {"selector": {"matchLabels": dict(pdb["match_labels"])}},
+                "status": {
+                    "disruptionsAllowed": pdb.get("allowed", 0),
+                    "disruptedPods": dict.fromkeys(pdb.get("disrupted", ()), "2024-01-01T00:00:00Z"),
+                },
+            }
+        )
     for pc in case.get("priority_classes", ()):
         docs.append(
             {
@@ -263,6 +277,7 @@ def snapshot_of(case: Mapping[str, Any]) -> Snapshot:
         snap.priority_classes,
         now=NOW,
         resource_quotas=snap.resource_quotas,
+        pod_disruption_budgets=snap.pod_disruption_budgets,
     )
 
 
