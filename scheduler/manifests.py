@@ -12,6 +12,7 @@ from scheduler.model import (
     Job,
     JobPhase,
     Node,
+    NodeGroupAffinity,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodAffinityTerm,
@@ -520,7 +521,26 @@ def _queue(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Queue:
         hierarchy_weights=ann.get("volcano.sh/hierarchy-weights", ""),
         creation=creation,
         uid=ctx.string(meta.get("uid"), "metadata.uid", name),
+        node_group_affinity=_node_group_affinity(ctx, spec.get("affinity")),
+        node_group_resource_limits=ann.get("volcano.sh/nodegroup-resource-limits", ""),
     )
+
+
+def _node_group_affinity(ctx: _Ctx, value: Any) -> NodeGroupAffinity | None:
+    """A queue's ``spec.affinity`` (nodeGroupAffinity / nodeGroupAntiAffinity group lists)."""
+    if value is None:
+        return None
+    aff = ctx.mapping(value, "spec.affinity")
+    lists: list[tuple[str, ...]] = []
+    for part in ("nodeGroupAffinity", "nodeGroupAntiAffinity"):
+        sub = ctx.mapping(aff.get(part), f"spec.affinity.{part}")
+        for kind in (
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+        ):
+            f = f"spec.affinity.{part}.{kind}"
+            lists.append(tuple(ctx.string(g, f) for g in ctx.seq(sub.get(kind), f)))
+    return NodeGroupAffinity(lists[0], lists[1], lists[2], lists[3])
 
 
 def _priority_class(ctx: _Ctx, doc: Mapping[str, Any]) -> PriorityClass:

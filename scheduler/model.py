@@ -12,6 +12,7 @@ __all__ = [
     "Job",
     "JobPhase",
     "Node",
+    "NodeGroupAffinity",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "PodAffinityTerm",
@@ -437,6 +438,27 @@ class Queue:
     hierarchy_weights: str = ""
     creation: int = 0
     uid: str = ""
+    #: ``spec.affinity`` (nodegroup plugin): None when the queue sets no affinity.
+    node_group_affinity: NodeGroupAffinity | None = None
+    #: The ``volcano.sh/nodegroup-resource-limits`` annotation, verbatim (nodegroup plugin: JSON
+    #: ``{group: {resource: quantity}}``; an invalid value refuses every node to the queue's pods).
+    node_group_resource_limits: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroupAffinity:
+    """A queue's ``spec.affinity``: node groups (the ``volcano.sh/nodegroup-name`` node label)
+    required / preferred by ``nodeGroupAffinity`` and ``nodeGroupAntiAffinity``."""
+
+    required: tuple[str, ...] = ()
+    preferred: tuple[str, ...] = ()
+    anti_required: tuple[str, ...] = ()
+    anti_preferred: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """No group named at all."""
+        return not (self.required or self.preferred or self.anti_required or self.anti_preferred)
 
 
 @dataclass(frozen=True, slots=True)

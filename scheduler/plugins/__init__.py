@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.nodegroup import NodeGroupPlugin
 from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
 from scheduler.plugins.resourcequota import ResourceQuotaPlugin
@@ -18,6 +19,7 @@ __all__ = [
     "ConformancePlugin",
     "DrfPlugin",
     "GangPlugin",
+    "NodeGroupPlugin",
     "NodeOrderPlugin",
     "OvercommitPlugin",
     "PdbPlugin",
@@ -42,4 +44,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     SlaPlugin,
     ResourceQuotaPlugin,
     PdbPlugin,
+    NodeGroupPlugin,
 )

@@ -147,3 +147,35 @@ def test_a_pod_disruption_budget_with_a_bad_field_is_refused_by_name() -> None:
     with pytest.raises(ManifestError) as info:
         snapshot_from_manifests(load_manifests(PDB.replace("operator: In", "operator: Gt")))
     assert info.value.field == "spec.selector.matchExpressions"
+
+
+QUEUE_AFFINITY = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: q
+  annotations: {volcano.sh/nodegroup-resource-limits: '{"g1": {"cpu": "3"}}'}
+spec:
+  affinity:
+    nodeGroupAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [g1, g2]
+      preferredDuringSchedulingIgnoredDuringExecution: [g1]
+    nodeGroupAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [g3]
+"""
+
+
+def test_queue_node_group_affinity_is_read_for_the_nodegroup_plugin() -> None:
+    queue = next(q for q in snapshot_from_manifests(load_manifests(QUEUE_AFFINITY)).queues if q.name == "q")
+    aff = queue.node_group_affinity
+    assert aff is not None
+    assert (aff.required, aff.preferred, aff.anti_required, aff.anti_preferred) == (("g1", "g2"), ("g1",), ("g3",), ())
+    assert queue.node_group_resource_limits == '{"g1": {"cpu": "3"}}'
+    plain = next(q for q in snapshot_from_manifests(load_manifests(QUEUE_AFFINITY)).queues if q.name == "default")
+    assert plain.node_group_affinity is None
+
+
+def test_a_queue_affinity_with_a_bad_field_is_refused_by_name() -> None:
+    with pytest.raises(ManifestError) as info:
+        snapshot_from_manifests(load_manifests(QUEUE_AFFINITY.replace("[g3]", "[3]")))
+    assert info.value.field == "spec.affinity.nodeGroupAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"

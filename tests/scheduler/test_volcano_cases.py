@@ -42,10 +42,10 @@ def test_same_decisions_as_volcano(case: VolcanoCase) -> None:
             config_of(case)
         assert refused in str(err.value)
         return
-    if "scores" in case.data["expect"]:
-        # ssn.NodeOrderFn on an opened session, before any action (binpack's TestNode).
+    if "scores" in case.data["expect"] or "predicates" in case.data["expect"]:
+        # ssn.NodeOrderFn / ssn.PredicateFn on an opened session, before any action.
         assert "deviation" not in case.data
-        problems = score_problems(case, case.data["expect"]["scores"])
+        problems = score_problems(case, case.data["expect"])
         assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
         return
     result = run_case(case)

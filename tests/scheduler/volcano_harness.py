@@ -31,6 +31,8 @@ of evicted pods, ``pipelined`` maps a job to the nodes its pipelined pods may si
 one must be pipelined), ``status`` the PodGroup phases after the session. ``scores`` (for Go tests that call
 ``ssn.NodeOrderFn(task, node)`` on a freshly opened session) maps ``ns/pod`` to the expected
 node-order score on each node; it is compared with ``Session.node_scores`` before any action.
+``predicates`` (for ``ssn.PredicateFn(task, node)``) maps ``ns/pod`` to the expected status code
+on each node: 0 Success, 2 Unschedulable, 3 UnschedulableAndUnresolvable (the first failing filter).
 
 A case we decide differently carries ``deviation: <reason>`` and ``ours:`` (our outcome, same
 keys as ``expect``): the test then asserts our outcome exactly and that it differs from
@@ -198,6 +200,8 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
             qspec["priority"] = q["priority"]
         if q.get("reclaimable") is not None:
             qspec["reclaimable"] = q["reclaimable"]
+        if q.get("affinity") is not None:
+            qspec["affinity"] = q["affinity"]
         docs.append(
             {
                 "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -286,14 +290,27 @@ def run_case(case: VolcanoCase) -> CycleResult:
     return run_cycle(snapshot_of(case.data), config_of(case))
 
 
-def score_problems(case: VolcanoCase, expect: Mapping[str, Mapping[str, float]]) -> list[str]:
-    """Return how the node-order scores of a freshly opened session miss ``expect`` (``ns/pod`` ->
-    node -> score; Go compares within 1e-6)."""
+def score_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
+    """Return how the node-order scores (``expect["scores"]``: ``ns/pod`` -> node -> score; Go
+    compares within 1e-6) and predicate codes (``expect["predicates"]``) of a freshly opened
+    session miss ``expect``."""
     session = Session(snapshot_of(case.data), config_of(case), default_registry())
     tasks = {t.key: t for job in session.jobs.values() for t in job.tasks.values()}
     names = list(session.nodes.names)
     problems: list[str] = []
-    for key, want in expect.items():
+    for key, codes in (expect.get("predicates") or {}).items():
+        if key not in tasks:
+            problems.append(f"predicates: no task {key}")
+            continue
+        filters = session.filters(tasks[key])
+        for node, code in codes.items():
+            i = names.index(node)
+            failing = next((f for f in filters if not f.passed[i]), None)
+            got = 0 if failing is None else (3 if failing.unresolvable else 2)
+            if got != code:
+                why = "" if failing is None else f" ({failing.plugin}: {failing.reason_at(i)})"
+                problems.append(f"predicate of {key} on {node}: want code {code}, got {got}{why}")
+    for key, want in (expect.get("scores") or {}).items():
         if key not in tasks:
             problems.append(f"scores: no task {key}")
             continue
