@@ -2,8 +2,9 @@
 
 As Volcano's ``pdb`` plugin: for each call, every PDB starts from its ``status.disruptionsAllowed``
 (the disruption controller's figure; evictions earlier in the session do not lower it); the
-candidates are taken in the order given, a candidate without labels is always a victim, and one
-covered by a PDB (same namespace, non-empty selector matching its labels, not already listed in
+candidates are taken in the order given; a candidate **without labels is never a victim** (Volcano
+skips such pods before looking at any PDB, with or without PDBs in the cluster); one covered by a
+PDB (same namespace, non-empty selector matching its labels, not already listed in
 ``status.disruptedPods``) uses one allowed disruption of each such PDB; a candidate that takes a
 PDB below zero is left out.
 """
@@ -34,15 +35,12 @@ class PdbPlugin(Plugin, Preemptable, Reclaimable):
     def victims(self, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Return the candidates whose eviction keeps every PDB at or above zero (in order)."""
         pdbs = self.pdbs
-        if not pdbs:
-            return list(candidates)
         allowed = [p.disruptions_allowed for p in pdbs]
         out = []
         for c in candidates:
             pod = c.task
             if not pod.labels:
-                out.append(c)
-                continue
+                continue  # as Volcano: a pod without labels is left out of the victims
             violated = False
             for i, pdb in enumerate(pdbs):
                 if not pdb.selects(pod) or pod.name in pdb.disrupted_pods:

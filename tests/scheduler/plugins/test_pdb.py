@@ -24,13 +24,13 @@ def test_a_pdb_selects_pods_of_its_namespace_matching_a_non_empty_selector() -> 
     assert not PodDisruptionBudget("p", "shop", (("app", "web"),), (expr,)).selects(POD)
 
 
-def _run(pdbs: str) -> list[str]:
+def _run(pdbs: str, labels: str = "{app: web}") -> list[str]:
     """Preempt on one 3-CPU node full of three web pods; a pending pod needs all three CPUs."""
     pods = "".join(
         f"""---
 apiVersion: v1
 kind: Pod
-metadata: {{name: web-{i}, namespace: shop, labels: {{app: web}}, annotations: {{scheduling.k8s.io/group-name: web}}}}
+metadata: {{name: web-{i}, namespace: shop, labels: {labels}, annotations: {{scheduling.k8s.io/group-name: web}}}}
 spec: {{nodeName: n1, containers: [{{name: c, resources: {{requests: {{cpu: "1"}}}}}}]}}
 status: {{phase: Running}}
 """
@@ -93,3 +93,9 @@ def test_pods_already_disrupted_do_not_use_the_budget() -> None:
 def test_every_pdb_covering_a_pod_must_allow_it() -> None:
     assert _run(_pdb("p", 3) + _pdb("q", 2)) == []
     assert _run(_pdb("p", 3) + _pdb("q", 0, labels="{app: db}")) == ["shop/web-0", "shop/web-1", "shop/web-2"]
+
+
+def test_pods_without_labels_are_never_victims() -> None:
+    """As Volcano's pdb plugin, which skips a pod without labels before looking at any PDB."""
+    assert _run("", labels="{}") == []
+    assert _run(_pdb("p", 3), labels="{}") == []
