@@ -68,7 +68,7 @@ SWITCHES: Mapping[str, tuple[ExtensionPoint, ...]] = MappingProxyType(
 _POINT_TO_SWITCH = {p: k for k, ps in SWITCHES.items() for p in ps}
 
 #: Plugins that can run in hierarchical mode (``enableHierarchy: true``).
-HIERARCHICAL_PLUGINS = frozenset({"drf", "capacity"})
+HIERARCHICAL_PLUGINS = frozenset({"drf", "capacity", "nodegroup"})
 
 
 @dataclass(frozen=True, slots=True)

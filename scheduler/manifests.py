@@ -12,9 +12,11 @@ from scheduler.model import (
     Job,
     JobPhase,
     Node,
+    NodeGroupAffinity,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodAffinityTerm,
+    PodDisruptionBudget,
     PreferredSchedulingTerm,
     PriorityClass,
     Queue,
@@ -47,6 +49,7 @@ _KINDS = {
     ("scheduling.volcano.sh/v1beta1", "Queue"),
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("v1", "ResourceQuota"),
+    ("policy/v1", "PodDisruptionBudget"),
 }
 
 
@@ -342,7 +345,7 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
     st = _POD_STATUS[phase]
     if st == TaskStatus.PENDING and node:
         st = TaskStatus.BOUND
-    if meta.get("deletionTimestamp") and st in (TaskStatus.BOUND, TaskStatus.RUNNING):
+    if meta.get("deletionTimestamp") and st in (TaskStatus.PENDING, TaskStatus.BOUND, TaskStatus.RUNNING):
         st = TaskStatus.RELEASING
     pre = _flag(ann.get(PREEMPTABLE))
     if pre is None:
@@ -518,7 +521,26 @@ def _queue(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Queue:
         hierarchy_weights=ann.get("volcano.sh/hierarchy-weights", ""),
         creation=creation,
         uid=ctx.string(meta.get("uid"), "metadata.uid", name),
+        node_group_affinity=_node_group_affinity(ctx, spec.get("affinity")),
+        node_group_resource_limits=ann.get("volcano.sh/nodegroup-resource-limits", ""),
     )
+
+
+def _node_group_affinity(ctx: _Ctx, value: Any) -> NodeGroupAffinity | None:
+    """A queue's ``spec.affinity`` (nodeGroupAffinity / nodeGroupAntiAffinity group lists)."""
+    if value is None:
+        return None
+    aff = ctx.mapping(value, "spec.affinity")
+    lists: list[tuple[str, ...]] = []
+    for part in ("nodeGroupAffinity", "nodeGroupAntiAffinity"):
+        sub = ctx.mapping(aff.get(part), f"spec.affinity.{part}")
+        for kind in (
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+        ):
+            f = f"spec.affinity.{part}.{kind}"
+            lists.append(tuple(ctx.string(g, f) for g in ctx.seq(sub.get(kind), f)))
+    return NodeGroupAffinity(lists[0], lists[1], lists[2], lists[3])
 
 
 def _priority_class(ctx: _Ctx, doc: Mapping[str, Any]) -> PriorityClass:
@@ -560,13 +582,30 @@ def _resource_quota(ctx: _Ctx, doc: Mapping[str, Any]) -> ResourceQuota:
     )
 
 
+def _pdb(ctx: _Ctx, doc: Mapping[str, Any]) -> PodDisruptionBudget:
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    status = ctx.mapping(doc.get("status"), "status")
+    labels, exprs = _selector(ctx, spec.get("selector"), "spec.selector")
+    allowed = ctx.integer(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0)
+    disrupted = ctx.mapping(status.get("disruptedPods"), "status.disruptedPods")
+    return PodDisruptionBudget(
+        ctx.string(meta.get("name"), "metadata.name"),
+        ctx.string(meta.get("namespace"), "metadata.namespace", "default"),
+        labels,
+        exprs,
+        allowed,
+        frozenset(str(k) for k in disrupted),
+    )
+
+
 def _describe(doc: Mapping[str, Any]) -> str:
     kind = doc.get("kind", "?")
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
     assert isinstance(meta, Mapping)
     name = meta.get("name", "?")
     ns = meta.get("namespace")
-    if kind in ("Pod", "PodGroup", "ResourceQuota"):
+    if kind in ("Pod", "PodGroup", "ResourceQuota", "PodDisruptionBudget"):
         return f"{kind} {ns or 'default'}/{name}"
     return f"{kind} {name}"
 
@@ -585,6 +624,7 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
     queues: list[Queue] = []
     classes: list[PriorityClass] = []
     quotas: list[ResourceQuota] = []
+    pdbs: list[PodDisruptionBudget] = []
     seen: dict[tuple[str, str], int] = {}
     for order, (index, doc) in enumerate(objects):
         api, kind = doc.get("apiVersion"), doc.get("kind")
@@ -633,6 +673,8 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
             queues.append(_queue(ctx, doc, order))
         elif kind == "ResourceQuota":
             quotas.append(_resource_quota(ctx, doc))
+        elif kind == "PodDisruptionBudget":
+            pdbs.append(_pdb(ctx, doc))
         else:
             classes.append(_priority_class(ctx, doc))
     names = {q.name for q in queues}
@@ -640,4 +682,4 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
         queues.append(Queue("root", reclaimable=False, creation=-2))
     if "default" not in names:
         queues.append(Queue("default", creation=-1))
-    return Snapshot.of(nodes, queues, jobs, tasks, classes, resource_quotas=quotas)
+    return Snapshot.of(nodes, queues, jobs, tasks, classes, resource_quotas=quotas, pod_disruption_budgets=pdbs)

@@ -12,9 +12,11 @@ __all__ = [
     "Job",
     "JobPhase",
     "Node",
+    "NodeGroupAffinity",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "PodAffinityTerm",
+    "PodDisruptionBudget",
     "PreferredSchedulingTerm",
     "PriorityClass",
     "Queue",
@@ -436,6 +438,27 @@ class Queue:
     hierarchy_weights: str = ""
     creation: int = 0
     uid: str = ""
+    #: ``spec.affinity`` (nodegroup plugin): None when the queue sets no affinity.
+    node_group_affinity: NodeGroupAffinity | None = None
+    #: The ``volcano.sh/nodegroup-resource-limits`` annotation, verbatim (nodegroup plugin: JSON
+    #: ``{group: {resource: quantity}}``; an invalid value refuses every node to the queue's pods).
+    node_group_resource_limits: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroupAffinity:
+    """A queue's ``spec.affinity``: node groups (the ``volcano.sh/nodegroup-name`` node label)
+    required / preferred by ``nodeGroupAffinity`` and ``nodeGroupAntiAffinity``."""
+
+    required: tuple[str, ...] = ()
+    preferred: tuple[str, ...] = ()
+    anti_required: tuple[str, ...] = ()
+    anti_preferred: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """No group named at all."""
+        return not (self.required or self.preferred or self.anti_required or self.anti_preferred)
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,6 +470,34 @@ class ResourceQuota:
     namespace: str
     hard: Mapping[str, int] = field(default_factory=dict)
     used: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    """A ``policy/v1`` PodDisruptionBudget as the pdb plugin reads it: the selector, the
+    controller-kept ``status.disruptionsAllowed`` and the names of ``status.disruptedPods``.
+
+    ``match_labels`` None means no selector; a missing or empty selector selects no pod here
+    (Volcano's pdb plugin skips a PDB whose selector is empty).
+    """
+
+    name: str
+    namespace: str
+    match_labels: tuple[tuple[str, str], ...] | None = None
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    disruptions_allowed: int = 0
+    disrupted_pods: frozenset[str] = frozenset()
+
+    def selects(self, pod: Task) -> bool:
+        """Return whether this PDB covers ``pod`` (same namespace, non-empty selector matching)."""
+        if pod.namespace != self.namespace or self.match_labels is None:
+            return False
+        if not self.match_labels and not self.match_expressions:
+            return False
+        labels = pod.labels
+        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from scheduler.model import Job, JobPhase, Node, PriorityClass, Queue, ResourceQuota, Task, TaskStatus
+from scheduler.model import (
+    Job,
+    JobPhase,
+    Node,
+    PodDisruptionBudget,
+    PriorityClass,
+    Queue,
+    ResourceQuota,
+    Task,
+    TaskStatus,
+)
 
 if TYPE_CHECKING:
     from scheduler.result import CycleResult
@@ -33,6 +43,8 @@ class Snapshot:
     #: The caller's clock at cycle start, seconds since the Unix epoch (None: no clock given).
     #: Only the sla plugin reads it (how long a PodGroup has waited); the core reads no clock.
     now: float | None = None
+    #: PodDisruptionBudgets (read by the pdb plugin).
+    pod_disruption_budgets: tuple[PodDisruptionBudget, ...] = ()
 
     @classmethod
     def of(
@@ -44,10 +56,18 @@ class Snapshot:
         priority_classes: Iterable[PriorityClass] = (),
         now: float | None = None,
         resource_quotas: Iterable[ResourceQuota] = (),
+        pod_disruption_budgets: Iterable[PodDisruptionBudget] = (),
     ) -> Snapshot:
         """Return a snapshot from any iterables."""
         return cls(
-            tuple(nodes), tuple(queues), tuple(jobs), tuple(tasks), tuple(priority_classes), tuple(resource_quotas), now
+            tuple(nodes),
+            tuple(queues),
+            tuple(jobs),
+            tuple(tasks),
+            tuple(priority_classes),
+            tuple(resource_quotas),
+            now,
+            tuple(pod_disruption_budgets),
         )
 
     def replace_tasks(self, tasks: Iterable[Task]) -> Snapshot:

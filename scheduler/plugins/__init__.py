@@ -5,6 +5,8 @@ from __future__ import annotations
 from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.nodegroup import NodeGroupPlugin
+from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
 from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
@@ -17,8 +19,10 @@ __all__ = [
     "ConformancePlugin",
     "DrfPlugin",
     "GangPlugin",
+    "NodeGroupPlugin",
     "NodeOrderPlugin",
     "OvercommitPlugin",
+    "PdbPlugin",
     "PredicatesPlugin",
     "PriorityPlugin",
     "ProportionPlugin",
@@ -39,4 +43,6 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     BinpackPlugin,
     SlaPlugin,
     ResourceQuotaPlugin,
+    PdbPlugin,
+    NodeGroupPlugin,
 )

@@ -182,8 +182,23 @@ class GangPlugin(
     def on_session_close(self, session: Session) -> None:
         """Mark jobs whose gang is not ready as unschedulable (drives the Unknown phase)."""
         for job in session.jobs.values():
-            if job.tasks and not self.job_ready(job):
+            if job.tasks and not self.job_ready(job) and not _gang_kept_by_releasing(job):
                 session.unschedulable_jobs.add(job.key)
+
+
+def _gang_kept_by_releasing(job: JobInfo) -> bool:
+    """Volcano's ``shouldSkipUnschedulableForReleasing``: a job that is not ready only because
+    some of its pods are terminating (Releasing, still on their nodes) is not marked
+    unschedulable when it has no Pending or Pipelined pod and its scheduled pods (Running, Bound,
+    Failed, Succeeded) plus those Releasing ones reach minAvailable."""
+    c = job.counts
+    if not c[TaskStatus.RELEASING] or c[TaskStatus.PENDING] or c[TaskStatus.PIPELINED]:
+        return False
+    releasing = sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node >= 0)
+    if not releasing:
+        return False
+    scheduled = c[TaskStatus.RUNNING] + c[TaskStatus.BOUND] + c[TaskStatus.FAILED] + c[TaskStatus.SUCCEEDED]
+    return scheduled + releasing >= job.min_available
 
 
 _CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -40,6 +40,29 @@ __all__ = ["CapacityPlugin"]
 INF = float("inf")
 
 
+def _below_deserved_somewhere(attr: QueueAttr, req: Sequence[float]) -> bool:
+    """Volcano's ``LessEqualPartlyWithDimensionZeroFiltered``: on some requested dimension (not
+    pods, not one where both the total and deserved are 0), ``allocated + req <= deserved``."""
+    want = vec.add(attr.allocated, req)
+    return any(
+        want[d] <= attr.deserved[d]
+        for d, r in enumerate(req)
+        if r > 0 and d != vec.PODS and not (want[d] < vec.EPS and attr.deserved[d] < vec.EPS)
+    )
+
+
+def _relevant_deserved(attr: QueueAttr, req: Sequence[float]) -> bool:
+    """Volcano's ``hasRelevantDeserved``: the queue deserves some of a dimension ``req`` uses."""
+    return any(v > 0 and d != vec.PODS and attr.deserved[d] >= vec.EPS for d, v in enumerate(req))
+
+
+def _over_deserved(deserved: Sequence[float], allocated: Sequence[float], req: Sequence[float]) -> bool:
+    """Volcano's ``GreaterPartlyWithRelevantDimensions``: above deserved on a dimension ``req`` uses."""
+    return any(
+        v > 0 and d != vec.PODS and deserved[d] >= vec.EPS and allocated[d] > deserved[d] for d, v in enumerate(req)
+    )
+
+
 class CapacityPlugin(
     Plugin,
     QueueShares,
@@ -308,12 +331,25 @@ class CapacityPlugin(
         # does not stop the queue from reclaiming from them.
         if not vec.add_le_on(a.allocated, task.req, a.real_capability):
             return False
-        want = vec.add(a.allocated, task.req)
-        return any(
-            want[d] <= a.deserved[d]
-            for d, r in enumerate(task.req)
-            if r > 0 and d != vec.PODS and not (want[d] < vec.EPS and a.deserved[d] < vec.EPS)
-        )
+        if _below_deserved_somewhere(a, task.req):
+            return True
+        # ancestorReclaimLevel: a queue at or above its own deserved may still reclaim when one of
+        # its ancestors, up to that many levels above it (the root excepted), is below its own.
+        for ancestor in self._ancestors(queue.name)[: self.level]:
+            if ancestor != "root" and _below_deserved_somewhere(self.attrs[ancestor], task.req):
+                return True
+        return False
+
+    @property
+    def level(self) -> int:
+        """``ancestorReclaimLevel`` (hierarchy only; a negative value is 0, as Volcano)."""
+        if not self.hierarchy:
+            return 0
+        return max(0, int(self.args["ancestorReclaimLevel"]))
+
+    def _ancestors(self, queue: str) -> list[str]:
+        """The queue's ancestors, nearest first (parent, grandparent, ..., root)."""
+        return self.chain(queue)[1:]
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """Victims from queues above their deserved share, never below their guarantee."""
@@ -328,6 +364,10 @@ class CapacityPlugin(
         running: dict[str, list[float]] = {}
         victims = []
         req = reclaimer.req
+        level = self.level
+        mine = self._ancestors(reclaimer.job.queue)[:level] if level else []
+        reclaimer_attr = self.attrs.get(reclaimer.job.queue)
+        reclaimer_deserved = reclaimer_attr is not None and _relevant_deserved(reclaimer_attr, req)
         for c in ordered:
             attr = self.attrs.get(c.job.queue)
             if attr is None:
@@ -340,12 +380,43 @@ class CapacityPlugin(
             after = vec.sub(alloc, c.req)
             if not vec.le(attr.guarantee, after):
                 continue
-            dims = [d for d, v in enumerate(c.req) if v > 0 and d != vec.PODS]
-            immediate = not any(attr.deserved[d] >= vec.EPS for d in dims)
-            over = any(attr.deserved[d] >= vec.EPS and alloc[d] > attr.deserved[d] for d in dims)
-            if immediate or over:
-                running[attr.name] = after
-                victims.append(c)
+            if not _relevant_deserved(attr, c.req):
+                # An immediate victim (its queue deserves nothing it uses), except that with
+                # ancestorReclaimLevel two queues under a common non-root ancestor within that many
+                # levels do not take from each other when the reclaimer's queue deserves nothing
+                # the reclaimer asks for (no real contention).
+                theirs = self._ancestors(attr.name)[:level] if level else []
+                if not reclaimer_deserved and any(q != "root" and q in theirs for q in mine):
+                    continue
+            elif not _over_deserved(attr.deserved, alloc, c.req):
+                continue
+            # ancestorReclaimLevel: each of the victim's ancestors up to that level which is not
+            # also the reclaimer's ancestor at the same level (nor the root) must be above its
+            # deserved on a dimension the victim uses (or deserve none of them).
+            checked: list[list[float]] = []
+            eligible = True
+            for depth in range(level):
+                theirs_at = self._ancestors(attr.name)
+                if depth >= len(theirs_at) or theirs_at[depth] == "root":
+                    continue
+                ancestor = theirs_at[depth]
+                mine_at = self._ancestors(reclaimer.job.queue)
+                if depth < len(mine_at) and mine_at[depth] == ancestor:
+                    continue
+                a = self.attrs[ancestor]
+                a_alloc = running.get(ancestor)
+                if a_alloc is None:
+                    a_alloc = running[ancestor] = list(a.allocated)
+                checked.append(a_alloc)
+                if _relevant_deserved(a, c.req) and not _over_deserved(a.deserved, a_alloc, c.req):
+                    eligible = False
+                    break
+            if not eligible:
+                continue
+            running[attr.name] = after
+            for a_alloc in checked:
+                vec.isub(a_alloc, c.req)
+            victims.append(c)
         return victims
 
     # -- events -----------------------------------------------------------------------------

@@ -117,3 +117,65 @@ def test_duplicates_are_rejected() -> None:
     text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
     with pytest.raises(ManifestError, match="duplicate of document 1"):
         snapshot_from_manifests(load_manifests(text))
+
+
+PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: shop}
+spec:
+  selector:
+    matchLabels: {app: web}
+    matchExpressions: [{key: tier, operator: In, values: [front]}]
+status:
+  disruptionsAllowed: 2
+  disruptedPods: {web-0: "2024-01-01T00:00:00Z"}
+"""
+
+
+def test_pod_disruption_budgets_are_read_for_the_pdb_plugin() -> None:
+    (pdb,) = snapshot_from_manifests(load_manifests(PDB)).pod_disruption_budgets
+    assert (pdb.name, pdb.namespace, pdb.disruptions_allowed, pdb.disrupted_pods) == ("web", "shop", 2, {"web-0"})
+    assert pdb.match_labels == (("app", "web"),)
+    assert pdb.match_expressions[0].values == ("front",)
+
+
+def test_a_pod_disruption_budget_with_a_bad_field_is_refused_by_name() -> None:
+    with pytest.raises(ManifestError) as info:
+        snapshot_from_manifests(load_manifests(PDB.replace("disruptionsAllowed: 2", 'disruptionsAllowed: "2"')))
+    assert (info.value.object, info.value.field) == ("PodDisruptionBudget shop/web", "status.disruptionsAllowed")
+    with pytest.raises(ManifestError) as info:
+        snapshot_from_manifests(load_manifests(PDB.replace("operator: In", "operator: Gt")))
+    assert info.value.field == "spec.selector.matchExpressions"
+
+
+QUEUE_AFFINITY = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: q
+  annotations: {volcano.sh/nodegroup-resource-limits: '{"g1": {"cpu": "3"}}'}
+spec:
+  affinity:
+    nodeGroupAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [g1, g2]
+      preferredDuringSchedulingIgnoredDuringExecution: [g1]
+    nodeGroupAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [g3]
+"""
+
+
+def test_queue_node_group_affinity_is_read_for_the_nodegroup_plugin() -> None:
+    queue = next(q for q in snapshot_from_manifests(load_manifests(QUEUE_AFFINITY)).queues if q.name == "q")
+    aff = queue.node_group_affinity
+    assert aff is not None
+    assert (aff.required, aff.preferred, aff.anti_required, aff.anti_preferred) == (("g1", "g2"), ("g1",), ("g3",), ())
+    assert queue.node_group_resource_limits == '{"g1": {"cpu": "3"}}'
+    plain = next(q for q in snapshot_from_manifests(load_manifests(QUEUE_AFFINITY)).queues if q.name == "default")
+    assert plain.node_group_affinity is None
+
+
+def test_a_queue_affinity_with_a_bad_field_is_refused_by_name() -> None:
+    with pytest.raises(ManifestError) as info:
+        snapshot_from_manifests(load_manifests(QUEUE_AFFINITY.replace("[g3]", "[3]")))
+    assert info.value.field == "spec.affinity.nodeGroupAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"

@@ -10,7 +10,14 @@ from __future__ import annotations
 import pytest
 
 from scheduler.config import ConfigError
-from tests.scheduler.volcano_harness import VolcanoCase, config_of, load_cases, outcome_problems, run_case
+from tests.scheduler.volcano_harness import (
+    VolcanoCase,
+    config_of,
+    load_cases,
+    outcome_problems,
+    run_case,
+    score_problems,
+)
 
 CASES = list(load_cases())
 
@@ -34,6 +41,12 @@ def test_same_decisions_as_volcano(case: VolcanoCase) -> None:
         with pytest.raises(ConfigError) as err:
             config_of(case)
         assert refused in str(err.value)
+        return
+    if "scores" in case.data["expect"] or "predicates" in case.data["expect"]:
+        # ssn.NodeOrderFn / ssn.PredicateFn on an opened session, before any action.
+        assert "deviation" not in case.data
+        problems = score_problems(case, case.data["expect"])
+        assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
         return
     result = run_case(case)
     if "deviation" not in case.data:

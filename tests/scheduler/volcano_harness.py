@@ -28,7 +28,11 @@ no ``default``/``root`` queue is added unless the case lists it.
 ``expect`` follows ``uthelper.TestCommonStruct.CheckAll``: ``binds`` is the exact bind map
 (unless ``bind_num`` alone is given, Go's ``MinimalBindCheck``), ``evicted`` the exact multiset
 of evicted pods, ``pipelined`` maps a job to the nodes its pipelined pods may sit on (at least
-one must be pipelined), ``status`` the PodGroup phases after the session.
+one must be pipelined), ``status`` the PodGroup phases after the session. ``scores`` (for Go tests that call
+``ssn.NodeOrderFn(task, node)`` on a freshly opened session) maps ``ns/pod`` to the expected
+node-order score on each node; it is compared with ``Session.node_scores`` before any action.
+``predicates`` (for ``ssn.PredicateFn(task, node)``) maps ``ns/pod`` to the expected status code
+on each node: 0 Success, 2 Unschedulable, 3 UnschedulableAndUnresolvable (the first failing filter).
 
 A case we decide differently carries ``deviation: <reason>`` and ``ours:`` (our outcome, same
 keys as ``expect``): the test then asserts our outcome exactly and that it differs from
@@ -42,12 +46,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from scheduler.config import SWITCHES, SchedulerConfig, parse_config
 from scheduler.cycle import run_cycle
 from scheduler.manifests import snapshot_from_manifests
+from scheduler.registry import default_registry
 from scheduler.result import CycleResult
+from scheduler.session import Session
 from scheduler.snapshot import Snapshot
 
 CASES_DIR = Path(__file__).parent / "volcano_cases"
@@ -156,6 +163,20 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "status": {"hard": hard, "used": _res(rq.get("used"))},
             }
         )
+    for pdb in case.get("pdbs", ()):
+        # As the Go test's PodDisruptionBudget objects: a matchLabels selector and the status.
+        docs.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": pdb["name"], "namespace": pdb["ns"]},
+                "spec": {"selector": {"matchLabels": dict(pdb["match_labels"])}},
+                "status": {
+                    "disruptionsAllowed": pdb.get("allowed", 0),
+                    "disruptedPods": dict.fromkeys(pdb.get("disrupted", ()), "2024-01-01T00:00:00Z"),
+                },
+            }
+        )
     for pc in case.get("priority_classes", ()):
         docs.append(
             {
@@ -179,6 +200,8 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
             qspec["priority"] = q["priority"]
         if q.get("reclaimable") is not None:
             qspec["reclaimable"] = q["reclaimable"]
+        if q.get("affinity") is not None:
+            qspec["affinity"] = q["affinity"]
         docs.append(
             {
                 "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -258,12 +281,45 @@ def snapshot_of(case: Mapping[str, Any]) -> Snapshot:
         snap.priority_classes,
         now=NOW,
         resource_quotas=snap.resource_quotas,
+        pod_disruption_budgets=snap.pod_disruption_budgets,
     )
 
 
 def run_case(case: VolcanoCase) -> CycleResult:
     """Run one session of the case's actions."""
     return run_cycle(snapshot_of(case.data), config_of(case))
+
+
+def score_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
+    """Return how the node-order scores (``expect["scores"]``: ``ns/pod`` -> node -> score; Go
+    compares within 1e-6) and predicate codes (``expect["predicates"]``) of a freshly opened
+    session miss ``expect``."""
+    session = Session(snapshot_of(case.data), config_of(case), default_registry())
+    tasks = {t.key: t for job in session.jobs.values() for t in job.tasks.values()}
+    names = list(session.nodes.names)
+    problems: list[str] = []
+    for key, codes in (expect.get("predicates") or {}).items():
+        if key not in tasks:
+            problems.append(f"predicates: no task {key}")
+            continue
+        filters = session.filters(tasks[key])
+        for node, code in codes.items():
+            i = names.index(node)
+            failing = next((f for f in filters if not f.passed[i]), None)
+            got = 0 if failing is None else (3 if failing.unresolvable else 2)
+            if got != code:
+                why = "" if failing is None else f" ({failing.plugin}: {failing.reason_at(i)})"
+                problems.append(f"predicate of {key} on {node}: want code {code}, got {got}{why}")
+    for key, want in (expect.get("scores") or {}).items():
+        if key not in tasks:
+            problems.append(f"scores: no task {key}")
+            continue
+        got = session.node_scores(tasks[key], np.arange(len(names), dtype=np.intp))
+        for node, score in want.items():
+            value = float(got[names.index(node)])
+            if abs(value - float(score)) > 1e-6:
+                problems.append(f"score of {key} on {node}: want {score}, got {value}")
+    return problems
 
 
 def outcome_problems(case: VolcanoCase, result: CycleResult, expect: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,61 @@
+"""The pdb plugin: victims of preempt and reclaim are kept within PodDisruptionBudgets.
+
+As Volcano's ``pdb`` plugin: for each call, every PDB starts from its ``status.disruptionsAllowed``
+(the disruption controller's figure; evictions earlier in the session do not lower it); the
+candidates are taken in the order given; a candidate **without labels is never a victim** (Volcano
+skips such pods before looking at any PDB, with or without PDBs in the cluster); one covered by a
+PDB (same namespace, non-empty selector matching its labels, not already listed in
+``status.disruptedPods``) uses one allowed disruption of each such PDB; a candidate that takes a
+PDB below zero is left out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scheduler.framework import Plugin, Preemptable, Reclaimable
+
+if TYPE_CHECKING:
+    from scheduler.info import TaskInfo
+    from scheduler.model import PodDisruptionBudget
+    from scheduler.session import Session
+
+__all__ = ["PdbPlugin"]
+
+
+class PdbPlugin(Plugin, Preemptable, Reclaimable):
+    """Keeps preempt / reclaim victims within PodDisruptionBudgets (``Snapshot.pod_disruption_budgets``)."""
+
+    name = "pdb"
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        self.pdbs: tuple[PodDisruptionBudget, ...] = session.snapshot.pod_disruption_budgets
+
+    def victims(self, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Return the candidates whose eviction keeps every PDB at or above zero (in order)."""
+        pdbs = self.pdbs
+        allowed = [p.disruptions_allowed for p in pdbs]
+        out = []
+        for c in candidates:
+            pod = c.task
+            if not pod.labels:
+                continue  # as Volcano: a pod without labels is left out of the victims
+            violated = False
+            for i, pdb in enumerate(pdbs):
+                if not pdb.selects(pod) or pod.name in pdb.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+            if not violated:
+                out.append(c)
+        return out
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """The candidates within the PDBs."""
+        return self.victims(candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """As preemptable."""
+        return self.victims(candidates)
