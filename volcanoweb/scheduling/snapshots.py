@@ -40,9 +40,11 @@ from scheduler import (
     parse_resource,
 )
 from scheduler.manifests import ManifestError, PodPlacement, pod_placement, sla_waiting_time
+from scheduler.model import ResourceQuota
 from volcanoweb.clusters.models import Node as NodeRow
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.jobs.models import PriorityClass as PriorityClassRow
+from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow
 from volcanoweb.queues.models import Queue as QueueRow
 from volcanoweb.scheduling.models import IntentKind, PodIntent
 
@@ -254,6 +256,45 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
     )
 
 
+def _quota_amount(name: str, value: Any) -> int:
+    return parse_resource(name.removeprefix("requests.").removeprefix("limits."), value)
+
+
+def resource_quotas(pod_rows: list[dict[str, Any]]) -> list[ResourceQuota]:
+    """Return the namespace ResourceQuotas, ``used`` summed from the pods that count against them.
+
+    Kubernetes' quota controller counts every pod of the namespace not Succeeded/Failed (by its
+    requests; ``pods`` by one each); ``limits.*`` are not tracked here (they count as nothing).
+    """
+    rows = list(ResourceQuotaRow.objects.values("namespace", "name", "hard"))
+    if not rows:
+        return []
+    usage: dict[str, dict[str, int]] = {}
+    for r in pod_rows:
+        if r["phase"] in FINISHED or (r["status"] or {}).get("deleted"):
+            continue
+        ns = usage.setdefault(r["namespace"], {})
+        for k, v in (r["requests"] or {}).items():
+            ns[k] = ns.get(k, 0) + int(v)
+        ns["pods"] = ns.get("pods", 0) + 1
+    out = []
+    for r in rows:
+        hard: dict[str, int] = {}
+        for k, v in (r["hard"] or {}).items():
+            with contextlib.suppress(ValueError):
+                hard[k] = _quota_amount(k, v)
+        used_ns = usage.get(r["namespace"], {})
+        used = {}
+        for k in hard:
+            if k.startswith("limits."):
+                continue
+            amount = used_ns.get(k.removeprefix("requests."), 0)
+            if amount:
+                used[k] = amount
+        out.append(ResourceQuota(r["name"], r["namespace"], hard, used))
+    return out
+
+
 class Memo:
     """The core's objects built by the last snapshot, by row: an unchanged row gives back the *same* object.
 
@@ -380,5 +421,6 @@ def build_snapshot(memo: Memo | None = None, now: float | None = None) -> Snapsh
         for r in PriorityClassRow.objects.values("name", "value", "global_default", "preemption_policy")
     ]
     memo.done()
-    info.snapshot = Snapshot.of(nodes, queues, jobs, tasks, classes, now=now)
+    quotas = resource_quotas(pod_rows)
+    info.snapshot = Snapshot.of(nodes, queues, jobs, tasks, classes, now=now, resource_quotas=quotas)
     return info
