@@ -256,15 +256,14 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
     )
 
 
-def _quota_amount(name: str, value: Any) -> int:
-    return parse_resource(name.removeprefix("requests.").removeprefix("limits."), value)
-
-
 def resource_quotas(pod_rows: list[dict[str, Any]]) -> list[ResourceQuota]:
     """Return the namespace ResourceQuotas, ``used`` summed from the pods that count against them.
 
     Kubernetes' quota controller counts every pod of the namespace not Succeeded/Failed (by its
-    requests; ``pods`` by one each); ``limits.*`` are not tracked here (they count as nothing).
+    requests; ``pods`` by one each). ``requests.<name>`` is the same limit as ``<name>`` (Kubernetes
+    treats them alike; Volcano's job controller writes both into a PodGroup's minResources), so it is
+    given to the core as ``<name>`` (the lower of the two when both are set); ``limits.*`` are left out
+    (Volcano's minResources never carry them, so its plugin never checks them either).
     """
     rows = list(ResourceQuotaRow.objects.values("namespace", "name", "hard"))
     if not rows:
@@ -281,16 +280,14 @@ def resource_quotas(pod_rows: list[dict[str, Any]]) -> list[ResourceQuota]:
     for r in rows:
         hard: dict[str, int] = {}
         for k, v in (r["hard"] or {}).items():
-            with contextlib.suppress(ValueError):
-                hard[k] = _quota_amount(k, v)
-        used_ns = usage.get(r["namespace"], {})
-        used = {}
-        for k in hard:
             if k.startswith("limits."):
                 continue
-            amount = used_ns.get(k.removeprefix("requests."), 0)
-            if amount:
-                used[k] = amount
+            name = k.removeprefix("requests.")
+            with contextlib.suppress(ValueError):
+                amount = parse_resource(name, v)
+                hard[name] = min(amount, hard.get(name, amount))
+        used_ns = usage.get(r["namespace"], {})
+        used = {k: used_ns[k] for k in hard if used_ns.get(k)}
         out.append(ResourceQuota(r["name"], r["namespace"], hard, used))
     return out
 

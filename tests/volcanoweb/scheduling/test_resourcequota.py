@@ -85,10 +85,14 @@ def test_the_snapshot_carries_quotas_with_used_summed_from_pods(sim: Any, cast: 
     assert post_yaml(client_for(cast.alice), URL, quota(**{"requests.cpu": "4", "memory": "8Gi"})).status_code == 201
     _submit("small", 2)  # 2 x 1 CPU, 1 GiB
     _cycle()
-    (q,) = build_snapshot().snapshot.resource_quotas
+    both = quota("both", **{"cpu": "5", "requests.cpu": "3", "limits.memory": "1Gi"})
+    assert post_yaml(client_for(cast.alice), URL, both).status_code == 201
+    q, other = sorted(build_snapshot().snapshot.resource_quotas, key=lambda x: x.name != "compute")
+    assert (other.name, other.hard, other.used) == ("both", {"cpu": 3000}, {"cpu": 2000})  # the lower; no limits
     assert (q.namespace, q.name) == ("team-a", "compute")
-    assert q.hard == {"requests.cpu": 4000, "memory": 8 * 1024**3}
-    assert q.used == {"requests.cpu": 2000, "memory": 2 * 1024**3}
+    # requests.cpu is the same limit as cpu (Kubernetes); the core gets it as cpu, the name in minResources.
+    assert q.hard == {"cpu": 4000, "memory": 8 * 1024**3}
+    assert q.used == {"cpu": 2000, "memory": 2 * 1024**3}
 
 
 RQ_CONFIG = """\
@@ -110,7 +114,7 @@ def test_a_job_over_its_namespace_quota_stays_pending_with_the_plugins_reason(
 ) -> None:
     scheduling_services.save_config(SYSTEM, RQ_CONFIG)
     cluster_services.sync_from_backend()
-    assert post_yaml(client_for(cast.alice), URL, quota(cpu="3")).status_code == 201
+    assert post_yaml(client_for(cast.alice), URL, quota(**{"requests.cpu": "3", "limits.cpu": "1"})).status_code == 201
     _submit("fits", 2)  # minResources 2 CPUs: within the 3-CPU quota
     for _ in range(2):
         _cycle()
