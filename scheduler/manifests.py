@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -32,7 +33,14 @@ from scheduler.model import (
 from scheduler.quantity import SLA_ANNOTATION, QuantityError, parse_duration, parse_resource
 from scheduler.snapshot import Snapshot
 
-__all__ = ["ManifestError", "load_manifests", "snapshot_from_manifests"]
+__all__ = [
+    "ManifestError",
+    "PodPlacement",
+    "load_manifests",
+    "pod_placement",
+    "sla_waiting_time",
+    "snapshot_from_manifests",
+]
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 ALT_GROUP_ANNOTATION = "scheduling.volcano.sh/group-name"
@@ -314,6 +322,73 @@ def _affinity(
     return required, tuple(preferred)
 
 
+def _tolerations(ctx: _Ctx, spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    out = []
+    for j, t in enumerate(ctx.seq(spec.get("tolerations"), "spec.tolerations")):
+        f = f"spec.tolerations[{j}]"
+        t = ctx.mapping(t, f)
+        op = ctx.string(t.get("operator"), f"{f}.operator", "Equal")
+        if op not in ("Equal", "Exists"):
+            raise ctx.error(f"{f}.operator", f"unsupported operator {op!r}")
+        out.append(
+            Toleration(
+                ctx.string(t.get("key"), f"{f}.key"),
+                op,
+                ctx.string(t.get("value"), f"{f}.value"),
+                ctx.string(t.get("effect"), f"{f}.effect"),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlacement:
+    """What a pod spec says about where the pod may go (the placement fields of :class:`Task`)."""
+
+    required_affinity: tuple[NodeSelectorTerm, ...] = ()
+    preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+
+
+_NO_PLACEMENT = PodPlacement()
+
+
+def _placement(ctx: _Ctx, spec: Mapping[str, Any]) -> PodPlacement:
+    if not (spec.get("affinity") or spec.get("tolerations") or spec.get("topologySpreadConstraints")):
+        return _NO_PLACEMENT
+    required, preferred = _affinity(ctx, spec)
+    return PodPlacement(required, preferred, _tolerations(ctx, spec), _anti_affinity(ctx, spec), _spread(ctx, spec))
+
+
+def pod_placement(spec: Mapping[str, Any], obj: str = "") -> PodPlacement:
+    """Return the node affinity, tolerations, required pod anti-affinity and topology spread
+    constraints of a pod ``spec`` (the one converter of these fields: manifests and the web app's
+    snapshot both use it). Raises :class:`ManifestError` (document 0, object ``obj``) on bad input."""
+    return _placement(_Ctx(0, obj), spec)
+
+
+def _sla(ctx: _Ctx, annotations: Mapping[str, str]) -> float | None:
+    if SLA_ANNOTATION not in annotations:
+        return None
+    field = f"metadata.annotations.{SLA_ANNOTATION}"
+    try:
+        sla = parse_duration(annotations[SLA_ANNOTATION])
+    except ValueError as exc:
+        raise ctx.error(field, str(exc)) from None
+    if sla <= 0:
+        raise ctx.error(field, "must be a positive duration")
+    return sla
+
+
+def sla_waiting_time(annotations: Mapping[str, str], obj: str = "") -> float | None:
+    """Return a PodGroup's ``sla-waiting-time`` annotation in seconds (None: not set).
+
+    Raises :class:`ManifestError` when it is not a positive Go duration."""
+    return _sla(_Ctx(0, obj), annotations)
+
+
 def _flag(value: str | None) -> bool | None:
     if value is None:
         return None
@@ -358,22 +433,7 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
             priority = int(ann[TASK_PRIORITY])
         except ValueError:
             raise ctx.error(f"metadata.annotations.{TASK_PRIORITY}", "expected an integer") from None
-    tolerations = []
-    for j, t in enumerate(ctx.seq(spec.get("tolerations"), "spec.tolerations")):
-        f = f"spec.tolerations[{j}]"
-        t = ctx.mapping(t, f)
-        op = ctx.string(t.get("operator"), f"{f}.operator", "Equal")
-        if op not in ("Equal", "Exists"):
-            raise ctx.error(f"{f}.operator", f"unsupported operator {op!r}")
-        tolerations.append(
-            Toleration(
-                ctx.string(t.get("key"), f"{f}.key"),
-                op,
-                ctx.string(t.get("value"), f"{f}.value"),
-                ctx.string(t.get("effect"), f"{f}.effect"),
-            )
-        )
-    required, preferred = _affinity(ctx, spec)
+    placement = _placement(ctx, spec)
     scheduler_name = ctx.string(spec.get("schedulerName"), "spec.schedulerName", "volcano")
     policy = ctx.string(spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority")
     task = Task(
@@ -390,15 +450,15 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         preemptable=pre if pre is not None else True,
         role=ann.get(TASK_SPEC) or labels.get(TASK_SPEC, ""),
         node_selector=ctx.labels(spec.get("nodeSelector"), "spec.nodeSelector"),
-        required_affinity=required,
-        preferred_affinity=preferred,
-        tolerations=tuple(tolerations),
+        required_affinity=placement.required_affinity,
+        preferred_affinity=placement.preferred_affinity,
+        tolerations=placement.tolerations,
         scheduling_gated=bool(ctx.seq(spec.get("schedulingGates"), "spec.schedulingGates")),
         nominated_node=ctx.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         creation=creation,
         labels=labels,
-        anti_affinity=_anti_affinity(ctx, spec),
-        topology_spread=_spread(ctx, spec),
+        anti_affinity=placement.anti_affinity,
+        topology_spread=placement.topology_spread,
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 
@@ -428,14 +488,7 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
     pre = _flag(ann.get(PREEMPTABLE))
     if pre is None:
         pre = _flag(labels.get(PREEMPTABLE))
-    sla: float | None = None
-    if SLA_ANNOTATION in ann:
-        try:
-            sla = parse_duration(ann[SLA_ANNOTATION])
-        except ValueError as exc:
-            raise ctx.error(f"metadata.annotations.{SLA_ANNOTATION}", str(exc)) from None
-        if sla <= 0:
-            raise ctx.error(f"metadata.annotations.{SLA_ANNOTATION}", "must be a positive duration")
+    sla = _sla(ctx, ann)
     return Job(
         uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
         name=name,

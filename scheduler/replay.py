@@ -6,9 +6,12 @@ A *cycle input* is everything :func:`scheduler.run_cycle` needs, written lossles
      "config": "<Volcano scheduler YAML>", "snapshot": {"nodes": [...], "queues": [...], ...},
      "recorded": {<the cycle's decisions, the simulator's compact shape>}}
 
-Unlike the manifest form (``scheduler.manifests``), every field of every model object is kept
-(resolved priorities, creation order, uids, nominated nodes), so replaying the file decides exactly
-what the recorded cycle decided. Fields equal to their default are left out to keep files small.
+Unlike the manifest form (``scheduler.manifests``), every field of every model object and of the
+snapshot is kept (resolved priorities, creation order, uids, nominated nodes, pod labels,
+anti-affinity and spread constraints, PodGroup creation times and SLA waiting times, the cycle's
+clock ``now``, namespace ResourceQuotas), so replaying the file decides exactly what the recorded
+cycle decided (``tests/scheduler/test_replay.py`` fails when a model field is not round-tripped).
+Fields equal to their default are left out to keep files small.
 
 :class:`SnapshotEncoder` keeps the encoded form of each object between calls: a caller that passes
 snapshots sharing unchanged objects (the web app's snapshot memo) only encodes what changed.
@@ -27,15 +30,18 @@ from scheduler.model import (
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PodAffinityTerm,
     PreferredSchedulingTerm,
     PriorityClass,
     Queue,
     QueueState,
     Resource,
+    ResourceQuota,
     Taint,
     Task,
     TaskStatus,
     Toleration,
+    TopologySpreadConstraint,
 )
 from scheduler.snapshot import Snapshot
 
@@ -87,6 +93,25 @@ def _term(t: NodeSelectorTerm) -> dict[str, Any]:
     return {"e": [_req(r) for r in t.match_expressions], "f": [_req(r) for r in t.match_fields]}
 
 
+def _pairs(labels: tuple[tuple[str, str], ...] | None) -> list[list[str]] | None:
+    # None (a nil selector, matching nothing) and () (an empty one, matching everything) differ.
+    return None if labels is None else [[k, v] for k, v in labels]
+
+
+def _anti(a: PodAffinityTerm) -> list[Any]:
+    return [a.topology_key, _pairs(a.match_labels), [_req(r) for r in a.match_expressions], list(a.namespaces)]
+
+
+def _spread(c: TopologySpreadConstraint) -> list[Any]:
+    return [
+        c.max_skew,
+        c.topology_key,
+        c.when_unsatisfiable,
+        _pairs(c.match_labels),
+        [_req(r) for r in c.match_expressions],
+    ]
+
+
 def encode_node(n: Node) -> dict[str, Any]:
     """Return a node as JSON data."""
     out: dict[str, Any] = {"name": n.name, "allocatable": _res(n.allocatable)}
@@ -129,6 +154,12 @@ def encode_task(t: Task) -> dict[str, Any]:
         out["nominated_node"] = t.nominated_node
     if t.creation:
         out["creation"] = t.creation
+    if t.labels:
+        out["labels"] = dict(t.labels)
+    if t.anti_affinity:
+        out["anti_affinity"] = [_anti(a) for a in t.anti_affinity]
+    if t.topology_spread:
+        out["topology_spread"] = [_spread(c) for c in t.topology_spread]
     return out
 
 
@@ -148,6 +179,10 @@ def encode_job(j: Job) -> dict[str, Any]:
         out["priority"] = j.priority
     if j.phase != d.phase:
         out["phase"] = str(j.phase)
+    if j.created_at != d.created_at:
+        out["created_at"] = j.created_at
+    if j.sla_waiting_time is not None:
+        out["sla_waiting_time"] = j.sla_waiting_time
     return out
 
 
@@ -176,6 +211,14 @@ def encode_priority_class(p: PriorityClass) -> dict[str, Any]:
         "global_default": p.global_default,
         "preemption_policy": p.preemption_policy,
     }
+
+
+def encode_resource_quota(q: ResourceQuota) -> dict[str, Any]:
+    """Return a namespace ResourceQuota as JSON data."""
+    out: dict[str, Any] = {"name": q.name, "namespace": q.namespace, "hard": dict(q.hard)}
+    if q.used:
+        out["used"] = dict(q.used)
+    return out
 
 
 def _dumps(data: Any) -> str:
@@ -209,11 +252,21 @@ class SnapshotEncoder:
                 parts.append(hit[1])
             return "[" + ",".join(parts) + "]"
 
+        # Keys in sorted order (as ``_dumps`` writes them); ``now`` and ``resource_quotas`` only when
+        # set, so that snapshots without them encode as they always did.
+        now = "" if snapshot.now is None else ',"now":' + _dumps(snapshot.now)
+        quotas = (
+            ',"resource_quotas":' + _dumps([encode_resource_quota(q) for q in snapshot.resource_quotas])
+            if snapshot.resource_quotas
+            else ""
+        )
         text = (
             '{"jobs":' + enc(snapshot.jobs, encode_job)
             + ',"nodes":' + enc(snapshot.nodes, encode_node)
+            + now
             + ',"priority_classes":' + _dumps([encode_priority_class(p) for p in snapshot.priority_classes])
             + ',"queues":' + enc(snapshot.queues, encode_queue)
+            + quotas
             + ',"tasks":' + enc(snapshot.tasks, encode_task)
             + "}"
         )  # fmt: skip
@@ -250,6 +303,34 @@ def _dterm(value: Mapping[str, Any]) -> NodeSelectorTerm:
     return NodeSelectorTerm(tuple(_dreq(r) for r in value.get("e", ())), tuple(_dreq(r) for r in value.get("f", ())))
 
 
+def _dpairs(value: Any) -> tuple[tuple[str, str], ...] | None:
+    return None if value is None else tuple((str(k), str(v)) for k, v in value)
+
+
+def _danti(value: Any) -> PodAffinityTerm:
+    key, labels, exprs, namespaces = value
+    return PodAffinityTerm(str(key), _dpairs(labels), tuple(_dreq(r) for r in exprs), tuple(str(n) for n in namespaces))
+
+
+def _dspread(value: Any) -> TopologySpreadConstraint:
+    skew, key, when, labels, exprs = value
+    return TopologySpreadConstraint(int(skew), str(key), str(when), _dpairs(labels), tuple(_dreq(r) for r in exprs))
+
+
+def _seconds(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CycleInputError(field, f"expected a number of seconds, got {value!r}")
+    return float(value)
+
+
+def _amounts(value: Any, field: str) -> dict[str, int]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value.values()
+    ):
+        raise CycleInputError(field, "expected a mapping of resource name to integer")
+    return {str(k): int(v) for k, v in value.items()}
+
+
 def _node(d: Mapping[str, Any], field: str) -> Node:
     return Node(
         name=str(d["name"]),
@@ -284,6 +365,9 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         scheduling_gated=bool(d.get("scheduling_gated", False)),
         nominated_node=str(d.get("nominated_node", "")),
         creation=int(d.get("creation", 0)),
+        labels={str(k): str(v) for k, v in (d.get("labels") or {}).items()},
+        anti_affinity=tuple(_danti(a) for a in d.get("anti_affinity") or ()),
+        topology_spread=tuple(_dspread(c) for c in d.get("topology_spread") or ()),
     )
 
 
@@ -302,6 +386,10 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
         phase=JobPhase(d.get("phase", j.phase)),
         preemptable=bool(d.get("preemptable", j.preemptable)),
         creation=int(d.get("creation", 0)),
+        created_at=_seconds(d.get("created_at", j.created_at), f"{field}.created_at"),
+        sla_waiting_time=(
+            None if d.get("sla_waiting_time") is None else _seconds(d["sla_waiting_time"], f"{field}.sla_waiting_time")
+        ),
     )
 
 
@@ -333,12 +421,22 @@ def _priority_class(d: Mapping[str, Any], field: str) -> PriorityClass:
     )
 
 
+def _resource_quota(d: Mapping[str, Any], field: str) -> ResourceQuota:
+    return ResourceQuota(
+        name=str(d["name"]),
+        namespace=str(d["namespace"]),
+        hard=_amounts(d.get("hard") or {}, f"{field}.hard"),
+        used=_amounts(d.get("used") or {}, f"{field}.used"),
+    )
+
+
 _DECODERS: dict[str, Any] = {
     "nodes": _node,
     "queues": _queue,
     "jobs": _job,
     "tasks": _task,
     "priority_classes": _priority_class,
+    "resource_quotas": _resource_quota,
 }
 
 
@@ -363,7 +461,16 @@ def decode_snapshot(data: Any) -> Snapshot:
             except (KeyError, TypeError, ValueError) as exc:
                 raise CycleInputError(field, f"invalid value ({type(exc).__name__}: {exc})") from None
         parts[key] = decoded
-    return Snapshot.of(parts["nodes"], parts["queues"], parts["jobs"], parts["tasks"], parts["priority_classes"])
+    now = data.get("now")
+    return Snapshot.of(
+        parts["nodes"],
+        parts["queues"],
+        parts["jobs"],
+        parts["tasks"],
+        parts["priority_classes"],
+        now=None if now is None else _seconds(now, "snapshot.now"),
+        resource_quotas=parts["resource_quotas"],
+    )
 
 
 # --------------------------------------------------------------------------- the file

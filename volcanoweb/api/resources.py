@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volcanoweb.jobs import services as jobs
-from volcanoweb.jobs.models import Job, Pod, PodGroup
+from volcanoweb.jobs.models import Job, Pod, PodGroup, ResourceQuota
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.parse import KindInfo
 from volcanoweb.workflows import services as workflows
@@ -72,6 +72,14 @@ NAMESPACED: dict[str, Resource] = {
         },
         ordering={**_COMMON_ORDER, "phase": "phase", "node": "node_name"},
         text_fields=("name", "node_name"),
+    ),
+    "resourcequotas": Resource(
+        parse.RESOURCEQUOTA,
+        ResourceQuota,
+        render.resourcequota,
+        jobs.apply_resourcequota,
+        jobs.delete_resourcequota,
+        ordering=dict(_COMMON_ORDER),
     ),
     "cronjobs": Resource(
         parse.CRONJOB,

@@ -109,7 +109,13 @@ def _visible_namespaces(access: Access) -> set[str] | None:
 
 
 def merge(live: Snapshot, extra: Snapshot, queue_names: set[str], creation: int) -> Snapshot:
-    """Return the live snapshot plus ``extra``'s objects (same-named objects replaced; extras are newest)."""
+    """Return the live snapshot plus ``extra``'s objects (same-named objects replaced; extras are newest).
+
+    The live clock (``now``) is kept; an extra PodGroup without a creation time is created ``now``
+    (so the sla plugin sees a job that has not waited yet).
+    """
+    now = live.now
+    quota_keys = {(q.namespace, q.name) for q in extra.resource_quotas}
     job_keys = {j.key for j in extra.jobs}
     task_keys = {t.key for t in extra.tasks}
     node_names = {n.name for n in extra.nodes}
@@ -118,10 +124,13 @@ def merge(live: Snapshot, extra: Snapshot, queue_names: set[str], creation: int)
         [n for n in live.nodes if n.name not in node_names] + list(extra.nodes),
         [q for q in live.queues if q.name not in queue_names] + [q for q in extra.queues if q.name in queue_names],
         [j for j in live.jobs if j.key not in job_keys]
-        + [replace(j, creation=creation + j.creation) for j in extra.jobs],
+        + [replace(j, creation=creation + j.creation, created_at=j.created_at or (now or 0.0)) for j in extra.jobs],
         [t for t in live.tasks if t.key not in task_keys and t.job not in job_keys]
         + [replace(t, creation=creation + t.creation) for t in extra.tasks],
         [c for c in live.priority_classes if c.name not in class_names] + list(extra.priority_classes),
+        now=now,
+        resource_quotas=[q for q in live.resource_quotas if (q.namespace, q.name) not in quota_keys]
+        + list(extra.resource_quotas),
     )
 
 

@@ -188,6 +188,21 @@ class Pod(NamespacedObject):
         indexes = [models.Index(fields=["job", "task_name"])]
 
 
+class ResourceQuota(NamespacedObject):
+    """A ``v1`` ResourceQuota: ``hard`` limits of a namespace (Kubernetes quantity strings by resource name).
+
+    Read by the scheduler's ``resourcequota`` plugin; its ``used`` amounts are summed from the
+    namespace's pods when the snapshot is built (there is no quota controller keeping a status).
+    """
+
+    hard = models.JSONField(default=dict, blank=True, help_text="Kubernetes quantity strings")
+    spec = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["namespace", "name"]
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="jobs_resourcequota_ns_name")]
+
+
 class PriorityClass(KubeObject):
     """A ``scheduling.k8s.io/v1`` PriorityClass (cluster-scoped); jobs and pods refer to it by name."""
 

@@ -20,11 +20,13 @@ from volcanoweb.jobs.models import (
     Pod,
     PodGroup,
     PriorityClass,
+    ResourceQuota,
     Task,
 )
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.admission import check_priority_class, check_submission_queue
 from volcanoweb.manifests.errors import BadRequest, Conflict, Errors, Forbidden, invalid, not_found
+from volcanoweb.manifests.fields import check_resource_list, expect
 from volcanoweb.manifests.jobs import check_job_name, check_job_spec, check_job_update, task_min_resources
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.pods import check_jdb_annotations, check_pod_spec, pod_requests
@@ -579,6 +581,86 @@ def delete_priorityclass(access: Access, name: str) -> Outcome:
     audit.record(access.user, "delete", info.kind, name, before=before)
     audit.on_change(info.kind, existing, "delete")
     return Outcome("deleted", info.kind, name, None, before)
+
+
+# --- ResourceQuotas ------------------------------------------------------------
+
+
+def check_resourcequota_spec(errors: Errors, spec: Any) -> dict[str, Any]:
+    """Check a ResourceQuota ``spec``: ``hard`` is a ResourceList; quota scopes are not supported."""
+    if spec is None:
+        spec = {}
+    if not expect(errors, "spec", spec, dict, "object"):
+        return {}
+    for key in ("scopes", "scopeSelector"):
+        if spec.get(key):
+            errors.add(f"spec.{key}", "Unsupported value: quota scopes are not supported (every pod counts)")
+    hard = spec.get("hard") or {}
+    check_resource_list(errors, "spec.hard", hard)
+    return (
+        {"hard": {str(k): v if isinstance(v, str) else str(v) for k, v in hard.items()}}
+        if isinstance(hard, dict)
+        else {}
+    )
+
+
+def _quota_writer(access: Access, info: parse.KindInfo, namespace: Any, verb: str, name: str) -> None:
+    # Quotas bound what the whole tenant may run: only its admins (or platform admins) set them.
+    if not access.is_tenant_admin(namespace.tenant_id):
+        raise forbidden(access, verb, info, namespace.name, name)
+
+
+@transaction.atomic
+def apply_resourcequota(
+    access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
+) -> Outcome:
+    """Create or update a namespace ResourceQuota (tenant admins of the namespace's tenant only)."""
+    info = parse.RESOURCEQUOTA
+    meta, namespace = prepare(access, doc, info, default_namespace)
+    assert namespace is not None
+    _quota_writer(access, info, namespace, "create", meta.name)
+    existing = ResourceQuota.objects.select_for_update().filter(namespace=namespace.name, name=meta.name).first()
+    check_existence(info, meta.name, existing, mode)
+    check_version(info, meta, existing)
+    errors = Errors()
+    spec = check_resourcequota_spec(errors, doc.get("spec"))
+    raise_if(errors, info, meta.name)
+    fields = {"hard": spec["hard"], "spec": spec, "labels": meta.labels, "annotations": meta.annotations}
+    if existing is not None:
+        if all(getattr(existing, k) == v for k, v in fields.items()):
+            return Outcome("unchanged", info.kind, meta.name, namespace.name, render.resourcequota(existing))
+        before = render.resourcequota(existing)
+        spec_changed = existing.spec != spec
+        for key, value in fields.items():
+            setattr(existing, key, value)
+        existing.save(update_fields=[*fields, *bump(existing, spec_changed=spec_changed)])
+        after = render.resourcequota(existing)
+        audit.record(
+            access.user, "update", info.kind, existing.key, tenant=namespace.tenant, before=before, after=after
+        )
+        audit.on_change(info.kind, existing, "update")
+        return Outcome("configured", info.kind, meta.name, namespace.name, after)
+    quota = ResourceQuota.objects.create(namespace=namespace.name, name=meta.name, tenant=namespace.tenant, **fields)
+    after = render.resourcequota(quota)
+    audit.record(access.user, "create", info.kind, quota.key, tenant=namespace.tenant, after=after)
+    audit.on_change(info.kind, quota, "create")
+    return Outcome("created", info.kind, meta.name, namespace.name, after)
+
+
+@transaction.atomic
+def delete_resourcequota(access: Access, namespace: str, name: str) -> Outcome:
+    """Delete a ResourceQuota (tenant admins of the namespace's tenant only)."""
+    info = parse.RESOURCEQUOTA
+    ns = resolve_namespace(access, namespace, "delete", info, name)
+    _quota_writer(access, info, ns, "delete", name)
+    quota = ResourceQuota.objects.select_for_update().filter(namespace=namespace, name=name).first()
+    if quota is None:
+        raise not_found(info.qualified_resource, name, info.kind, info.group)
+    before = render.resourcequota(quota)
+    quota.delete()
+    audit.record(access.user, "delete", info.kind, f"{namespace}/{name}", tenant=ns.tenant, before=before)
+    audit.on_change(info.kind, quota, "delete")
+    return Outcome("deleted", info.kind, name, namespace, before)
 
 
 # --- Events (written by the runtime) -----------------------------------------

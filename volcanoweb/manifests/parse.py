@@ -45,10 +45,11 @@ JOBFLOW = KindInfo("flow.volcano.sh/v1alpha1", "JobFlow", "jobflows", True)
 JOBTEMPLATE = KindInfo("flow.volcano.sh/v1alpha1", "JobTemplate", "jobtemplates", True)
 PRIORITYCLASS = KindInfo("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False)
 POD = KindInfo("v1", "Pod", "pods", True)
+RESOURCEQUOTA = KindInfo("v1", "ResourceQuota", "resourcequotas", True)
 #: A Volcano scheduler configuration document (``actions:`` + ``tiers:``, no apiVersion/kind).
 SCHEDULER_CONFIG = KindInfo("volcanoweb.io/v1", "SchedulerConfiguration", "scheduler-config", False)
 
-SUPPORTED_KINDS = (JOB, CRONJOB, QUEUE, PODGROUP, JOBFLOW, JOBTEMPLATE, PRIORITYCLASS, POD)
+SUPPORTED_KINDS = (JOB, CRONJOB, QUEUE, PODGROUP, JOBFLOW, JOBTEMPLATE, PRIORITYCLASS, POD, RESOURCEQUOTA)
 _BY_KEY = {(info.api_version, info.kind): info for info in SUPPORTED_KINDS}
 
 

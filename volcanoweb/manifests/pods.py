@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from scheduler.manifests import ManifestError, pod_placement
 from volcanoweb.manifests.errors import Errors
 from volcanoweb.manifests.fields import (
     check_dns_label,
@@ -88,6 +89,16 @@ def check_pod_spec(errors: Errors, spec: Any, path: str) -> None:
     get_map(errors, spec, "nodeSelector", f"{path}.nodeSelector")
     get_list(errors, spec, "tolerations", f"{path}.tolerations")
     get_list(errors, spec, "volumes", f"{path}.volumes")
+    _check_placement(errors, spec, path)
+
+
+def _check_placement(errors: Errors, spec: dict[str, Any], path: str) -> None:
+    """Refuse what the scheduler cannot read: node affinity, tolerations, required pod anti-affinity and
+    topology spread constraints go through the core's converter (the one the scheduling snapshot uses)."""
+    try:
+        pod_placement(spec)
+    except ManifestError as exc:
+        errors.add(path + exc.field.removeprefix("spec"), f"Invalid value: {exc.detail}")
 
 
 def check_pod_template(errors: Errors, template: Any, path: str) -> None:

@@ -66,6 +66,11 @@ def pod(obj: Any) -> dict[str, Any]:
     return {**_envelope(parse.POD, obj), "spec": spec, "status": status}
 
 
+def resourcequota(obj: Any) -> dict[str, Any]:
+    """Return a ResourceQuota manifest (``status.hard`` mirrors the spec, as the quota controller would)."""
+    return {**_envelope(parse.RESOURCEQUOTA, obj), "spec": obj.spec, "status": {"hard": dict(obj.hard)}}
+
+
 def priorityclass(obj: Any) -> dict[str, Any]:
     """Return a PriorityClass manifest (no spec: the fields sit at the top level)."""
     out = {**_envelope(parse.PRIORITYCLASS, obj), "value": obj.value, "globalDefault": obj.global_default}

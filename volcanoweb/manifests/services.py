@@ -23,6 +23,7 @@ APPLIERS: dict[str, Applier] = {
     parse.JOB.kind: jobs.apply_job,
     parse.PODGROUP.kind: jobs.apply_podgroup,
     parse.POD.kind: jobs.apply_pod,
+    parse.RESOURCEQUOTA.kind: jobs.apply_resourcequota,
     parse.PRIORITYCLASS.kind: jobs.apply_priorityclass,
     parse.QUEUE.kind: queues.apply_queue,
     parse.CRONJOB.kind: workflows.apply_cronjob,

@@ -249,6 +249,7 @@ SCHEMAS: dict[str, Any] = {
     "JobFlow": _object(JOBFLOW_SPEC),
     "JobTemplate": _object(JOB_SPEC),
     "Pod": _object(POD_SPEC),
+    "ResourceQuota": _object(_fields("scopes", "scopeSelector", hard=STRING_MAP)),
     "PriorityClass": {
         key: METADATA if key == "metadata" else ANY
         for key in ("apiVersion", "kind", "metadata", "value", "globalDefault", "description", "preemptionPolicy")

@@ -535,8 +535,15 @@ def _record_metrics(run: SchedulingRun, result: CycleResult | None) -> None:
     metrics.SCHEDULE_ATTEMPTS.labels(result=outcome).inc()
 
 
-def run_claimed_cycle(token: int, holder: str, backend: ClusterBackend | None = None) -> SchedulingRun:
-    """Run one cycle under an already claimed lease (see the module docstring)."""
+def run_claimed_cycle(
+    token: int, holder: str, backend: ClusterBackend | None = None, *, now: float | None = None
+) -> SchedulingRun:
+    """Run one cycle under an already claimed lease (see the module docstring).
+
+    ``now`` is the cycle's clock (seconds since the Unix epoch, default the current time): the
+    snapshot's :attr:`~scheduler.Snapshot.now`, against which the sla plugin measures how long a
+    PodGroup has waited since its ``created_at``.
+    """
     backend = backend or get_backend()
     started = time.perf_counter()
     config, version = active_config()
@@ -547,7 +554,7 @@ def run_claimed_cycle(token: int, holder: str, backend: ClusterBackend | None = 
         run.recovered = recovered.bound + recovered.evicted
         t0 = time.perf_counter()
         with _loop_state() as (memo, cache):
-            info = build_snapshot(memo)
+            info = build_snapshot(memo, now)
             t1 = time.perf_counter()
             result = scheduler.run_cycle(info.snapshot, config, timer=time.perf_counter, cache=cache)
         t2 = time.perf_counter()
@@ -589,13 +596,17 @@ def run_claimed_cycle(token: int, holder: str, backend: ClusterBackend | None = 
     return run
 
 
-def run_cycle(*, backend: ClusterBackend | None = None, holder: str | None = None) -> SchedulingRun | None:
-    """Run one scheduling cycle unless another worker is running one; return its run (or None)."""
+def run_cycle(
+    *, backend: ClusterBackend | None = None, holder: str | None = None, now: float | None = None
+) -> SchedulingRun | None:
+    """Run one scheduling cycle unless another worker is running one; return its run (or None).
+
+    ``now``: the cycle's clock, see :func:`run_claimed_cycle`."""
     holder = holder or default_holder()
     token = claim_cycle(holder)
     if token is None:
         return None
     try:
-        return run_claimed_cycle(token, holder, backend)
+        return run_claimed_cycle(token, holder, backend, now=now)
     finally:
         release_cycle(holder, token)

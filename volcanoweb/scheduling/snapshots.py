@@ -16,20 +16,19 @@ scheduling logic. Mapping (semantics §4.1-4.3):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
 
 from scheduler import (
     Job,
     JobPhase,
     Node,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
-    PreferredSchedulingTerm,
     PriorityClass,
     Queue,
     QueueState,
@@ -38,12 +37,14 @@ from scheduler import (
     Taint,
     Task,
     TaskStatus,
-    Toleration,
     parse_resource,
 )
+from scheduler.manifests import ManifestError, PodPlacement, pod_placement, sla_waiting_time
+from scheduler.model import ResourceQuota
 from volcanoweb.clusters.models import Node as NodeRow
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.jobs.models import PriorityClass as PriorityClassRow
+from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow
 from volcanoweb.queues.models import Queue as QueueRow
 from volcanoweb.scheduling.models import IntentKind, PodIntent
 
@@ -54,6 +55,8 @@ TASK_SPEC = "volcano.sh/task-spec"
 HIERARCHY = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
 FINISHED = ("Succeeded", "Failed")
+NO_PLACEMENT = PodPlacement()
+log = logging.getLogger(__name__)
 _PHASE_STATUS = {
     "Pending": TaskStatus.PENDING,
     "Running": TaskStatus.RUNNING,
@@ -103,6 +106,10 @@ def _creation(value: datetime | None) -> int:
     return int(value.timestamp() * 1_000_000) if value is not None else 0
 
 
+def _seconds(value: datetime | None) -> float:
+    return value.timestamp() if value is not None else 0.0
+
+
 def resources(values: Mapping[str, Any] | None) -> Resource | None:
     """Quantity strings (``{"cpu": "4", "memory": "16Gi"}``) → Resource; empty or None → None."""
     if not values:
@@ -117,47 +124,17 @@ def _int_resources(values: Mapping[str, Any] | None, *, pod_slot: bool) -> Resou
     return Resource.from_dict(out)
 
 
-def _term(raw: Mapping[str, Any]) -> NodeSelectorTerm:
-    def reqs(items: Iterable[Any]) -> tuple[NodeSelectorRequirement, ...]:
-        return tuple(
-            NodeSelectorRequirement(
-                str(r.get("key", "")), str(r.get("operator", "In")), tuple(str(v) for v in r.get("values") or ())
-            )
-            for r in items
-            if isinstance(r, Mapping)
-        )
+def placement(spec: Mapping[str, Any], obj: str = "") -> PodPlacement:
+    """Return a pod spec's affinity, tolerations, anti-affinity and spread constraints (the core's converter).
 
-    return NodeSelectorTerm(reqs(raw.get("matchExpressions") or ()), reqs(raw.get("matchFields") or ()))
-
-
-def affinity(spec: Mapping[str, Any]) -> tuple[tuple[NodeSelectorTerm, ...], tuple[PreferredSchedulingTerm, ...]]:
-    """Return (required terms, preferred terms) of a pod spec's node affinity."""
-    node_affinity = ((spec.get("affinity") or {}).get("nodeAffinity")) or {}
-    required_raw = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
-        "nodeSelectorTerms"
-    ) or []
-    preferred_raw = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
-    required = tuple(_term(t) for t in required_raw if isinstance(t, Mapping))
-    preferred = tuple(
-        PreferredSchedulingTerm(int(p.get("weight", 1)), _term(p.get("preference") or {}))
-        for p in preferred_raw
-        if isinstance(p, Mapping)
-    )
-    return required, preferred
-
-
-def tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
-    """Return a pod spec's tolerations."""
-    return tuple(
-        Toleration(
-            str(t.get("key") or ""),
-            str(t.get("operator") or "Equal"),
-            str(t.get("value") or ""),
-            str(t.get("effect") or ""),
-        )
-        for t in spec.get("tolerations") or ()
-        if isinstance(t, Mapping)
-    )
+    Pod specs are validated when applied; one that still cannot be read (a row written around the
+    API) is scheduled without those constraints and logged, rather than failing every cycle.
+    """
+    try:
+        return pod_placement(spec, obj)
+    except ManifestError as exc:
+        log.warning("pod %s: placement fields ignored: %s", obj, exc)
+        return NO_PLACEMENT
 
 
 def node_from_row(row: Mapping[str, Any]) -> Node:
@@ -207,6 +184,12 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         phase = JobPhase(row["phase"])
     except ValueError:
         phase = JobPhase.PENDING
+    key = f"{row['namespace']}/{row['name']}"
+    try:
+        sla = sla_waiting_time(annotations, key)
+    except ManifestError as exc:
+        log.warning("PodGroup %s: %s", key, exc)
+        sla = None
     return Job(
         uid=str(row["uid"]),
         name=row["name"],
@@ -219,6 +202,8 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         phase=phase,
         preemptable=bool(preemptable),
         creation=_creation(row["created_at"]),
+        created_at=_seconds(row["created_at"]),
+        sla_waiting_time=sla,
     )
 
 
@@ -244,7 +229,7 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
     if TASK_PRIORITY in annotations:
         with contextlib.suppress(ValueError):
             priority = int(annotations[TASK_PRIORITY])
-    required, preferred = affinity(spec) if spec.get("affinity") else ((), ())
+    where = placement(spec, f"{row['namespace']}/{row['name']}")
     return Task(
         uid=str(row["uid"]),
         name=row["name"],
@@ -259,13 +244,52 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
         preemptable=preemptable if preemptable is not None else True,
         role=annotations.get(TASK_SPEC) or labels.get(TASK_SPEC) or row["task_name"] or "",
         node_selector=dict(spec.get("nodeSelector") or {}),
-        required_affinity=required,
-        preferred_affinity=preferred,
-        tolerations=tolerations(spec) if spec.get("tolerations") else (),
+        required_affinity=where.required_affinity,
+        preferred_affinity=where.preferred_affinity,
+        tolerations=where.tolerations,
         scheduling_gated=bool(spec.get("schedulingGates")),
         nominated_node=str(status_json.get("nominatedNodeName") or ""),
         creation=_creation(row["created_at"]),
+        labels=dict(labels),
+        anti_affinity=where.anti_affinity,
+        topology_spread=where.topology_spread,
     )
+
+
+def resource_quotas(pod_rows: list[dict[str, Any]]) -> list[ResourceQuota]:
+    """Return the namespace ResourceQuotas, ``used`` summed from the pods that count against them.
+
+    Kubernetes' quota controller counts every pod of the namespace not Succeeded/Failed (by its
+    requests; ``pods`` by one each). ``requests.<name>`` is the same limit as ``<name>`` (Kubernetes
+    treats them alike; Volcano's job controller writes both into a PodGroup's minResources), so it is
+    given to the core as ``<name>`` (the lower of the two when both are set); ``limits.*`` are left out
+    (Volcano's minResources never carry them, so its plugin never checks them either).
+    """
+    rows = list(ResourceQuotaRow.objects.values("namespace", "name", "hard"))
+    if not rows:
+        return []
+    usage: dict[str, dict[str, int]] = {}
+    for r in pod_rows:
+        if r["phase"] in FINISHED or (r["status"] or {}).get("deleted"):
+            continue
+        ns = usage.setdefault(r["namespace"], {})
+        for k, v in (r["requests"] or {}).items():
+            ns[k] = ns.get(k, 0) + int(v)
+        ns["pods"] = ns.get("pods", 0) + 1
+    out = []
+    for r in rows:
+        hard: dict[str, int] = {}
+        for k, v in (r["hard"] or {}).items():
+            if k.startswith("limits."):
+                continue
+            name = k.removeprefix("requests.")
+            with contextlib.suppress(ValueError):
+                amount = parse_resource(name, v)
+                hard[name] = min(amount, hard.get(name, amount))
+        used_ns = usage.get(r["namespace"], {})
+        used = {k: used_ns[k] for k in hard if used_ns.get(k)}
+        out.append(ResourceQuota(r["name"], r["namespace"], hard, used))
+    return out
 
 
 class Memo:
@@ -296,11 +320,16 @@ class Memo:
         self._last, self._next = self._next, {}
 
 
-def build_snapshot(memo: Memo | None = None) -> SnapshotInfo:
+def build_snapshot(memo: Memo | None = None, now: float | None = None) -> SnapshotInfo:
     """Return the scheduler's view of the database now (read-only; a handful of queries).
 
     With ``memo``, the objects of rows unchanged since the memo's last snapshot are the same objects.
+    ``now`` is the cycle's clock in seconds since the Unix epoch (default: the current time), the
+    :attr:`Snapshot.now` that the sla plugin compares with PodGroup creation times. It is not part
+    of any object, so a changing clock leaves the memo (and the session cache) hits unchanged.
     """
+    if now is None:
+        now = timezone.now().timestamp()
     memo = memo if memo is not None else Memo()
     nodes = [
         memo.get("node", r["name"], r, lambda r=r: node_from_row(r))
@@ -389,5 +418,6 @@ def build_snapshot(memo: Memo | None = None) -> SnapshotInfo:
         for r in PriorityClassRow.objects.values("name", "value", "global_default", "preemption_policy")
     ]
     memo.done()
-    info.snapshot = Snapshot.of(nodes, queues, jobs, tasks, classes)
+    quotas = resource_quotas(pod_rows)
+    info.snapshot = Snapshot.of(nodes, queues, jobs, tasks, classes, now=now, resource_quotas=quotas)
     return info

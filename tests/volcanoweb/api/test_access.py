@@ -50,6 +50,12 @@ FLOW = {
     "metadata": {"name": "flow"},
     "spec": {"flows": [{"name": "step"}]},
 }
+QUOTA = {
+    "apiVersion": "v1",
+    "kind": "ResourceQuota",
+    "metadata": {"name": "compute"},
+    "spec": {"hard": {"requests.cpu": "8"}},
+}
 PC = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
 JOB = job_manifest("train", queue="qa")
 CHILD_QUEUE = queue_manifest("qa-child", parent="qa")
@@ -60,6 +66,7 @@ OBJECTS = {
     "cronjobs": ("nightly", CRON),
     "jobtemplates": ("step", TEMPLATE),
     "jobflows": ("flow", FLOW),
+    "resourcequotas": ("compute", QUOTA),
 }
 
 

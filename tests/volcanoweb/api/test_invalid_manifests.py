@@ -16,14 +16,27 @@ from tests.volcanoweb import builders
 from tests.volcanoweb.builders import job_manifest, queue_manifest, task, to_yaml, with_changes
 from tests.volcanoweb.conftest import Cast, build_cast, module_data, post_yaml
 from volcanoweb.audit.models import AuditEntry
-from volcanoweb.jobs.models import Job, Pod, PodGroup, PriorityClass, Task
+from volcanoweb.jobs.models import Job, Pod, PodGroup, PriorityClass, ResourceQuota, Task
 from volcanoweb.queues import services as queue_services
 from volcanoweb.queues.models import Queue
 from volcanoweb.scheduling.models import SchedulerProfile
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.workflows.models import CronJob, JobFlow, JobTemplate
 
-MODELS = (Job, Task, Pod, PodGroup, Queue, PriorityClass, CronJob, JobFlow, JobTemplate, SchedulerProfile, AuditEntry)
+MODELS = (
+    Job,
+    Task,
+    Pod,
+    PodGroup,
+    Queue,
+    PriorityClass,
+    ResourceQuota,
+    CronJob,
+    JobFlow,
+    JobTemplate,
+    SchedulerProfile,
+    AuditEntry,
+)
 
 
 @dataclass(frozen=True)
@@ -602,6 +615,56 @@ CASES = [
         "tiers[0].plugins[0].name",
         "unknown plugin 'no-such-plugin'",
         user="root",
+    ),
+    Case(
+        "job-anti-affinity-without-topology-key",
+        job_with(
+            "spec.tasks.0.template.spec.affinity",
+            {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}}]}},
+        ),
+        "spec.tasks[0].template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+        ".topologyKey",
+        "required",
+    ),
+    Case(
+        "job-topology-spread-max-skew-zero",
+        job_with("spec.tasks.0.template.spec.topologySpreadConstraints", [{"maxSkew": 0, "topologyKey": "zone"}]),
+        "spec.tasks[0].template.spec.topologySpreadConstraints[0].maxSkew",
+        "must be at least 1",
+    ),
+    Case(
+        "job-toleration-operator",
+        job_with("spec.tasks.0.template.spec.tolerations", [{"key": "k", "operator": "Sometimes"}]),
+        "spec.tasks[0].template.spec.tolerations[0].operator",
+        "unsupported operator 'Sometimes'",
+    ),
+    Case(
+        "resourcequota-bad-quantity",
+        doc(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "q", "namespace": "team-a"},
+                "spec": {"hard": {"cpu": "lots"}},
+            }
+        ),
+        "spec.hard[cpu]",
+        "quantities must match the regular expression",
+    ),
+    Case(
+        "resourcequota-by-a-member",
+        doc(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "q", "namespace": "team-a"},
+                "spec": {"hard": {"cpu": "1"}},
+            }
+        ),
+        None,
+        'cannot create resource "resourcequotas" in API group "" in the namespace "team-a"',
+        status=403,
+        user="bob",
     ),
 ]
 

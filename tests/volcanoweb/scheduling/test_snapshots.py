@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from scheduler import JobPhase, QueueState, Resource, TaskStatus
 from tests.volcanoweb import builders
 from tests.volcanoweb.clusters.helpers import GiB, make_gang
@@ -11,6 +13,15 @@ from volcanoweb.clusters import services as cluster_services
 from volcanoweb.jobs.models import Pod, PriorityClass
 from volcanoweb.scheduling.models import IntentKind, PodIntent
 from volcanoweb.scheduling.snapshots import build_snapshot
+
+
+def scheduler_run(snapshot: Any, config: Any, cache: Any) -> dict[str, Any]:
+    """Run the core on ``snapshot``; return its decisions (timings dropped, so results compare)."""
+    import scheduler
+
+    data: dict[str, Any] = scheduler.run_cycle(snapshot, config, cache=cache).to_json()
+    data.pop("timings")
+    return data
 
 
 def test_snapshot_maps_rows(sim: Any, cast: Any) -> None:
@@ -119,3 +130,83 @@ def test_the_scheduling_loop_reuses_its_session_when_the_rows_did_not_change(sim
     runs = [cycles.run_cycle() for _ in range(3)]
     assert [run.status if run else None for run in runs] == ["succeeded"] * 3
     assert cycles._cache.hits >= hits + 1  # the cycles after the first reuse the opened session
+
+
+def test_snapshot_reads_anti_affinity_spread_labels_and_sla(sim: Any, cast: Any) -> None:
+    group, (pod,) = make_gang("fid", 1, tenant=cast.team_a)
+    pod.labels = {"app": "fid"}
+    pod.spec = {
+        **pod.spec,
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "fid"}}}
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 2,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+            }
+        ],
+    }
+    pod.save()
+    group.annotations = {"sla-waiting-time": "1m30s"}
+    group.save()
+    group.refresh_from_db()
+
+    snap = build_snapshot(now=1_800_000_000.5).snapshot
+
+    (task,) = snap.tasks
+    assert task.labels == {"app": "fid"}
+    (term,) = task.anti_affinity
+    assert (term.topology_key, term.match_labels, term.namespaces) == ("kubernetes.io/hostname", (("app", "fid"),), ())
+    (spread,) = task.topology_spread
+    assert (spread.max_skew, spread.topology_key, spread.when_unsatisfiable) == (2, "zone", "ScheduleAnyway")
+    assert spread.match_expressions[0].operator == "Exists"
+    (job,) = snap.jobs
+    assert job.sla_waiting_time == 90.0
+    assert job.created_at == group.created_at.timestamp()
+    assert snap.now == 1_800_000_000.5
+
+
+def test_snapshot_clock_defaults_to_the_current_time(sim: Any, cast: Any) -> None:
+    before = timezone.now().timestamp()
+    now = build_snapshot().snapshot.now
+    assert now is not None
+    assert before <= now <= timezone.now().timestamp()
+
+
+def test_a_bad_sla_annotation_or_placement_is_ignored_not_fatal(sim: Any, cast: Any) -> None:
+    group, (pod,) = make_gang("bad", 1, tenant=cast.team_a)
+    group.annotations = {"sla-waiting-time": "soon"}
+    group.save()
+    pod.spec = {**pod.spec, "topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "zone"}]}
+    pod.save()
+    snap = build_snapshot().snapshot
+    assert snap.jobs[0].sla_waiting_time is None
+    assert snap.tasks[0].topology_spread == ()
+
+
+def test_a_moving_clock_keeps_the_memo_and_the_session_cache(sim: Any, cast: Any) -> None:
+    from scheduler import SessionCache, parse_config
+    from volcanoweb.scheduling.snapshots import Memo
+
+    cluster_services.sync_from_backend()
+    make_gang("huge", 2, tenant=cast.team_a, cpu=64_000)  # fits nowhere
+    config = parse_config(
+        "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: sla\n  - name: gang\n- plugins:\n  - name: drf\n"
+    )
+    memo, cache = Memo(), SessionCache()
+    first = build_snapshot(memo, now=1000.0).snapshot
+    scheduler_run(first, config, cache)
+    later = build_snapshot(memo, now=2000.0).snapshot
+    assert later.now == 2000.0
+    for field in ("nodes", "queues", "jobs", "tasks", "priority_classes"):
+        assert all(a is b for a, b in zip(getattr(first, field), getattr(later, field), strict=True)), field
+    hits = cache.hits
+    assert scheduler_run(later, config, cache) == scheduler_run(later, config, None)
+    assert cache.hits == hits + 1
