@@ -204,3 +204,43 @@ def test_errors_and_unknown_paths_under_apis_are_status_json(api, client_for, ca
     assert crashed["Content-Type"].startswith("application/json")
     assert crashed.json()["kind"] == "Status"
     assert "secret detail" not in crashed.content.decode()
+
+
+def _write_operations(doc: dict) -> list[tuple[str, str, dict]]:
+    return [
+        (path, verb, operation)
+        for path, item in doc["paths"].items()
+        for verb, operation in item.items()
+        if verb in ("post", "put", "patch")
+    ]
+
+
+def test_the_openapi_documents_name_field_validation_on_every_write(api) -> None:
+    """kubectl only leaves validation to the server when the write's OpenAPI operation names the parameter."""
+    root = api.get("/openapi/v3").json()["paths"]
+    documents = [api.get(entry["serverRelativeURL"]).json() for entry in root.values()]
+    documents.append(api.get("/openapi/v2").json())
+    writes = [w for doc in documents for w in _write_operations(doc)]
+    assert {verb for _, verb, _ in writes} == {"post", "put", "patch"}
+    assert any(path.endswith("/jobs/{name}") for path, _, _ in writes)
+    for path, verb, operation in writes:
+        names = {p["name"]: p for p in operation.get("parameters", [])}
+        assert "fieldValidation" in names, (path, verb)
+        assert "Strict (the default)" in names["fieldValidation"]["description"]
+        assert "dryRun" in names, (path, verb)
+
+
+def test_every_documented_kubeapi_write_checks_the_parameter(client_for, cast) -> None:
+    """Each write path of the v3 documents refuses an unknown ``fieldValidation`` with a 400 naming it."""
+    root = client_for(cast.root, "token")
+    index = root.get("/openapi/v3").json()["paths"]
+    checked = 0
+    for entry in index.values():
+        for path, verb, _ in _write_operations(root.get(entry["serverRelativeURL"]).json()):
+            url = path.replace("{namespace}", "team-a").replace("{name}", "x") + "?fieldValidation=Loose"
+            content_type = MERGE if verb == "patch" else "application/json"
+            response = getattr(root, verb)(url, data="{}", content_type=content_type)
+            assert response.status_code == 400, (verb, url, response.content[:200])
+            assert response.json()["details"]["causes"][0]["field"] == "fieldValidation", (verb, url)
+            checked += 1
+    assert checked >= 20
