@@ -43,6 +43,15 @@ SERVER_VERSION = {
 }
 PROPAGATION = ("Background", "Foreground", "Orphan")
 PATCH_ATTEMPTS = 5
+#: The known fields of the kinds only the Kubernetes API writes (Volcano's bus.volcano.sh Command: an
+#: OwnerReference as ``target``); the others are :data:`volcanoweb.manifests.strict.SCHEMAS`.
+KUBE_SCHEMAS: dict[str, Any] = {
+    "Command": {
+        **dict.fromkeys(("apiVersion", "kind", "action", "reason", "message"), strict.ANY),
+        "metadata": strict.METADATA,
+        "target": dict.fromkeys(("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"), strict.ANY),
+    }
+}
 #: The most operations in one JSON patch (the Kubernetes API server's limit).
 MAX_JSON_PATCH_OPERATIONS = 10_000
 
@@ -231,7 +240,7 @@ def check_fields(
     """
     mode = strict.check_mode(mode)
     duplicates = duplicate_fields(doc if source is None else source)
-    schema = strict.SCHEMAS.get(resource.info.kind)
+    schema = strict.SCHEMAS.get(resource.info.kind, KUBE_SCHEMAS.get(resource.info.kind))
     unknown = strict.unknown_fields(doc, schema) if schema is not None else []
     causes = [Cause(path, f'unknown field "{path}"', "FieldValueUnknown") for path in unknown]
     causes += [Cause(path, f'duplicate field "{path}"', "FieldValueDuplicate") for path in duplicates]

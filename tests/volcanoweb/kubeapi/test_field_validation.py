@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.volcanoweb import builders
-from volcanoweb.jobs.models import Job
+from volcanoweb.jobs.models import Command, Job
 from volcanoweb.kubeapi import views
 
 pytestmark = pytest.mark.django_db
@@ -244,3 +244,25 @@ def test_every_documented_kubeapi_write_checks_the_parameter(client_for, cast) -
             assert response.json()["details"]["causes"][0]["field"] == "fieldValidation", (verb, url)
             checked += 1
     assert checked >= 20
+
+
+def test_a_command_with_an_unknown_field(api) -> None:
+    builders.make_job("team-a", "train")
+    url = "/apis/bus.volcano.sh/v1alpha1/namespaces/team-a/commands"
+    command = {
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": {"generateName": "train-abort-"},
+        "action": "AbortJob",
+        "target": {"kind": "Job", "name": "train", "nmae": "typo"},
+        "reason": "test",
+        "urgency": "high",
+    }
+    refused = api.post(url, data=json.dumps(command), content_type="application/json")
+    assert refused.status_code == 400
+    assert [c["field"] for c in refused.json()["details"]["causes"]] == ["target.nmae", "urgency"]
+    assert not Command.objects.exists()
+    warned = api.post(f"{url}?fieldValidation=Warn", data=json.dumps(command), content_type="application/json")
+    assert warned.status_code == 201, warned.json()
+    assert 'unknown field \\"urgency\\"' in warned.headers["Warning"]
+    assert Command.objects.get().action == "AbortJob"
