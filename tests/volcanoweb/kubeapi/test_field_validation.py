@@ -266,3 +266,21 @@ def test_a_command_with_an_unknown_field(api) -> None:
     assert warned.status_code == 201, warned.json()
     assert 'unknown field \\"urgency\\"' in warned.headers["Warning"]
     assert Command.objects.get().action == "AbortJob"
+
+
+def test_a_patch_on_a_shared_core_pod_path_is_served_and_validated(api) -> None:
+    """The REST API has no PATCH: ``kubectl label/patch pod`` reach the Kubernetes view, with field validation."""
+    pods = "/api/v1/namespaces/team-a/pods"
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "team-a"},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
+    assert api.post(pods, data=json.dumps(doc), content_type="application/json").status_code == 201
+    labelled = api.patch(f"{pods}/p", data='{"metadata": {"labels": {"a": "1"}}}', content_type=MERGE)
+    assert labelled.status_code == 200, labelled.json()
+    assert labelled.json()["metadata"]["labels"] == {"a": "1"}
+    refused = api.patch(f"{pods}/p", data='{"spec": {"nodeNmae": "n1"}}', content_type=MERGE)
+    assert refused.status_code == 400
+    assert refused.json()["details"]["causes"][0]["field"] == "spec.nodeNmae"
