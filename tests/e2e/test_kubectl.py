@@ -197,3 +197,37 @@ def test_kubectl_drives_volcano_kinds(tmp_path: Path) -> None:
         everywhere = kubectl(alice, "get", "vcjob", "-A")
         assert "flink-job" not in everywhere.stdout
         assert "ci-pipeline" not in everywhere.stdout
+
+
+def test_kubectl_apply_field_validation(tmp_path: Path) -> None:
+    """kubectl sends fieldValidation=Strict (its default ``--validate=true``): an unknown field fails with the
+    API server's strict decoding error; ``--validate=warn`` applies the object and prints the server's warning."""
+    tokens = _prepare()
+    with kube_server(tmp_path) as server:
+        admin = server.kubeconfig(tokens["admin"], "admin")
+        manifest = yaml.safe_load((COOKBOOK_DIR / "07-ci-build-batch.yaml").read_text())
+        manifest["spec"]["bogusField"] = 3
+        path = tmp_path / "bogus.yaml"
+        path.write_text(yaml.safe_dump(manifest))
+        name = manifest["metadata"]["name"]
+
+        refused = kubectl(admin, "apply", "-n", "dev", "-f", str(path))
+        assert refused.returncode == 1, refused.stdout
+        assert "Error from server (BadRequest)" in refused.stderr, refused.stderr
+        assert "strict decoding error" in refused.stderr
+        assert 'unknown field "spec.bogusField"' in refused.stderr
+        assert not Job.objects.filter(namespace="dev", name=name).exists()
+
+        warned = kubectl(admin, "apply", "-n", "dev", "--validate=warn", "-f", str(path))
+        assert warned.returncode == 0, warned.stderr
+        assert f"job.batch.volcano.sh/{name} created" in warned.stdout
+        assert 'Warning: unknown field "spec.bogusField"' in warned.stderr, warned.stderr
+        assert "bogusField" not in str(Job.objects.get(namespace="dev", name=name).spec)
+
+        # On the existing object kubectl sends a patch: the same refusal, nothing stored.
+        manifest["spec"]["anotherBogus"] = {"a": 1}
+        path.write_text(yaml.safe_dump(manifest))
+        patched = kubectl(admin, "apply", "-n", "dev", "-f", str(path))
+        assert patched.returncode == 1, patched.stdout
+        assert 'unknown field "spec.anotherBogus"' in patched.stderr, patched.stderr
+        assert "anotherBogus" not in str(Job.objects.get(namespace="dev", name=name).spec)

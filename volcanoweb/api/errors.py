@@ -122,8 +122,19 @@ def status_response(code: int, reason: str, message: str) -> JsonResponse:
     return JsonResponse(status_body(code, reason, message), status=code)
 
 
+#: Paths whose errors are ``Status`` JSON: the REST API and the Kubernetes API (docs/kubernetes-api.md).
+API_PREFIXES = ("/api/", "/apis/", "/openapi/")
+API_PATHS = ("/api", "/apis", "/version", "/version/")
+
+
+def is_api_path(path: str) -> bool:
+    """Return True for a path served by the REST API or the Kubernetes API."""
+    return path.startswith(API_PREFIXES) or path in API_PATHS
+
+
 class ApiErrorMiddleware:
-    """Under ``/api/``, answer any exception a view lets through with a ``Status`` 500 (logged), never HTML."""
+    """Under ``/api/`` and the Kubernetes API's paths (``/api``, ``/apis/``, ``/openapi/``, ``/version``), answer
+    any exception a view lets through with a ``Status`` (500, logged), never HTML."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -132,7 +143,7 @@ class ApiErrorMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not request.path.startswith("/api/"):
+        if not is_api_path(request.path):
             return None
         if isinstance(exception, Http404):
             return status_response(404, "NotFound", "the server could not find the requested resource")

@@ -573,7 +573,8 @@ class TokenObjectView(ApiView):
 
 
 class NotFoundView(ApiView):
-    """Any other path under /api/v1/: a Status 404 (401 first for anonymous callers)."""
+    """Any other path under /api/v1/ (and the Kubernetes API's /apis/, /api/, /openapi/): a Status 404 (401 first
+    for anonymous callers)."""
 
     schema = None
 

@@ -16,7 +16,12 @@ from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, KubeResource
 _WRITE_PARAMS = [
     {"name": "dryRun", "in": "query", "schema": {"type": "string"}, "description": "All: validate only"},
     {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
-    {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}, "description": "Strict, Warn or Ignore"},
+    {
+        "name": "fieldValidation",
+        "in": "query",
+        "schema": {"type": "string"},
+        "description": "Strict (the default), Warn or Ignore",
+    },
 ]
 _LIST_PARAMS = [
     {"name": name, "in": "query", "schema": {"type": kind}}

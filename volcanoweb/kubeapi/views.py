@@ -6,6 +6,7 @@ helpers, call one service per write, render. Errors are ``Status`` bodies (the A
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -24,8 +25,9 @@ from volcanoweb.audit import services as audit
 from volcanoweb.jobs import services as jobs
 from volcanoweb.kubeapi import openapi, patch, query, watch
 from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, RESOURCES, KubeResource
+from volcanoweb.manifests import strict
 from volcanoweb.manifests.errors import ApiError, BadRequest, Cause, Conflict, Errors, NotFound, invalid, not_found
-from volcanoweb.manifests.parse import parse_documents
+from volcanoweb.manifests.parse import duplicate_fields, load_patch, parse_documents
 from volcanoweb.tenancy.access import Access, resolve_namespace
 
 SERVER_VERSION = {
@@ -39,9 +41,19 @@ SERVER_VERSION = {
     "compiler": "cpython",
     "platform": "linux/amd64",
 }
-FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 PROPAGATION = ("Background", "Foreground", "Orphan")
 PATCH_ATTEMPTS = 5
+#: The known fields of the kinds only the Kubernetes API writes (Volcano's bus.volcano.sh Command: an
+#: OwnerReference as ``target``); the others are :data:`volcanoweb.manifests.strict.SCHEMAS`.
+KUBE_SCHEMAS: dict[str, Any] = {
+    "Command": {
+        **dict.fromkeys(("apiVersion", "kind", "action", "reason", "message"), strict.ANY),
+        "metadata": strict.METADATA,
+        "target": dict.fromkeys(("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"), strict.ANY),
+    }
+}
+#: The most operations in one JSON patch (the Kubernetes API server's limit).
+MAX_JSON_PATCH_OPERATIONS = 10_000
 
 
 class MergePatchParser(RawBodyParser):
@@ -210,13 +222,41 @@ def _dry_run(request: Request) -> bool:
 
 
 def _field_validation(request: Request) -> str:
-    value = request.query_params.get("fieldValidation") or "Strict"
-    if value not in FIELD_VALIDATION:
-        raise BadRequest(
-            f"invalid fieldValidation {value!r}: supported values: Ignore, Warn, Strict",
-            causes=[Cause("fieldValidation", f'Unsupported value: "{value}"', "FieldValueNotSupported")],
-        )
-    return value
+    """Return ``?fieldValidation=`` (``Strict`` when absent, as on the REST API) or raise a 400 naming it."""
+    return strict.check_mode(request.query_params.get("fieldValidation"))
+
+
+def check_fields(
+    resource: KubeResource, doc: dict[str, Any], mode: str, warnings: list[str], *, source: Any = None
+) -> dict[str, Any]:
+    """Apply ``fieldValidation`` to the object about to be written: its unknown fields (removed from ``doc``
+    whatever the mode, so they are never stored) and the repeated keys of what the client sent (``source``,
+    the body of a patch; ``doc`` itself for a create or an update).
+
+    ``Strict`` raises the API server's 400: ``<Kind> in version "<v>" cannot be handled as a <Kind>: strict
+    decoding error: unknown field "spec.x", duplicate field "y"``, with one cause per field
+    (``FieldValueUnknown`` / ``FieldValueDuplicate``); ``Warn`` appends the same texts to ``warnings`` (one
+    ``Warning`` header each); ``Ignore`` drops them silently.
+    """
+    mode = strict.check_mode(mode)
+    duplicates = duplicate_fields(doc if source is None else source)
+    schema = strict.SCHEMAS.get(resource.info.kind, KUBE_SCHEMAS.get(resource.info.kind))
+    unknown = strict.unknown_fields(doc, schema) if schema is not None else []
+    causes = [Cause(path, f'unknown field "{path}"', "FieldValueUnknown") for path in unknown]
+    causes += [Cause(path, f'duplicate field "{path}"', "FieldValueDuplicate") for path in duplicates]
+    if not causes or mode == strict.IGNORE:
+        return doc
+    notes = [cause.message for cause in causes]
+    if mode == strict.WARN:
+        warnings.extend(notes)
+        return doc
+    kind, version = resource.info.kind, resource.info.api_version.rsplit("/", 1)[-1]
+    raise BadRequest(
+        f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: ' + ", ".join(notes),
+        kind=kind,
+        group=resource.group,
+        causes=causes,
+    )
 
 
 def _success(resource: KubeResource, name: str, uid: str = "") -> dict[str, Any]:
@@ -368,6 +408,7 @@ class ResourceView(KubeView):
             )
 
     def one_document(self, request: Request, resource: KubeResource) -> dict[str, Any]:
+        """Parse the body of a create or an update (the manifests' limits) and apply ``fieldValidation``."""
         documents = parse_documents(self.body(request))
         if len(documents) != 1:
             raise BadRequest(f"expected exactly one {resource.info.kind} object, got {len(documents)}")
@@ -378,7 +419,7 @@ class ResourceView(KubeView):
                 f"the URL ({resource.info.api_version}, {resource.info.kind})",
                 causes=[Cause("kind", f"Invalid value: {doc.get('kind')!r}")],
             )
-        return doc
+        return check_fields(resource, doc, _field_validation(request), self.field_warnings)
 
     def identity(self, doc: dict[str, Any], resource: KubeResource, namespace: str | None, name: str | None) -> None:
         meta = doc.get("metadata")
@@ -467,10 +508,16 @@ class ResourceView(KubeView):
             raise patch.UnsupportedMediaType(
                 f"the body of a PATCH must be one of {', '.join(patch.PATCH_TYPES)}; got {content_type or 'none'}"
             )
+        mode = _field_validation(request)
         raw = self.body(request)
         body = _load_patch(raw, content_type)
         assert resource.apply is not None
         apply = resource.apply
+
+        def checked(doc: dict[str, Any]) -> dict[str, Any]:
+            # Recomputed on every attempt: a retry after a conflict must not repeat the warnings.
+            self.field_warnings.clear()
+            return check_fields(resource, doc, mode, self.field_warnings, source=body)
 
         def change() -> Any:
             try:
@@ -487,7 +534,7 @@ class ResourceView(KubeView):
                     )
                 if not isinstance(body, dict):
                     raise BadRequest("an apply patch must be one object")
-                doc = dict(body)
+                doc = checked(copy.deepcopy(body))
                 self.identity(doc, resource, namespace, name)
                 if current is not None:
                     doc["metadata"] = {**doc["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}
@@ -511,6 +558,7 @@ class ResourceView(KubeView):
             for key in ("uid", "creationTimestamp", "generation"):
                 meta.pop(key, None)
             doc.pop("status", None)
+            checked(doc)
             return apply(access, doc, namespace, mode="update")
 
         pinned = isinstance(body, dict) and bool((body.get("metadata") or {}).get("resourceVersion"))
@@ -607,6 +655,7 @@ def _invalid_update(resource: KubeResource, name: str) -> ApiError:
 
 
 def _load_patch(raw: bytes, content_type: str) -> Any:
+    """Parse a PATCH body with the manifests' limits (size, depth, aliases, NUL, UTF-8, numbers)."""
     if not raw.strip():
         raise BadRequest("the PATCH body is empty", causes=[Cause("", "Required value", "FieldValueRequired")])
     if content_type == patch.APPLY:
@@ -614,11 +663,21 @@ def _load_patch(raw: bytes, content_type: str) -> Any:
         if len(documents) != 1:
             raise BadRequest("an apply patch must be exactly one object")
         return documents[0]
-    try:
-        text = raw.decode("utf-8")
-        return yaml.safe_load(text)
-    except (yaml.YAMLError, UnicodeDecodeError):
-        raise BadRequest("the PATCH body is not valid JSON") from None
+    body = load_patch(raw)
+    if content_type == patch.JSON_PATCH:
+        if not isinstance(body, list):
+            raise BadRequest(
+                "a JSON patch must be a list of operations",
+                causes=[Cause("", "Invalid value: a JSON patch must be a list of operations", "FieldValueInvalid")],
+            )
+        if len(body) > MAX_JSON_PATCH_OPERATIONS:
+            raise BadRequest(
+                f"the JSON patch has {len(body)} operations, the limit is {MAX_JSON_PATCH_OPERATIONS}",
+                causes=[
+                    Cause("", f"Too many: {len(body)}: the limit is {MAX_JSON_PATCH_OPERATIONS}", "FieldValueTooMany")
+                ],
+            )
+    return body
 
 
 # The core v1 paths that the REST API also serves (``/api/v1/namespaces``, ``.../pods``, ``.../events``): a
@@ -628,6 +687,8 @@ def _load_patch(raw: bytes, content_type: str) -> Any:
 
 def is_kube_request(request: HttpRequest) -> bool:
     """Return True when a request on a shared core path needs the Kubernetes view."""
+    if request.method == "PATCH":
+        return True  # the REST API has no PATCH: kubectl apply/patch/label of a pod needs the Kubernetes view
     params = request.GET
     if any(key in params for key in ("watch", "fieldSelector", "resourceVersion", "timeoutSeconds")):
         return True

@@ -324,6 +324,32 @@ def load_mapping(
     return strict.check_body_fields(body, known, field_validation, warnings)
 
 
+def load_patch(data: bytes | str) -> Any:
+    """Return a PATCH body (a JSON or YAML object, or a JSON patch list) with the manifests' limits.
+
+    The same refusals as :func:`parse_documents`: size, invalid UTF-8, NUL characters, nesting deeper than
+    ``MAX_DEPTH``, alias bombs and absurd numbers; repeated keys are kept marked for :func:`duplicate_fields`.
+    """
+    limit = settings.MAX_MANIFEST_BYTES
+    size = len(data.encode() if isinstance(data, str) else data)
+    if size > limit:
+        raise BadRequest(f"the patch is too large: {size} bytes, the limit is {limit} bytes")
+    text = _decode(data)
+    stripped = text.lstrip()
+    loaded = [doc for doc in _load(text) if doc is not None]
+    if stripped.startswith("["):
+        # _load expands a JSON array into documents: a JSON patch is that array.
+        body: Any = loaded
+    elif len(loaded) == 1:
+        body = loaded[0]
+    else:
+        raise BadRequest("the PATCH body must be one JSON or YAML value")
+    problem = _check_values(body, MAX_DEPTH)
+    if problem:
+        raise BadRequest(f"the patch is invalid: {problem}", causes=[Cause("", problem, "FieldValueInvalid")])
+    return body
+
+
 def is_scheduler_config(doc: dict[str, Any]) -> bool:
     """Return True for a bare Volcano scheduler configuration (``actions``/``tiers``, no kind)."""
     return "kind" not in doc and "apiVersion" not in doc and ("actions" in doc or "tiers" in doc)

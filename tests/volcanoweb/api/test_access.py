@@ -126,6 +126,8 @@ def calls() -> list[Call]:
         Call("tokens", "post", "/api/v1/tokens", {"name": "x"}, other="scoped"),
         Call("token", "delete", "/api/v1/tokens/{alice_token}", other=404),
         Call("not-found", "get", "/api/v1/no-such-thing", other=404),
+        Call("kube-not-found", "get", "/apis/no.such.group/v1/things", other=404),
+        Call("kube-core-not-found", "get", "/api/v2/pods", other=404),
     ]
     return out
 

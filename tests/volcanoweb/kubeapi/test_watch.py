@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.volcanoweb import builders
+from volcanoweb.jobs.models import Job
 from volcanoweb.kubeapi import query, watch
 from volcanoweb.kubeapi.registry import RESOURCES
 
@@ -102,3 +103,73 @@ def test_the_stream_reports_additions_changes_and_deletions(monkeypatch) -> None
         return out
 
     assert asyncio.run(collect()) == [("ADDED", "a"), ("MODIFIED", "a"), ("ADDED", "b"), ("DELETED", "a")]
+
+
+ALL_JOBS = "/apis/batch.volcano.sh/v1alpha1/jobs"
+
+
+def _live_names(monkeypatch, client, url: str) -> list[tuple[str, str]]:
+    """Watch ``url`` for one second while, after the first snapshot, a job is created and another changed in
+    each tenant; return the (type, namespace/name) of every event streamed."""
+    monkeypatch.setattr(watch, "POLL_SECONDS", 0.02)
+    real_sleep = watch.time.sleep
+    writes = iter([True])
+
+    def sleep_then_write(seconds: float) -> None:
+        if next(writes, False):
+            builders.make_job("team-a", "a-new")
+            builders.make_job("team-b", "b-new")
+            for namespace, name in (("team-a", "a-old"), ("team-b", "b-old")):
+                job = Job.objects.get(namespace=namespace, name=name)
+                job.labels = {"changed": "yes"}
+                job.save()
+        real_sleep(seconds)
+
+    monkeypatch.setattr(watch.time, "sleep", sleep_then_write)
+    response = client.get(f"{url}?watch=1&timeoutSeconds=1")
+    assert response.status_code == 200
+    return [
+        (e["type"], f"{e['object']['metadata']['namespace']}/{e['object']['metadata']['name']}")
+        for e in _events(response)
+    ]
+
+
+def test_a_cluster_wide_watch_never_streams_another_tenants_objects(monkeypatch, client_for, cast) -> None:
+    builders.make_job("team-a", "a-old")
+    builders.make_job("team-b", "b-old")
+    seen = _live_names(monkeypatch, client_for(cast.alice, "token"), ALL_JOBS)
+    assert ("ADDED", "team-a/a-old") in seen
+    assert ("ADDED", "team-a/a-new") in seen
+    assert ("MODIFIED", "team-a/a-old") in seen
+    assert not [event for event in seen if event[1].startswith("team-b/")], seen
+
+
+def test_the_same_live_watch_streams_both_tenants_for_a_platform_admin(monkeypatch, client_for, cast) -> None:
+    """The control of the test above: the writes it makes in team-b are seen by someone allowed to."""
+    builders.make_job("team-a", "a-old")
+    builders.make_job("team-b", "b-old")
+    seen = _live_names(monkeypatch, client_for(cast.root, "token"), ALL_JOBS)
+    assert ("ADDED", "team-b/b-new") in seen
+    assert ("MODIFIED", "team-b/b-old") in seen
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/apis/batch.volcano.sh/v1alpha1/namespaces/team-b/jobs?watch=1&timeoutSeconds=0",
+        "/apis/batch.volcano.sh/v1alpha1/namespaces/team-b/jobs?watch=true&timeoutSeconds=0",
+        "/apis/batch.volcano.sh/v1alpha1/namespaces/team-b/jobs/b-old?watch=1&timeoutSeconds=0",
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/team-b/podgroups?watch=1&timeoutSeconds=0",
+        "/api/v1/namespaces/team-b/pods?watch=1&timeoutSeconds=0",
+        "/api/v1/namespaces/team-b/events?watch=1&timeoutSeconds=0",
+    ],
+)
+def test_a_watch_of_another_tenants_namespace_is_refused(url: str, client_for, cast) -> None:
+    builders.make_job("team-b", "b-old")
+    response = client_for(cast.alice, "token").get(url)
+    assert response.status_code == 403, url
+    body = response.json()
+    assert body["kind"] == "Status"
+    assert body["reason"] == "Forbidden"
+    assert 'User "alice" cannot watch' in body["message"]
+    assert client_for(None).get(url).status_code == 401

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from tests.volcanoweb import builders
 from tests.volcanoweb.api.hostile.corpus import GENERIC, MANIFESTS, Hostile, alias_bomb
-from tests.volcanoweb.conftest import Cast, build_cast, module_data
+from tests.volcanoweb.conftest import Cast
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.jobs.models import Job, Pod, PodGroup, PriorityClass, Task
 from volcanoweb.manifests import parse
@@ -38,17 +38,6 @@ WRITES = [
     ("put", "/api/v1/scheduler-config", "root"),
 ]
 MANIFEST_WRITES = WRITES[:3]
-
-
-@pytest.fixture(scope="module")
-def world(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Cast]:
-    """The cast, the cookbook queues and one job ``team-a/train`` (for PUT)."""
-    with module_data(django_db_blocker):
-        cast = build_cast()
-        for name in builders.COOKBOOK_JOB_QUEUES:
-            builders.make_queue(name, allowed=("team-a",))
-        builders.make_job("team-a", "train", queue="ml-training")
-        yield cast
 
 
 def snapshot() -> dict[str, Any]:
