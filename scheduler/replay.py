@@ -28,9 +28,11 @@ from scheduler.model import (
     Job,
     JobPhase,
     Node,
+    NodeGroupAffinity,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodAffinityTerm,
+    PodDisruptionBudget,
     PreferredSchedulingTerm,
     PriorityClass,
     Queue,
@@ -200,6 +202,16 @@ def encode_queue(q: Queue) -> dict[str, Any]:
             out[name] = _res(value)
     if q.state != d.state:
         out["state"] = str(q.state)
+    if q.node_group_affinity is not None:
+        a = q.node_group_affinity
+        out["node_group_affinity"] = [
+            list(a.required),
+            list(a.preferred),
+            list(a.anti_required),
+            list(a.anti_preferred),
+        ]
+    if q.node_group_resource_limits:
+        out["node_group_resource_limits"] = q.node_group_resource_limits
     return out
 
 
@@ -218,6 +230,20 @@ def encode_resource_quota(q: ResourceQuota) -> dict[str, Any]:
     out: dict[str, Any] = {"name": q.name, "namespace": q.namespace, "hard": dict(q.hard)}
     if q.used:
         out["used"] = dict(q.used)
+    return out
+
+
+def encode_pod_disruption_budget(b: PodDisruptionBudget) -> dict[str, Any]:
+    """Return a PodDisruptionBudget as JSON data."""
+    out: dict[str, Any] = {"name": b.name, "namespace": b.namespace}
+    if b.match_labels is not None:
+        out["match_labels"] = [list(pair) for pair in b.match_labels]
+    if b.match_expressions:
+        out["match_expressions"] = [_req(r) for r in b.match_expressions]
+    if b.disruptions_allowed:
+        out["disruptions_allowed"] = b.disruptions_allowed
+    if b.disrupted_pods:
+        out["disrupted_pods"] = sorted(b.disrupted_pods)
     return out
 
 
@@ -252,18 +278,25 @@ class SnapshotEncoder:
                 parts.append(hit[1])
             return "[" + ",".join(parts) + "]"
 
-        # Keys in sorted order (as ``_dumps`` writes them); ``now`` and ``resource_quotas`` only when
-        # set, so that snapshots without them encode as they always did.
+        # Keys in sorted order (as ``_dumps`` writes them); ``now``, ``pod_disruption_budgets`` and
+        # ``resource_quotas`` only when set, so that snapshots without them encode as they always did.
         now = "" if snapshot.now is None else ',"now":' + _dumps(snapshot.now)
         quotas = (
             ',"resource_quotas":' + _dumps([encode_resource_quota(q) for q in snapshot.resource_quotas])
             if snapshot.resource_quotas
             else ""
         )
+        budgets = (
+            ',"pod_disruption_budgets":'
+            + _dumps([encode_pod_disruption_budget(b) for b in snapshot.pod_disruption_budgets])
+            if snapshot.pod_disruption_budgets
+            else ""
+        )
         text = (
             '{"jobs":' + enc(snapshot.jobs, encode_job)
             + ',"nodes":' + enc(snapshot.nodes, encode_node)
             + now
+            + budgets
             + ',"priority_classes":' + _dumps([encode_priority_class(p) for p in snapshot.priority_classes])
             + ',"queues":' + enc(snapshot.queues, encode_queue)
             + quotas
@@ -409,7 +442,16 @@ def _queue(d: Mapping[str, Any], field: str) -> Queue:
         hierarchy_weights=str(d.get("hierarchy_weights", q.hierarchy_weights)),
         creation=int(d.get("creation", 0)),
         uid=str(d.get("uid", "")),
+        node_group_affinity=_dgroups(d.get("node_group_affinity")),
+        node_group_resource_limits=str(d.get("node_group_resource_limits", "")),
     )
+
+
+def _dgroups(value: Any) -> NodeGroupAffinity | None:
+    if value is None:
+        return None
+    required, preferred, anti_required, anti_preferred = (tuple(str(g) for g in groups) for groups in value)
+    return NodeGroupAffinity(required, preferred, anti_required, anti_preferred)
 
 
 def _priority_class(d: Mapping[str, Any], field: str) -> PriorityClass:
@@ -430,6 +472,17 @@ def _resource_quota(d: Mapping[str, Any], field: str) -> ResourceQuota:
     )
 
 
+def _pod_disruption_budget(d: Mapping[str, Any], field: str) -> PodDisruptionBudget:
+    return PodDisruptionBudget(
+        name=str(d["name"]),
+        namespace=str(d["namespace"]),
+        match_labels=_dpairs(d.get("match_labels")),
+        match_expressions=tuple(_dreq(r) for r in d.get("match_expressions") or ()),
+        disruptions_allowed=int(d.get("disruptions_allowed", 0)),
+        disrupted_pods=frozenset(str(n) for n in d.get("disrupted_pods") or ()),
+    )
+
+
 _DECODERS: dict[str, Any] = {
     "nodes": _node,
     "queues": _queue,
@@ -437,6 +490,7 @@ _DECODERS: dict[str, Any] = {
     "tasks": _task,
     "priority_classes": _priority_class,
     "resource_quotas": _resource_quota,
+    "pod_disruption_budgets": _pod_disruption_budget,
 }
 
 
@@ -470,6 +524,7 @@ def decode_snapshot(data: Any) -> Snapshot:
         parts["priority_classes"],
         now=None if now is None else _seconds(now, "snapshot.now"),
         resource_quotas=parts["resource_quotas"],
+        pod_disruption_budgets=parts["pod_disruption_budgets"],
     )
 
 

@@ -131,6 +131,8 @@ def _sample(tp: Any, name: str, default: Any, seen: set[type]) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return (_sample(args[0], name, None, seen), _sample(args[0], name + "2", None, seen))
         return tuple(_sample(a, f"{name}{i}", None, seen) for i, a in enumerate(args))
+    if origin is frozenset:
+        return frozenset({_sample(args[0], name, None, seen), _sample(args[0], name + "2", None, seen)})
     if origin in (Mapping, collections.abc.Mapping, dict):
         _key_type, value_type = args
         return {f"{name}-k": _sample(value_type, name, None, seen)}
