@@ -8,7 +8,7 @@ PORT ?= 8000
 STAMP := $(VENV)/.installed
 WITH_SERVICES := scripts/with-services.sh
 
-.PHONY: help install run stack test test-sqlite test-fast check lint fmt type test-scheduler test-web bench bench-smoke worker beat web up clean
+.PHONY: help install run stack test test-browser test-sqlite test-fast check lint fmt type test-scheduler test-web bench bench-smoke worker beat web up clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -62,8 +62,15 @@ test: $(STAMP)  ## everything: checks, the whole pytest suite on PostgreSQL and 
 	scripts/ensure-chromium.sh
 	scripts/ensure-kubectl.sh
 	$(MAKE) --no-print-directory check
-	$(WITH_SERVICES) $(BIN)/pytest
+	$(WITH_SERVICES) $(BIN)/pytest -m "not browser"
+	$(MAKE) --no-print-directory test-browser
 	$(MAKE) --no-print-directory test-sqlite
+
+# The browser tests fork their ASGI server from the pytest process: they get a process of their own, so
+# that the fork never inherits locks held by threads that earlier tests left running (a watch's thread,
+# a live server), which made the forked server's WebSocket hang after the rest of the suite.
+test-browser: $(STAMP)  ## the headless-Chromium tests alone
+	$(WITH_SERVICES) $(BIN)/pytest -m browser
 
 # The tests marked both_databases (tests/cli, tests/volcanoweb, or the marker) again, on a SQLite file with
 # the options `make run` uses (see tests/conftest.py); the embedded e2e test covers `make run` itself.
