@@ -322,14 +322,46 @@
     collapsed[t.dataset.treeToggle] = !collapsed[t.dataset.treeToggle];
     applyTree();
   });
+  /* A live refresh may replace the element that holds the keyboard focus (a tree's Edit button, say):
+     remember it before the swap and give the focus to its counterpart (same id, else same aria-label or
+     name) in the new content, so a keyboard user never falls back to the top of the page. */
+  var focusKey = null;
+  function keyOf(el) {
+    if (!el || el === document.body) return null;
+    return { id: el.id, label: el.getAttribute("aria-label"), name: el.getAttribute("name"), tag: el.tagName };
+  }
+  function counterpart(root, k) {
+    if (k.id) { var byId = document.getElementById(k.id); if (byId && root.contains(byId)) return byId; }
+    var all = root.querySelectorAll(k.tag);
+    for (var i = 0; i < all.length; i++) {
+      if (k.label && all[i].getAttribute("aria-label") === k.label) return all[i];
+      if (!k.label && k.name && all[i].getAttribute("name") === k.name) return all[i];
+    }
+    return null;
+  }
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var t = e.detail && e.detail.target, a = document.activeElement;
+    focusKey = t && a && t.contains(a) ? { target: t, key: keyOf(a) } : null;
+  });
+  function keepFocus(e) {
+    var saved = focusKey;
+    focusKey = null;
+    if (!saved || !saved.key || saved.target !== e.target) return;
+    var a = document.activeElement;
+    if (a && a !== document.body && document.body.contains(a)) return; // still focused (htmx kept an id'd element)
+    var next = counterpart(e.target, saved.key);
+    if (next) next.focus({ preventScroll: true });
+  }
   function init(root) { initEditors(root); initTemplates(); initCharts(root); }
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
     connect();
-    document.body.addEventListener("htmx:afterSwap", function (e) { init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); applyTree(); });
+    document.body.addEventListener("htmx:afterSwap", function (e) { keepFocus(e); init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); applyTree(); });
     document.addEventListener("keydown", function (e) {
-      if (e.key !== "Escape") return;
-      var form = e.target.closest && e.target.closest("#queue-edit-form");
+      if (e.key !== "Escape" || document.querySelector("dialog[open]")) return;
+      /* Esc cancels an open queue edit from anywhere on the page (not only from inside the form: a live
+         refresh or a click elsewhere may have moved the focus) */
+      var form = document.getElementById("queue-edit-form");
       var cancel = form && form.querySelector("[data-cancel]");
       if (cancel) { e.preventDefault(); cancel.click(); }
     });

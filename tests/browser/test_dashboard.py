@@ -256,8 +256,6 @@ def test_queue_edit_flow_by_keyboard_only(session: Any, demo: None) -> None:
     page.wait_for_selector("[data-saved-weight]")
     page.wait_for_function("() => document.querySelector('tr#q-ml-training [data-weight]').textContent.trim() === '7'")
     assert page.evaluate("document.activeElement.hasAttribute('data-panel-heading')")
-    # the save's live message refreshes the tree (debounced): let that land before using the tree again
-    page.wait_for_timeout(1500)
     # Esc leaves the edit panel without saving
     _tab_to(page, "Edit ml-training", limit=120, back=True)  # the tree is above the panel
     page.keyboard.press("Enter")
@@ -267,6 +265,30 @@ def test_queue_edit_flow_by_keyboard_only(session: Any, demo: None) -> None:
     page.keyboard.press("Escape")
     page.wait_for_selector("#queue-edit-form", state="detached")
     assert page.locator("tr#q-ml-training [data-weight]").inner_text().strip() == "7"
+    guard.check()
+
+
+def test_a_live_refresh_keeps_the_keyboard_focus(session: Any, demo: None) -> None:
+    """The queue tree is refreshed by live messages while a keyboard user stands on one of its buttons:
+    the focus moves to the same button in the new table, never back to the top of the page."""
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/queues/")
+    _tab_to(page, "Edit ml-training")
+    page.evaluate(
+        "() => new Promise(done => {"
+        "  const tree = document.getElementById('queue-tree');"
+        "  tree.addEventListener('htmx:afterSwap', () => done(), { once: true });"
+        "  window.htmx.trigger(tree, 'live');"
+        "})"
+    )
+    assert _focused(page)["label"] == "Edit ml-training"
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#queue-edit-form")
+    # Esc cancels the edit even when the focus is outside the form
+    page.evaluate("() => document.activeElement.blur()")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#queue-edit-form", state="detached")
     guard.check()
 
 
