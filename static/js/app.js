@@ -237,6 +237,18 @@
     var opt = sel && sel.options[sel.selectedIndex];
     return opt && opt.dataset.confirm ? opt : null;
   }
+  /* Plain (non-htmx) forms: a submitter with data-confirm asks the same dialog before the browser posts. */
+  document.addEventListener("submit", function (e) {
+    var form = e.target, submitter = e.submitter;
+    if (!form || form.hasAttribute("hx-post") || form.hasAttribute("hx-get")) return; // htmx asks via htmx:confirm
+    if (!submitter || !submitter.dataset || !submitter.dataset.confirm || form.dataset.confirmed) return;
+    e.preventDefault();
+    var label = submitter.dataset.confirmLabel || submitter.textContent.trim() || "Confirm";
+    askConfirm(label + "?", submitter.dataset.confirm, label, function () {
+      form.dataset.confirmed = "1";
+      form.requestSubmit(submitter);
+    });
+  });
   document.addEventListener("htmx:confirm", function (e) {
     var trig = e.detail.triggeringEvent, form = e.detail.elt;
     if (e.detail.question) { // hx-confirm on the requesting element itself: the same dialog, not window.confirm

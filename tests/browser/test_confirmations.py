@@ -209,3 +209,45 @@ def test_a_template_for_another_tenants_queue_says_who_owns_it(session: Any, dem
     assert "not found" not in text
     shot(page, "submit-queue-not-yours")
     guard.check()
+
+
+def test_scheduler_rollback_asks_then_shows_the_diff(session: Any, demo: None) -> None:  # noqa: F811
+    """The configuration history shows each version's changes; Roll back asks first (Cancel keeps the active
+    version) and then names both versions and the lines that changed."""
+    from volcanoweb.scheduling.models import SchedulerProfile
+
+    page, guard = session
+    login(page, "admin", PASSWORD)
+    page.goto("/scheduler/")
+    start = SchedulerProfile.objects.filter(active=True).values_list("version", flat=True).first() or 0
+    text = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n'
+    page.locator("#cfg-yaml").fill(text)
+    page.get_by_role("button", name="Save new version").click()
+    page.wait_for_selector("[data-config-saved]")
+    saved = page.locator("[data-config-saved]").inner_text()
+    assert f"Saved version {start + 1}, now active" in saved
+    assert '+actions: "enqueue, allocate, backfill"' in saved
+    new = start + 1
+    if start == 0:  # no stored version before: save a second so there is one to roll back to
+        page.locator("#cfg-yaml").fill(text.replace(", backfill", ""))
+        page.get_by_role("button", name="Save new version").click()
+        page.wait_for_selector("[data-config-saved]")
+        new = start + 2
+    back_to = new - 1
+    button = page.get_by_role("button", name=f"Roll back to v{back_to}")
+    button.click()
+    dialog = _dialog(page)
+    assert f"Make version {back_to} the active configuration again" in dialog.inner_text()
+    assert f"replacing v{new}" in dialog.inner_text()
+    dialog.get_by_role("button", name="Cancel").click()
+    dialog.wait_for(state="hidden")
+    page.wait_for_timeout(300)
+    assert SchedulerProfile.objects.get(active=True).version == new
+    page.get_by_role("button", name=f"Roll back to v{back_to}").click()
+    _dialog(page).get_by_role("button", name="Roll back").click()
+    page.wait_for_selector("[data-config-saved]")
+    assert f"Version {back_to} is active again" in page.locator("[data-config-saved]").inner_text()
+    assert SchedulerProfile.objects.get(active=True).version == back_to
+    page.locator(f"li[data-version='{new}'] summary").click()
+    shot(page, "scheduler-history-diff")
+    guard.check()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -9,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
+from scheduler.config import DEFAULT_CONFIG_YAML
 from volcanoweb.dashboard import cluster
 from volcanoweb.dashboard.queries import last_scheduling_run
 from volcanoweb.dashboard.resources import MAIN_RESOURCES, percent
@@ -108,20 +110,70 @@ def node_inject(request: HttpRequest, name: str) -> HttpResponse:
     return response
 
 
+def _diff(before: str, after: str, before_label: str, after_label: str) -> list[dict[str, str]]:
+    """The unified diff of two configurations as lines with a kind (add, del, hunk, ctx) for styling."""
+    lines = difflib.unified_diff(
+        before.splitlines(), after.splitlines(), fromfile=before_label, tofile=after_label, lineterm="", n=2
+    )
+    out = []
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            continue
+        kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "ctx")
+        out.append({"kind": kind, "text": line})
+    return out
+
+
+def _history() -> list[dict[str, Any]]:
+    """The last 20 versions, newest first, each with its diff against the version before it."""
+    versions = list(SchedulerProfile.objects.select_related("created_by").order_by("-version")[:21])
+    rows = []
+    for i, profile in enumerate(versions[:20]):
+        previous = versions[i + 1] if i + 1 < len(versions) else None
+        before, label = (previous.yaml, f"v{previous.version}") if previous else (DEFAULT_CONFIG_YAML, "built-in")
+        rows.append(
+            {"profile": profile, "diff": _diff(before, profile.yaml, label, f"v{profile.version}"), "base": label}
+        )
+    return rows
+
+
 @login_required
 def scheduler_config(request: HttpRequest) -> HttpResponse:
-    """Show the active configuration and its history; platform admins may save a new version."""
+    """Show the active configuration and its history (each version's diff against the one before it);
+    platform admins may save a new version or make an earlier one active again (rollback)."""
     scope = get_scope(request)
     error = None
     saved = None
     text = scheduling.active_yaml()
     if request.method == "POST":
-        text = request.POST.get("yaml", "")
+        before = text
+        previous = scheduling.active_profile()
         try:
-            outcome = scheduling.save_config(
-                scope.access, text, comment=request.POST.get("comment", ""), source="dashboard"
-            )
-            saved = outcome.action
+            if request.POST.get("rollback"):
+                version = int(request.POST["rollback"])
+                profile = scheduling.activate_version(scope.access, version, source="dashboard")
+                text = profile.yaml
+                saved = {
+                    "title": f"Version {version} is active again",
+                    "detail": f"replacing v{previous.version}" if previous else "replacing the built-in default",
+                    "diff": _diff(before, text, "was active", f"v{version}"),
+                }
+            else:
+                text = request.POST.get("yaml", "")
+                outcome = scheduling.save_config(
+                    scope.access, text, comment=request.POST.get("comment", ""), source="dashboard"
+                )
+                if outcome.action == "unchanged":
+                    saved = {"title": "Nothing saved", "detail": "the text equals the active version", "diff": []}
+                else:
+                    version = outcome.object.get("version")
+                    saved = {
+                        "title": f"Saved version {version}, now active",
+                        "detail": f"was v{previous.version}" if previous else "was the built-in default",
+                        "diff": _diff(before, text, "was active", f"v{version}"),
+                    }
+        except (ValueError, KeyError):
+            error = {"message": "Choose a stored version to roll back to."}
         except ApiError as exc:
             error = error_info(exc)
     context = {
@@ -130,7 +182,7 @@ def scheduler_config(request: HttpRequest) -> HttpResponse:
         "error": error,
         "saved": saved,
         "profile": scheduling.active_profile(),
-        "history": list(SchedulerProfile.objects.select_related("created_by").order_by("-version")[:20]),
+        "history": _history(),
         "can_edit": scope.access.platform_admin,
         "run": last_scheduling_run(),
     }
