@@ -211,7 +211,9 @@ def _scheduler_conditions(podgroup: PodGroup | None, known: set[str]) -> list[Re
     return out
 
 
-def _queue_checks(job: Job, podgroup: PodGroup | None, queue: Queue | None) -> list[Reason]:
+def _queue_checks(
+    job: Job, podgroup: PodGroup | None, queue: Queue | None, figures: tuple[dict[str, float], dict[str, float]]
+) -> list[Reason]:
     if queue is None:
         return [
             Reason(
@@ -244,7 +246,7 @@ def _queue_checks(job: Job, podgroup: PodGroup | None, queue: Queue | None) -> l
                     "block",
                 )
             )
-    capacity, allocated = cluster.capacity_and_allocated()
+    capacity, allocated = figures
     for name, amount in need.items():
         if capacity and amount > capacity.get(name, 0):
             out.append(
@@ -270,26 +272,131 @@ def _queue_checks(job: Job, podgroup: PodGroup | None, queue: Queue | None) -> l
     return out
 
 
-def _position(job: Job) -> Reason | None:
-    ahead = (
+def _position(job: Job, readable: list[int] | None) -> Reason | None:
+    """The job's place in its queue, naming the older pending jobs ahead of it (those the viewer may read)."""
+    older = (
         Job.objects.filter(queue_name=job.queue_name, phase=JobPhase.PENDING)
         .filter(Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, pk__lt=job.pk))
-        .count()
+        .order_by("created_at", "pk")
     )
+    ahead = older.count()
     if not ahead:
         return Reason(
             "queue", f"First in line in queue {job.queue_name}", "No older pending job waits in this queue.", "info"
         )
+    shown = older if readable is None else older.filter(tenant_id__in=readable)
+    visible = shown.count() if readable is not None else ahead
+    names = [f"{ns}/{name}" for ns, name in shown.values_list("namespace", "name")[:5]]
+    parts = [", ".join(names) + (f" and {visible - len(names)} more" if visible > len(names) else "")] if names else []
+    if ahead > visible:
+        parts.append(f"{ahead - visible} job{'s' if ahead - visible != 1 else ''} of other tenants")
     return Reason(
         "queue",
         f"{ahead} older pending job{'s' if ahead != 1 else ''} in queue {job.queue_name}",
-        "Within a queue, jobs are ordered by priority, then by creation time.",
+        f"Ahead: {'; '.join(parts)}. Within a queue, jobs are ordered by priority, then by creation time.",
         "info",
     )
 
 
-def why_pending(job: Job) -> list[Reason]:
-    """Return the reasons a job waits (empty when it is not waiting)."""
+def _holders(job: Job, queue: Queue | None, short: list[str], readable: list[int] | None) -> Reason | None:
+    """Name the running jobs holding the most of the resource the job lacks most: in its queue when jobs of
+    the queue hold it, else across the cluster. Jobs the viewer may not read are only counted.
+
+    One query (bound pods summed per queue and job) whether or not anything is short, so the page's query
+    count does not depend on the cluster's state."""
+    from volcanoweb.dashboard.aggregates import request_sums
+
+    pods = cluster.bound_pods().filter(job__isnull=False).exclude(job=job)
+    sums = request_sums(pods, "job__queue_name", "job_id")
+    if not short:
+        return None
+    resource = short[0]
+    everywhere = [(row.requests.get(resource, 0), job_id) for (_q, job_id), row in sums.items()]
+    in_queue = [
+        (row.requests.get(resource, 0), job_id)
+        for (queue_name, job_id), row in sums.items()
+        if queue is not None and queue_name == queue.name
+    ]
+    where, ranked = (f"queue {queue.name}", in_queue) if queue is not None and in_queue else ("the cluster", everywhere)
+    ranked = sorted(((amount, job_id) for amount, job_id in ranked if amount), reverse=True)
+    if not ranked:
+        return None
+    jobs = {j.pk: j for j in Job.objects.filter(pk__in=[job_id for _, job_id in ranked[:20]])}
+    parts, others = [], 0
+    for amount, job_id in ranked:
+        holder = jobs.get(job_id)
+        if holder is None or (readable is not None and holder.tenant_id not in readable):
+            others += 1
+            continue
+        if len(parts) < 5:
+            parts.append(f"{holder.namespace}/{holder.name} ({fmt(resource, amount)} {_unit(resource)})")
+    if others:
+        parts.append(f"{others} job{'s' if others != 1 else ''} of other tenants")
+    return Reason("holders", f"{_label(resource)} in {where} is held by", ", ".join(parts) + ".", "info")
+
+
+def _short_resources(
+    podgroup: PodGroup | None, reasons: list[Reason], figures: tuple[dict[str, float], dict[str, float]]
+) -> list[tuple[str, float]]:
+    """The resources the gang lacks now, most lacking first: what the queue has left below its deserved
+    share or capability when the scheduler blames the queue, else what the cluster has free."""
+    need = parse_map((podgroup.min_resources if podgroup else None) or {})
+    if not need or any(r.severity == "block" and r.source == "cluster" for r in reasons):
+        return []
+    capacity, allocated = figures
+    out = []
+    for name, amount in need.items():
+        if name == "pods":
+            continue
+        free = capacity.get(name, 0) - allocated.get(name, 0)
+        queue_blamed = any(r.kind in ("queue-overused", "capability-exceeded", "enqueue-rejected") for r in reasons)
+        if amount > free or queue_blamed:
+            out.append((name, amount - free))
+    return sorted(out, key=lambda kv: -kv[1])
+
+
+def _unit(name: str) -> str:
+    return {"cpu": "CPU", "memory": "GiB", "nvidia.com/gpu": "GPU"}.get(name, name)
+
+
+def _node_fit(job: Job, inventory: list[Any]) -> list[Reason]:
+    """Say when no single schedulable node can ever run a pod of a task (an 8-GPU pod on 4-GPU nodes),
+    however much the cluster has in total: the scheduler places whole pods on one node."""
+    from volcanoweb.manifests.pods import pod_requests
+
+    nodes = [n for n in inventory if n.ready and not n.unschedulable]
+    if not nodes:
+        return []
+    out = []
+    for task in (job.spec or {}).get("tasks") or []:
+        need = {k: v for k, v in pod_requests((task.get("template") or {}).get("spec") or {}).items() if k != "pods"}
+        if not need or any(all(n.allocatable.get(k, 0) >= v for k, v in need.items()) for n in nodes):
+            continue
+        short = []
+        for k, v in need.items():
+            largest = max(n.allocatable.get(k, 0) for n in nodes)
+            if largest < v:
+                short.append(f"{fmt(k, v)} {_unit(k)} (the largest node has {fmt(k, largest)})")
+        detail = (
+            "asks " + "; ".join(short)
+            if short
+            else "no node has all of its requests at once, though each resource exists on some node"
+        )
+        out.append(
+            Reason(
+                "cluster",
+                f"No single node can ever run a pod of task {task.get('name', '?')}",
+                f"Each pod {detail}. A pod runs on one node, so the job cannot start until such a node exists "
+                "or the pod asks less.",
+                "block",
+            )
+        )
+    return out
+
+
+def why_pending(job: Job, readable: list[int] | None = None) -> list[Reason]:
+    """Return the reasons a job waits (empty when it is not waiting). ``readable``: the tenants whose jobs
+    the viewer may see (None: all), for naming the jobs ahead and the jobs holding the resources."""
     podgroup = getattr(job, "podgroup", None) if hasattr(job, "podgroup") else None
     waiting = job.phase in WAITING_PHASES or (
         podgroup is not None
@@ -312,8 +419,15 @@ def why_pending(job: Job) -> list[Reason]:
             known.add(e.message)
             reasons.append(Reason("event", e.reason, e.message, "warn"))
     queue = Queue.objects.filter(name=job.queue_name).first()
-    reasons += _queue_checks(job, podgroup, queue)
-    position = _position(job)
+    inventory = cluster.inventory()
+    figures = (cluster.capacity(inventory), cluster.allocated_total())
+    reasons += _queue_checks(job, podgroup, queue, figures)
+    reasons += _node_fit(job, inventory)
+    short = [name for name, _ in _short_resources(podgroup, reasons, figures)]
+    holders = _holders(job, queue, short, readable)
+    if holders is not None:
+        reasons.append(holders)
+    position = _position(job, readable)
     if position is not None:
         reasons.append(position)
     if not any(r.severity in ("block", "warn") for r in reasons):

@@ -144,7 +144,7 @@ def _count(client: Any, url: str) -> int:
         ("/", 13),
         ("/queues/", 8),
         ("/nodes/", 5),
-        ("/jobs/team-a/train-a/", 15),  # includes the job's waiting command (actions by phase)
+        ("/jobs/team-a/train-a/", 16),  # the waiting command (actions by phase) and the resource holders
         ("/queues/team-a-q/usage/", 6),
     ],
 )

@@ -41,3 +41,76 @@ def test_event_messages_use_human_units(world: Any, login: Any) -> None:
     html = login(world.cast.alice).get("/jobs/team-a/train-a/?fragment=events").content.decode()
     assert "requests 8 CPU, 32 GiB" in html
     assert "34359738368" not in html
+
+
+def _run(job: Any, node: str, cpu: int, gpu: int = 0) -> None:
+    from volcanoweb.jobs.models import Pod
+
+    requests = {"cpu": cpu, "memory": 1024**3, **({"nvidia.com/gpu": gpu} if gpu else {})}
+    Pod.objects.create(
+        name=f"{job.name}-0",
+        namespace=job.namespace,
+        tenant=job.tenant,
+        job=job,
+        phase="Running",
+        node_name=node,
+        requests=requests,
+    )
+
+
+def test_why_pending_names_the_jobs_ahead_and_counts_other_tenants(world: Any, login: Any) -> None:
+    """The jobs ahead in the queue are named when the viewer may read them; another tenant's are only counted."""
+    from tests.volcanoweb import builders
+
+    builders.make_queue("shared-q")  # a platform queue, open to every tenant
+    builders.make_job("team-b", "b-first", queue="shared-q")
+    builders.make_job("team-a", "a-second", queue="shared-q")
+    builders.make_job("team-a", "a-third", queue="shared-q")
+    html = login(world.cast.alice).get("/jobs/team-a/a-third/?fragment=status").content.decode()
+    assert "2 older pending jobs in queue shared-q" in html
+    assert "team-a/a-second" in html
+    assert "1 job of other tenants" in html
+    assert "b-first" not in html  # never named to another tenant
+
+
+def test_why_pending_names_the_jobs_holding_the_queues_resources(world: Any, login: Any) -> None:
+    """When the queue's capability stops a job, the running jobs of that queue holding the most are named."""
+    from tests.volcanoweb import builders
+    from volcanoweb.jobs.models import PodGroup
+
+    holder = builders.make_job("team-a", "big-holder", queue="team-a-q")
+    small = builders.make_job("team-a", "small-holder", queue="team-a-q")
+    _run(holder, "node-1", 24_000)
+    _run(small, "node-2", 6_000)
+    waiting = builders.make_job("team-a", "waits", queue="team-a-q", tasks=[builders.task(replicas=2, cpu="4")])
+    group = PodGroup.objects.filter(job=waiting).first()
+    if group is not None:
+        status = {
+            **(group.status or {}),
+            "unschedulableReason": {"kind": "capability-exceeded", "message": "queue team-a-q is at its capability"},
+        }
+        PodGroup.objects.filter(pk=group.pk).update(status=status)
+    html = login(world.cast.alice).get("/jobs/team-a/waits/?fragment=status").content.decode()
+    assert "CPU in queue team-a-q is held by" in html
+    assert html.index("team-a/big-holder (24 CPU)") < html.index("team-a/small-holder (6 CPU)")
+
+
+def test_why_pending_says_when_no_single_node_can_ever_fit_a_pod(world: Any, login: Any) -> None:
+    """An 8-GPU pod on nodes of at most 4 GPUs can never run, whatever the cluster holds in total."""
+    from tests.volcanoweb import builders
+    from volcanoweb.dashboard.cluster import node_model
+
+    model = node_model()
+    model.objects.filter(name="node-1").update(
+        allocatable={"cpu": 16000, "memory": 64 * 1024**3, "pods": 110, "nvidia.com/gpu": 4}
+    )  # 8 GPUs in the cluster, 4 per node
+    gpu_task = builders.task(name="trainer", replicas=1, cpu="2")
+    gpu_task["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "8"
+    gpu_task["template"]["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "8"}
+    builders.make_job("team-a", "eight-gpu", queue="team-a-q", tasks=[gpu_task])
+    html = login(world.cast.alice).get("/jobs/team-a/eight-gpu/?fragment=status").content.decode()
+    assert "No single node can ever run a pod of task trainer" in html
+    assert "8 GPU (the largest node has 4)" in html
+    fits = builders.task(name="small", replicas=1, cpu="2")
+    builders.make_job("team-a", "fits", queue="team-a-q", tasks=[fits])
+    assert "No single node" not in login(world.cast.alice).get("/jobs/team-a/fits/?fragment=status").content.decode()

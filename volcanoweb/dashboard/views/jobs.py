@@ -170,7 +170,7 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     if fragment in (None, "status"):
         context["tasks"] = list(job.tasks.all())
         context["pods"] = list(Pod.objects.filter(job=job).order_by("task_name", "index", "name")[:300])
-        context["reasons"] = diagnosis.why_pending(job)
+        context["reasons"] = diagnosis.why_pending(job, scope.tenant_ids)
         context["retries"] = _retries(job)
     if fragment in (None, "events"):
         context["events"] = _events(job)
