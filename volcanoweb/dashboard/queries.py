@@ -156,6 +156,8 @@ class QueueRow:
     deserved_busy: dict[str, float] = field(default_factory=dict)
     editable: bool = False
     visible: bool = True
+    #: resource -> the ancestor whose smaller capability bounds this queue's (it can never use more)
+    capability_from: dict[str, str] = field(default_factory=dict)
 
     @property
     def resources(self) -> list[dict[str, Any]]:
@@ -172,6 +174,7 @@ class QueueRow:
                     "deserved_busy": self.deserved_busy.get(name),
                     "guarantee": self.guarantee.get(name),
                     "capability": self.capability.get(name),
+                    "capability_from": self.capability_from.get(name),
                 }
             )
         return out
@@ -260,9 +263,25 @@ def queue_tree(
         row.deserved = spec_deserved or now.get(name, {})
         row.deserved_busy = spec_deserved or if_busy.get(name, {})
     ordered = _tree_order(rows)
+    _bound_by_ancestors(ordered)
     for r in ordered:
         r.visible = r.queue.pk in visible
     return [r for r in ordered if include_hidden or r.visible], capacity
+
+
+def _bound_by_ancestors(ordered: list[QueueRow]) -> None:
+    """A queue never uses more than an ancestor's capability: show the smaller of its own and its nearest
+    bounding ancestor's, and name that ancestor (``ordered`` is in tree order, parents first)."""
+    by_pk = {r.queue.pk: r for r in ordered}
+    for row in ordered:
+        parent = by_pk.get(row.queue.parent_id)
+        if parent is None:
+            continue
+        for name, limit in parent.capability.items():
+            own = row.capability.get(name)
+            if own is None or own > limit:
+                row.capability[name] = limit
+                row.capability_from[name] = parent.capability_from.get(name, parent.queue.name)
 
 
 def _tree_order(rows: dict[str, QueueRow]) -> list[QueueRow]:

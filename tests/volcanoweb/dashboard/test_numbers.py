@@ -114,3 +114,36 @@ def test_why_pending_says_when_no_single_node_can_ever_fit_a_pod(world: Any, log
     fits = builders.task(name="small", replicas=1, cpu="2")
     builders.make_job("team-a", "fits", queue="team-a-q", tasks=[fits])
     assert "No single node" not in login(world.cast.alice).get("/jobs/team-a/fits/?fragment=status").content.decode()
+
+
+def test_a_childs_capability_is_shown_bounded_by_its_ancestors(world: Any, login: Any) -> None:
+    """A child queue without its own capability can never use more than its ancestor's (admission refuses a
+    larger one): the tree shows the ancestor's figure and names it, for children and grandchildren alike."""
+    from tests.volcanoweb import builders
+
+    builders.make_queue("eng", tenant="team-a", capability={"cpu": "32"})
+    builders.make_queue("eng-free", tenant="team-a", parent="eng")
+    builders.make_queue("eng-small", tenant="team-a", parent="eng", capability={"cpu": "8"})
+    builders.make_queue("eng-deep", tenant="team-a", parent="eng-free")
+    html = login(world.cast.alice).get("/queues/").content.decode()
+
+    def cap(queue: str) -> str:
+        """The row's CPU capability text: the figure, then "(from X)" when an ancestor bounds it."""
+        row = html[html.index(f'id="q-{queue}"') :]
+        row = row[: row.index("</tr>")]
+        cell = row[row.index('data-cap="cpu"') :]
+        figure = cell[cell.index(">") + 1 : cell.index("</span>")]
+        source = (
+            cell[cell.index('data-cap-from="cpu">') :].split(">")[1].split("<")[0]
+            if 'data-cap-from="cpu"' in cell
+            else ""
+        )
+        return f"{figure}<{source}"
+
+    assert cap("eng").startswith("32<")
+    assert "(from" not in cap("eng")
+    assert cap("eng-free").startswith("32<")
+    assert "(from eng)" in cap("eng-free")
+    assert "(from eng)" in cap("eng-deep")  # the nearest bounding ancestor, two levels up
+    assert cap("eng-small").startswith("8<")
+    assert "(from" not in cap("eng-small")
