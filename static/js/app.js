@@ -351,10 +351,30 @@
     }
     return null;
   }
+  /* Open <details> (a node's pod list) stay open across a live refresh and reload their content. */
+  var openKeys = null;
   document.addEventListener("htmx:beforeSwap", function (e) {
     var t = e.detail && e.detail.target, a = document.activeElement;
     focusKey = t && a && t.contains(a) ? { target: t, key: keyOf(a) } : null;
+    openKeys = t ? { target: t, labels: Array.prototype.map.call(t.querySelectorAll("details[open] > summary[aria-label]"),
+      function (s) { return s.getAttribute("aria-label"); }) } : null;
   });
+  function keepOpen(e) {
+    var saved = openKeys;
+    openKeys = null;
+    if (!saved || saved.target !== e.target || !saved.labels.length) return;
+    var reload = [];
+    e.target.querySelectorAll("details > summary[aria-label]").forEach(function (s) {
+      if (saved.labels.indexOf(s.getAttribute("aria-label")) < 0) return;
+      s.parentElement.open = true;
+      if (s.hasAttribute("hx-get")) reload.push(s);
+    });
+    if (!reload.length || !window.htmx) return;
+    /* htmx wires the new content's triggers when it settles: ask for the content then */
+    e.target.addEventListener("htmx:afterSettle", function () {
+      reload.forEach(function (s) { window.htmx.trigger(s, "reopen"); });
+    }, { once: true });
+  }
   function keepFocus(e) {
     var saved = focusKey;
     focusKey = null;
@@ -368,7 +388,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
     connect();
-    document.body.addEventListener("htmx:afterSwap", function (e) { keepFocus(e); init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); applyTree(); });
+    document.body.addEventListener("htmx:afterSwap", function (e) { keepFocus(e); keepOpen(e); init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); applyTree(); });
     document.addEventListener("keydown", function (e) {
       if (e.key !== "Escape" || document.querySelector("dialog[open]")) return;
       /* Esc cancels an open queue edit from anywhere on the page (not only from inside the form: a live

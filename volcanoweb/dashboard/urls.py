@@ -33,6 +33,7 @@ urlpatterns = [
     path("submit/templates/<str:name>", submit.template_text, name="submit-template"),
     path("nodes/", cluster.nodes, name="nodes"),
     path("nodes/<str:name>/inject/", cluster.node_inject, name="node-inject"),
+    path("nodes/<str:name>/pods/", cluster.node_pods, name="node-pods"),
     path("scheduler/", cluster.scheduler_config, name="scheduler"),
     path("scheduler/validate/", cluster.scheduler_validate, name="scheduler-validate"),
     path("cronjobs/", workflows.cronjobs, name="cronjobs"),

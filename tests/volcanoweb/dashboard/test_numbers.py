@@ -147,3 +147,20 @@ def test_a_childs_capability_is_shown_bounded_by_its_ancestors(world: Any, login
     assert "(from eng)" in cap("eng-deep")  # the nearest bounding ancestor, two levels up
     assert cap("eng-small").startswith("8<")
     assert "(from" not in cap("eng-small")
+
+
+def test_a_nodes_pods_list_shows_the_viewers_pods_and_counts_the_others(world: Any, login: Any) -> None:
+    _run(world.job_a, "node-1", 4_000, gpu=0)
+    _run(world.job_b, "node-1", 2_000)
+    mine = login(world.cast.alice).get("/nodes/node-1/pods/").content.decode()
+    assert 'data-node-pod="team-a/train-a-0"' in mine
+    assert "4 cores" in mine
+    assert "secret-b" not in mine
+    assert "and 1 pod of other tenants" in mine
+    everything = login(world.cast.root).get("/nodes/node-1/pods/").content.decode()
+    assert 'data-node-pod="team-b/secret-b-0"' in everything
+    assert "other tenants" not in everything
+    assert "No pods run on node-2" in login(world.cast.alice).get("/nodes/node-2/pods/").content.decode()
+    grid = login(world.cast.alice).get("/nodes/").content.decode()
+    assert 'aria-label="Pods on node-1"' in grid
+    assert 'aria-label="Pods on node-2"' not in grid  # no pods there: nothing to open

@@ -24,6 +24,7 @@ PAGES = [
     "/scheduler/",
     "/audit/",
     "/queues/team-a-q/usage/",
+    "/nodes/node-0/pods/",
 ]
 
 
@@ -40,7 +41,7 @@ def test_member_sees_every_page(world: Any, login: Any, url: str, django_assert_
     with django_assert_max_num_queries(30):
         response = client.get(url)
     assert response.status_code == 200
-    assert b"<main" in response.content or url.endswith("/usage/")
+    assert b"<main" in response.content or url.endswith(("/usage/", "/pods/"))
 
 
 @pytest.mark.parametrize("url", PAGES)

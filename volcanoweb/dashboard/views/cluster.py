@@ -54,6 +54,28 @@ def nodes(request: HttpRequest) -> HttpResponse:
     return page(request, "dashboard/nodes.html", context, {"grid": "dashboard/_node_grid.html"})
 
 
+@login_required
+def node_pods(request: HttpRequest, name: str) -> HttpResponse:
+    """The pods bound to one node (Pending or Running, not being deleted): those of the viewer's tenants are
+    listed with their job, phase and requests; other tenants' pods are only counted."""
+    scope = get_scope(request)
+    pods = cluster.bound_pods().filter(node_name=name).select_related("job").order_by("namespace", "name")
+    readable = scope.tenant_ids
+    rows, hidden = [], 0
+    for pod in pods[:500]:
+        if readable is not None and pod.tenant_id not in readable:
+            hidden += 1
+            continue
+        requests = pod.requests if isinstance(pod.requests, dict) else {}
+        rows.append(
+            {
+                "pod": pod,
+                "resources": [(requests[key], key, unit) for key, _label, unit in MAIN_RESOURCES if requests.get(key)],
+            }
+        )
+    return render(request, "dashboard/_node_pods.html", {"node": name, "rows": rows, "hidden": hidden})
+
+
 def _jobs_by_node(scope: Any) -> dict[str, dict[str, int]]:
     """node name -> {job key: live pods on it} (what failing the node would evict)."""
     out: dict[str, dict[str, int]] = {}
