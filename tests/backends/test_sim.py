@@ -1,4 +1,9 @@
-"""Tests of the simulated cluster (SimCluster) driven by a ManualClock."""
+"""Tests of the in-memory simulated cluster (SimCluster) driven by a ManualClock.
+
+The engine's transitions are also one table run against both stores in
+``tests/volcanoweb/clusters/test_sim_engine.py``; this file adds what the in-memory sim has of its own:
+pool specs, durations, clocks, the JSON state, waiting polls and scale.
+"""
 
 from __future__ import annotations
 
