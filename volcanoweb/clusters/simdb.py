@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -33,6 +33,7 @@ from volcanoweb.clusters.backends.simengine import (
     PodRecord,
     SimEngine,
     SimSettings,
+    SimTx,
     integer_resources,
     new_node,
     node_capacity,
@@ -68,127 +69,58 @@ def _settings(state: SimState) -> SimSettings:
     )
 
 
-class _DatabaseTx:
-    """A transaction of the :class:`DatabaseStore` (the state row locked): records loaded from rows,
-    compared with what was loaded on commit, and written back in bulk."""
+class _DatabaseTx(SimTx):
+    """A transaction of the :class:`DatabaseStore` (the state row locked): records read from rows; on
+    commit, each loaded record is compared with its values as loaded and only changed columns are written."""
 
     def __init__(self, state: SimState, now: float) -> None:
+        super().__init__(now, _settings(state), state.resource_version, state.seq)
         self.state = state
-        self.now = now
-        self.settings = _settings(state)
-        self._events: list[SimEvent] = []
-        self._pods: dict[PodKey, PodRecord] = {}
         self._pod_rows: dict[PodKey, tuple[int, tuple[Any, ...]]] = {}  # pk and the values as loaded
-        self._gone_pods: set[PodKey] = set()
-        self._nodes: dict[str, NodeRecord] = {}
         self._node_rows: dict[str, tuple[int, tuple[Any, ...]]] = {}
-        self._gone_nodes: set[str] = set()
 
-    def next_rv(self) -> int:
-        self.state.resource_version += 1
-        return self.state.resource_version
-
-    def next_seq(self) -> int:
-        self.state.seq += 1
-        return self.state.seq
-
-    def emit(self, event: BackendEvent) -> None:
-        self._events.append(SimEvent(kind=event.kind, type=event.type, object=event.object.to_dict()))
-
-    # ------------------------------------------------------------ pods
-
-    def _load_pods(self, rows: Any) -> list[PodRecord]:
+    def _pods_of(self, rows: Any) -> list[PodRecord]:
         out = []
         for row in rows:
-            key = (row.namespace, row.name)
-            if key in self._gone_pods:
-                continue
-            if key not in self._pods:
-                record = _pod_record(row)
-                self._pods[key] = record
-                self._pod_rows[key] = (row.pk, _values(record, POD_FIELDS))
-            out.append(self._pods[key])
+            record = _pod_record(row)
+            self._pod_rows.setdefault(record.key, (row.pk, _values(record, POD_FIELDS)))
+            out.append(record)
         return out
 
-    def pod(self, key: PodKey) -> PodRecord | None:
-        if key in self._gone_pods:
-            return None
-        if key not in self._pods:
-            self._load_pods(SimPod.objects.filter(namespace=key[0], name=key[1]))
-        return self._pods.get(key)
-
-    def pods(self, keys: Collection[PodKey]) -> dict[PodKey, PodRecord]:
+    def fetch_pods(self, keys: Collection[PodKey]) -> Iterable[PodRecord]:
         by_namespace: dict[str, set[str]] = {}
         for ns, name in keys:
-            if (ns, name) not in self._pods and (ns, name) not in self._gone_pods:
-                by_namespace.setdefault(ns, set()).add(name)
-        for ns, names in by_namespace.items():
-            self._load_pods(SimPod.objects.filter(namespace=ns, name__in=names))
-        return {key: self._pods[key] for key in keys if key in self._pods}
+            by_namespace.setdefault(ns, set()).add(name)
+        return [
+            pod
+            for ns, names in by_namespace.items()
+            for pod in self._pods_of(SimPod.objects.filter(namespace=ns, name__in=names))
+        ]
 
-    def _with_cached(self, loaded: list[PodRecord], keep: Any) -> list[PodRecord]:
-        found = {p.key: p for p in loaded if keep(p)}
-        found.update((key, p) for key, p in self._pods.items() if keep(p))
-        return [found[key] for key in sorted(found)]
+    def fetch_pods_on_node(self, node: str) -> Iterable[PodRecord]:
+        return self._pods_of(SimPod.objects.filter(node_name=node))
 
-    def pods_on_node(self, node: str) -> list[PodRecord]:
-        loaded = self._load_pods(SimPod.objects.filter(node_name=node).order_by("namespace", "name"))
-        return self._with_cached(loaded, lambda p: p.node_name == node)
-
-    def due_pods(self, now: float) -> list[PodRecord]:
-        rows = SimPod.objects.filter(Q(start_at__lte=now) | Q(finish_at__lte=now) | Q(remove_at__lte=now))
-        loaded = self._load_pods(rows.order_by("namespace", "name"))
-        return self._with_cached(
-            loaded, lambda p: any(at is not None and at <= now for at in (p.start_at, p.finish_at, p.remove_at))
+    def fetch_due_pods(self, now: float) -> Iterable[PodRecord]:
+        return self._pods_of(
+            SimPod.objects.filter(Q(start_at__lte=now) | Q(finish_at__lte=now) | Q(remove_at__lte=now))
         )
 
-    def add_pod(self, pod: PodRecord) -> None:
-        self._gone_pods.discard(pod.key)
-        self._pods[pod.key] = pod
-
-    def remove_pod(self, pod: PodRecord) -> None:
-        self._pods.pop(pod.key, None)
-        self._gone_pods.add(pod.key)
-
-    # ------------------------------------------------------------ nodes
-
-    def _load_nodes(self, rows: Any) -> None:
+    def fetch_nodes(self, names: Collection[str]) -> Iterable[NodeRecord]:
+        rows = SimNode.objects.filter(name__in=names)
+        out = []
         for row in rows:
-            if row.name not in self._nodes and row.name not in self._gone_nodes:
-                record = _node_record(row)
-                self._nodes[row.name] = record
-                self._node_rows[row.name] = (row.pk, _values(record, NODE_FIELDS))
-
-    def node(self, name: str) -> NodeRecord | None:
-        if name in self._gone_nodes:
-            return None
-        if name not in self._nodes:
-            self._load_nodes(SimNode.objects.filter(name=name))
-        return self._nodes.get(name)
-
-    def nodes(self, names: Collection[str]) -> dict[str, NodeRecord]:
-        missing = {n for n in names if n not in self._nodes and n not in self._gone_nodes}
-        if missing:
-            self._load_nodes(SimNode.objects.filter(name__in=missing))
-        return {name: self._nodes[name] for name in names if name in self._nodes}
-
-    def add_node(self, node: NodeRecord) -> None:
-        self._gone_nodes.discard(node.name)
-        self._nodes[node.name] = node
-
-    def remove_node(self, node: NodeRecord) -> None:
-        self._nodes.pop(node.name, None)
-        self._gone_nodes.add(node.name)
-
-    # ------------------------------------------------------------ commit
+            record = _node_record(row)
+            self._node_rows.setdefault(record.name, (row.pk, _values(record, NODE_FIELDS)))
+            out.append(record)
+        return out
 
     def commit(self) -> None:
         """Write what changed: deleted, new and changed rows (changed columns only), events, the state."""
-        gone = [self._pod_rows[k][0] for k in self._gone_pods if k in self._pod_rows]
+        gone = [self._pod_rows[k][0] for k in self.gone_pods if k in self._pod_rows]
         if gone:
             SimPod.objects.filter(pk__in=gone).delete()
         new_pods, changed_pods, pod_columns = [], [], set()
-        for key, record in self._pods.items():
+        for key, record in self.pod_map.items():
             values = _values(record, POD_FIELDS)
             if key not in self._pod_rows:
                 new_pods.append(SimPod(**dict(zip(POD_FIELDS, values, strict=True))))
@@ -201,12 +133,12 @@ class _DatabaseTx:
         if new_pods:
             SimPod.objects.bulk_create(new_pods, batch_size=1000)
         bulk_update_rows(SimPod, changed_pods, [f for f in POD_FIELDS if f in pod_columns])
-        gone_nodes = [self._node_rows[n][0] for n in self._gone_nodes if n in self._node_rows]
+        gone_nodes = [self._node_rows[n][0] for n in self.gone_nodes if n in self._node_rows]
         if gone_nodes:
             SimNode.objects.filter(pk__in=gone_nodes).delete()
         new_nodes, changed_nodes = [], []
-        for name in sorted(self._nodes):
-            node = self._nodes[name]
+        for name in sorted(self.node_map):
+            node = self.node_map[name]
             row = SimNode(name=name, info=node.info, capacity=node.capacity, used=node.used)
             if name not in self._node_rows:
                 new_nodes.append(row)
@@ -216,10 +148,13 @@ class _DatabaseTx:
         if new_nodes:
             SimNode.objects.bulk_create(new_nodes)
         bulk_update_rows(SimNode, changed_nodes, ["info", "capacity", "used"])
-        if self._events:
-            SimEvent.objects.bulk_create(self._events)
-        self.state.now = self.now
-        self.state.save(update_fields=["now", "resource_version", "seq"])
+        if self.events:
+            SimEvent.objects.bulk_create(
+                [SimEvent(kind=e.kind, type=e.type, object=e.object.to_dict()) for e in self.events]
+            )
+        state = self.state
+        state.now, state.resource_version, state.seq = self.now, self.rv, self.seq
+        state.save(update_fields=["now", "resource_version", "seq"])
 
 
 class DatabaseStore:

@@ -53,6 +53,7 @@ from .simengine import (
     PodRecord,
     SimEngine,
     SimSettings,
+    SimTx,
     new_node,
 )
 
@@ -244,100 +245,39 @@ def _parse_duration_text(value: str) -> float:
 # ---------------------------------------------------------------- the in-memory store
 
 
-class _MemoryTx:
-    """A transaction of the :class:`MemoryStore`: copies of what it loads, written back on commit."""
+class _MemoryTx(SimTx):
+    """A transaction of the :class:`MemoryStore`: copies of the stored records, written back on commit."""
 
     def __init__(self, store: MemoryStore, now: float) -> None:
+        super().__init__(now, store.sim_settings, store.rv, store.seq)
         self.store = store
-        self.now = now
-        self.settings = store.sim_settings
-        self.rv = store.rv
-        self.seq = store.seq
-        self.events: list[BackendEvent] = []
-        self._pods: dict[PodKey, PodRecord] = {}
-        self._gone_pods: set[PodKey] = set()
-        self._nodes: dict[str, NodeRecord] = {}
-        self._gone_nodes: set[str] = set()
 
-    def next_rv(self) -> int:
-        self.rv += 1
-        return self.rv
+    def fetch_pods(self, keys: Collection[PodKey]) -> Iterable[PodRecord]:
+        pods = self.store.pods
+        return [copy.copy(pods[key]) for key in keys if key in pods]
 
-    def next_seq(self) -> int:
-        self.seq += 1
-        return self.seq
+    def fetch_pods_on_node(self, node: str) -> Iterable[PodRecord]:
+        return [copy.copy(p) for p in self.store.pods.values() if p.node_name == node]
 
-    def emit(self, event: BackendEvent) -> None:
-        self.events.append(event)
+    def fetch_due_pods(self, now: float) -> Iterable[PodRecord]:
+        return [
+            copy.copy(p)
+            for p in self.store.pods.values()
+            if any(at is not None and at <= now for at in (p.start_at, p.finish_at, p.remove_at))
+        ]
 
-    def pod(self, key: PodKey) -> PodRecord | None:
-        if key in self._gone_pods:
-            return None
-        pod = self._pods.get(key)
-        if pod is None:
-            stored = self.store.pods.get(key)
-            if stored is None:
-                return None
-            pod = self._pods[key] = copy.copy(stored)
-        return pod
-
-    def pods(self, keys: Collection[PodKey]) -> dict[PodKey, PodRecord]:
-        found = {key: self.pod(key) for key in keys}
-        return {key: pod for key, pod in found.items() if pod is not None}
-
-    def _matching(self, keep: Callable[[PodRecord], bool]) -> list[PodRecord]:
-        keys = {k for k, p in self.store.pods.items() if keep(p)} | {k for k, p in self._pods.items() if keep(p)}
-        pods = (self.pod(key) for key in sorted(keys))
-        return [p for p in pods if p is not None and keep(p)]
-
-    def pods_on_node(self, node: str) -> list[PodRecord]:
-        return self._matching(lambda p: p.node_name == node)
-
-    def due_pods(self, now: float) -> list[PodRecord]:
-        def due(p: PodRecord) -> bool:
-            return any(at is not None and at <= now for at in (p.start_at, p.finish_at, p.remove_at))
-
-        return self._matching(due)
-
-    def add_pod(self, pod: PodRecord) -> None:
-        self._gone_pods.discard(pod.key)
-        self._pods[pod.key] = pod
-
-    def remove_pod(self, pod: PodRecord) -> None:
-        self._pods.pop(pod.key, None)
-        self._gone_pods.add(pod.key)
-
-    def node(self, name: str) -> NodeRecord | None:
-        if name in self._gone_nodes:
-            return None
-        node = self._nodes.get(name)
-        if node is None:
-            stored = self.store.nodes.get(name)
-            if stored is None:
-                return None
-            node = self._nodes[name] = copy.copy(stored)
-        return node
-
-    def nodes(self, names: Collection[str]) -> dict[str, NodeRecord]:
-        found = {name: self.node(name) for name in names}
-        return {name: node for name, node in found.items() if node is not None}
-
-    def add_node(self, node: NodeRecord) -> None:
-        self._gone_nodes.discard(node.name)
-        self._nodes[node.name] = node
-
-    def remove_node(self, node: NodeRecord) -> None:
-        self._nodes.pop(node.name, None)
-        self._gone_nodes.add(node.name)
+    def fetch_nodes(self, names: Collection[str]) -> Iterable[NodeRecord]:
+        nodes = self.store.nodes
+        return [copy.copy(nodes[name]) for name in names if name in nodes]
 
     def commit(self) -> None:
         store = self.store
-        for key in self._gone_pods:
+        for key in self.gone_pods:
             store.pods.pop(key, None)
-        store.pods.update(self._pods)
-        for name in self._gone_nodes:
+        store.pods.update(self.pod_map)
+        for name in self.gone_nodes:
             store.nodes.pop(name, None)
-        store.nodes.update(self._nodes)
+        store.nodes.update(self.node_map)
         store.events.extend(self.events)
         store.rv, store.seq, store.last_now = self.rv, self.seq, self.now
 
