@@ -1,9 +1,13 @@
-"""Tests of the simulated cluster (SimCluster) driven by a ManualClock."""
+"""Tests of the in-memory simulated cluster (SimCluster) driven by a ManualClock.
+
+The engine's transitions are also one table run against both stores in
+``tests/volcanoweb/clusters/test_sim_engine.py``; this file adds what the in-memory sim has of its own:
+pool specs, durations, clocks, the JSON state, waiting polls and scale.
+"""
 
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 
 import pytest
 
@@ -29,6 +33,7 @@ from volcanoweb.clusters.backends.sim import (
     parse_duration,
     parse_pool_spec,
 )
+from volcanoweb.clusters.backends.simengine import MAX_EVENTS_PER_POLL
 
 
 def make_pod(
@@ -48,6 +53,15 @@ def make_pod(
 
 def pod_events(events: list[BackendEvent], name: str) -> list[tuple[str, str]]:
     return [(e.type, e.object.phase) for e in events if isinstance(e.object, PodInfo) and e.object.name == name]
+
+
+def drain(sim: SimCluster) -> list[BackendEvent]:
+    """Poll until no event is left (one poll returns at most MAX_EVENTS_PER_POLL)."""
+    events: list[BackendEvent] = []
+    while batch := sim.poll_events():
+        assert len(batch) <= MAX_EVENTS_PER_POLL
+        events += batch
+    return events
 
 
 @pytest.fixture
@@ -99,7 +113,7 @@ def test_bound_pod_runs_then_succeeds_after_duration(sim: SimCluster) -> None:
         ("MODIFIED", "Running"),
     ]
     assert sim.get_pod("default", "p1").node_name == "cpu-0"
-    assert sim.node_usage("cpu-0")["cpu"] == Decimal(1)
+    assert sim.node_usage("cpu-0")["cpu"] == 1000  # millicores, as the scheduler counts
     sim.advance(29)
     assert sim.poll_events() == []
     sim.advance(1)
@@ -190,7 +204,7 @@ def test_graceful_delete_keeps_resources_until_removed() -> None:
     pod = sim.get_pod("default", "p")
     assert pod.deleting
     assert pod.phase == "Running"
-    assert sim.node_usage("n-0")["cpu"] == 1
+    assert sim.node_usage("n-0")["cpu"] == 1000
     sim.advance(30)
     assert sim.list_pods() == []
     assert sim.node_usage("n-0")["cpu"] == 0
@@ -363,12 +377,12 @@ def test_ten_thousand_pods_on_a_thousand_nodes() -> None:
         sim.create_pod(make_pod(f"p{i}", cpu="1", **{SIM_DURATION_ANNOTATION: duration}))
         sim.bind("default", f"p{i}", nodes[i % 1000])
     sim.tick()
-    assert len(sim.poll_events()) == 1_000 + 30_000  # nodes ADDED; pods ADDED, bound, Running
+    assert len(drain(sim)) == 1_000 + 30_000  # nodes ADDED; pods ADDED, bound, Running
     for _ in range(10):
         sim.advance(10)
     phases = {p.phase for p in sim.list_pods()}
     assert phases == {"Succeeded"}
-    assert len(sim.poll_events()) == 10_000
+    assert len(drain(sim)) == 10_000
     assert sim.node_usage("cpu-0")["cpu"] == 0
 
 

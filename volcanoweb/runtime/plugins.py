@@ -170,7 +170,8 @@ class SvcPlugin(Plugin):
         ctx.config_maps[name] = data
         labels = {JOB_NAME_LABEL: ctx.name, JOB_NAMESPACE_LABEL: ctx.namespace}
         if not ctx.backend.ensure_config_map(ctx.namespace, name, data, labels, ctx.owner):
-            current = getattr(ctx.backend, "config_maps", {}).get((ctx.namespace, name))
+            read = getattr(ctx.backend, "get_object", None)  # the simulated cluster's stored documents
+            current = read("configmap", ctx.namespace, name) if read is not None else None
             if current is not None and current.get("data") != data:  # the interface has no update: replace
                 ctx.backend.delete_config_map(ctx.namespace, name)
                 ctx.backend.ensure_config_map(ctx.namespace, name, data, labels, ctx.owner)

@@ -1,4 +1,9 @@
-"""The database-backed simulated cluster: one cluster for every process, driven by a kubelet tick."""
+"""The database-backed simulated cluster: one cluster for every process, driven by a kubelet tick.
+
+The engine's transitions are one table run against both stores in ``test_sim_engine.py``; this file adds
+what the database store has of its own (sharing between instances, events consumed in the caller's
+transaction).
+"""
 
 from __future__ import annotations
 

@@ -8,14 +8,13 @@ phases from the simulator into ``jobs.Pod`` rows before calling ``services.on_po
 from __future__ import annotations
 
 import copy
-from decimal import Decimal
 from typing import Any
 
 from django.utils import timezone
 
 from tests.volcanoweb import builders
-from volcanoweb.clusters.backends.quantity import parse_quantity
 from volcanoweb.clusters.backends.sim import ManualClock, SimCluster
+from volcanoweb.clusters.backends.simengine import integer_resources
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Command, Job, Pod, PodGroup
 from volcanoweb.runtime import services
@@ -80,15 +79,17 @@ class World:
         return bound
 
     def _fit(self, pod: Pod) -> str:
-        requests = {k: parse_quantity(v) for k, v in self.sim.get_pod(pod.namespace, pod.name).requests.items()}
-        pending = {name: Decimal(0) for name in (n.name for n in self.sim.list_nodes())}
+        """The first node with room for the pod's CPU (millicores, as the sim's node usage counts)."""
+        info = self.sim.get_pod(pod.namespace, pod.name)
+        cpu = integer_resources(info.requests, pod_slot=False).get("cpu", 0)
+        pending = dict.fromkeys((n.name for n in self.sim.list_nodes()), 0)
         for other in self.sim.list_pods():
             if other.node_name and other.phase == "Pending":
-                pending[other.node_name] += parse_quantity(other.requests.get("cpu", "0"))
+                pending[other.node_name] += integer_resources(other.requests, pod_slot=False).get("cpu", 0)
         for node in self.sim.list_nodes():
             used = self.sim.node_usage(node.name)
-            cpu_free = parse_quantity(node.allocatable["cpu"]) - used.get("cpu", Decimal(0)) - pending[node.name]
-            if cpu_free >= requests.get("cpu", Decimal(0)):
+            capacity = integer_resources(node.allocatable, pod_slot=False)["cpu"]
+            if capacity - used.get("cpu", 0) - pending[node.name] >= cpu:
                 return node.name
         raise AssertionError(f"no node fits {pod.name}")
 
