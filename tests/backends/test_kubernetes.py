@@ -239,6 +239,26 @@ def test_eviction_api(kube: KmockCluster, backend: KubernetesBackend) -> None:
     assert evictions[0].data["apiVersion"] == "policy/v1"
 
 
+def test_cordon_and_uncordon_patch_the_nodes_spec(
+    kube: KmockCluster, backend: KubernetesBackend, api: client.CoreV1Api
+) -> None:
+    """``cordon`` is kubectl's: a merge patch of ``spec.unschedulable``, seen by the next node list; the
+    node's taints stay."""
+    make_node(api, "n-cordon")
+    backend.cordon("n-cordon")
+    assert api.read_node("n-cordon").spec.unschedulable is True
+    [node] = [n for n in backend.list_nodes() if n.name == "n-cordon"]
+    assert node.unschedulable
+    assert [t.key for t in node.taints] == ["gpu"]
+    backend.cordon("n-cordon", False)
+    assert not api.read_node("n-cordon").spec.unschedulable
+    patches = [r for r in list(kube.emu) if str(r.method).upper().endswith("PATCH") and "n-cordon" in str(r.url)]
+    assert patches
+    assert patches[-1].data == {"spec": {"unschedulable": False}}
+    with pytest.raises(NotFound):
+        backend.cordon("no-such-node")
+
+
 def test_pod_logs_through_the_official_client(kube: KmockCluster, backend: KubernetesBackend) -> None:
     backend.create_pod(make_spec("logged"))
     kube.emu.pod_logs[("default", "logged", "main", False)] = "one\ntwo\nthree\n"

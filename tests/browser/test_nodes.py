@@ -53,3 +53,31 @@ def test_a_nodes_pods_open_on_demand_and_survive_a_live_refresh(session: Any, de
     page.locator("[data-node-pod='ml/pytorch-distributed-worker-9']").wait_for()  # reloaded in the new card
     shot(page, "nodes-pods")
     guard.check()
+
+
+def test_platform_admin_cordons_after_a_confirmation_and_uncordons(session: Any, demo: None) -> None:  # noqa: F811
+    from volcanoweb.clusters.models import Node
+
+    page, guard = session
+    login(page, "admin", PASSWORD)
+    page.goto("/nodes/")
+    card = page.locator("li.node", has=page.get_by_role("heading", name="cpu-1", exact=True))
+    card.get_by_role("button", name="Cordon cpu-1").click()
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for()
+    assert "places no new pods on it" in dialog.inner_text()
+    dialog.get_by_role("button", name="Cancel").click()
+    dialog.wait_for(state="hidden")
+    page.wait_for_timeout(300)
+    assert not Node.objects.get(name="cpu-1").unschedulable  # cancelling changes nothing
+    card.get_by_role("button", name="Cordon cpu-1").click()
+    dialog.get_by_role("button", name="Cordon").click()
+    page.wait_for_selector("#flash .alert.ok")
+    assert "Uncordon to undo" in page.locator("#flash").inner_text()
+    card.locator(".badge", has_text="Cordoned").wait_for()  # the grid refreshed without a reload
+    assert Node.objects.get(name="cpu-1").unschedulable
+    shot(page, "nodes-cordoned")
+    card.get_by_role("button", name="Uncordon cpu-1").click()
+    card.locator(".badge", has_text="Ready").wait_for()
+    assert not Node.objects.get(name="cpu-1").unschedulable
+    guard.check()

@@ -2,6 +2,7 @@
 
 * ``GET /api/v1/nodes`` (filters ``kind``, ``ready``, ``labelSelector``, ``q``; pagination) and
   ``GET /api/v1/nodes/{name}``: Kubernetes-shaped Node objects, with the pods placed on the node;
+* ``POST /api/v1/nodes/{name}/cordon`` and ``.../uncordon``: platform admins, every backend;
 * ``POST /api/v1/nodes/{name}/fail`` (body ``{"evictPods": true}``) and ``.../recover``: platform admins;
 * ``POST /api/v1/namespaces/{ns}/pods/{name}/exit`` (body ``{"exitCode": 137}``) and
   ``.../evict``: platform admins and tenant admins of the pod's tenant.
@@ -134,6 +135,24 @@ class NodeRecoverView(ApiView):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request: Request, name: str) -> Response:
         return Response(render_node(services.recover_node(self.access(request), name)))
+
+
+class NodeCordonView(ApiView):
+    """``POST /api/v1/nodes/{name}/cordon`` and ``.../uncordon``: no new pods on the node, or again allowed
+    (platform admins; ``spec.unschedulable`` on Kubernetes)."""
+
+    unschedulable = True
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request, name: str) -> Response:
+        node = services.cordon_node(self.access(request), name, unschedulable=self.unschedulable)
+        return Response(render_node(node))
+
+
+class NodeUncordonView(NodeCordonView):
+    """``POST /api/v1/nodes/{name}/uncordon``."""
+
+    unschedulable = False
 
 
 def _pod_state(pod: Pod) -> dict[str, Any]:

@@ -506,6 +506,25 @@ def recover_node(access: Access, name: str, *, backend: ClusterBackend | None = 
     return _node_or_404(name)
 
 
+def cordon_node(
+    access: Access, name: str, *, unschedulable: bool = True, backend: ClusterBackend | None = None
+) -> Node:
+    """Cordon a node (no new pods are placed on it; those running stay) or uncordon it; platform admins only.
+    Works on every backend: ``spec.unschedulable`` on Kubernetes, the node's state on the simulated cluster."""
+    verb = "cordon" if unschedulable else "uncordon"
+    if not access.platform_admin:
+        raise Forbidden(
+            f'nodes "{name}" is forbidden: User "{access.username}" cannot {verb} nodes', kind="Node", name=name
+        )
+    backend = backend or get_backend()
+    _node_or_404(name)
+    _require_sim(backend, "cordon")(name, unschedulable)
+    with transaction.atomic():
+        audit.record(access.user, verb, "Node", name, source="api")
+    sync_from_backend(backend)
+    return _node_or_404(name)
+
+
 def _pod_for_injection(access: Access, namespace: str, name: str, verb: str) -> Pod:
     pod = Pod.objects.filter(namespace=namespace, name=name).first()
     if pod is None or not access.can_read(pod.tenant_id):

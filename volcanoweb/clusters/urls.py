@@ -13,6 +13,8 @@ urlpatterns = [
     path("api/v1/nodes/<str:name>", api.NodeObjectView.as_view(), name="node"),
     path("api/v1/nodes/<str:name>/fail", api.NodeFailView.as_view(), name="node-fail"),
     path("api/v1/nodes/<str:name>/recover", api.NodeRecoverView.as_view(), name="node-recover"),
+    path("api/v1/nodes/<str:name>/cordon", api.NodeCordonView.as_view(), name="node-cordon"),
+    path("api/v1/nodes/<str:name>/uncordon", api.NodeUncordonView.as_view(), name="node-uncordon"),
     path("api/v1/namespaces/<str:namespace>/pods/<str:name>/exit", api.PodExitView.as_view(), name="pod-exit"),
     path("api/v1/namespaces/<str:namespace>/pods/<str:name>/evict", api.PodEvictView.as_view(), name="pod-evict"),
 ]

@@ -20,7 +20,7 @@ from volcanoweb.dashboard.aggregates import request_sums
 from volcanoweb.dashboard.resources import parse_map, sum_maps
 from volcanoweb.jobs.models import Pod, PodPhase
 
-ACTIONS = {"fail": "Fail node", "recover": "Recover node"}
+ACTIONS = {"fail": "Fail node", "recover": "Recover node", "cordon": "Cordon", "uncordon": "Uncordon"}
 
 
 @dataclass
@@ -166,6 +166,9 @@ def inject(access: Any, action: str, name: str) -> None:
     if action not in ACTIONS:
         raise LookupError(f"unknown action {action!r}")
     module = injection_service()
+    if action in ("cordon", "uncordon") and module is not None:
+        module.cordon_node(access, name, unschedulable=action == "cordon")
+        return
     func = getattr(module, f"{action}_node", None) if module is not None else None
     if func is None:
         raise LookupError("failure injection is not available: the cluster runtime does not provide it yet")

@@ -87,6 +87,30 @@ def test_fail_and_recover_node_platform_admin_only(synced: Any, client_for: Any,
     assert response.json()["status"]["ready"] is True
 
 
+def test_cordon_and_uncordon_platform_admin_only(synced: Any, client_for: Any, cast: Any) -> None:
+    """Cordon keeps the node Ready and its pods, marks it unschedulable (the scheduler's snapshot leaves it out
+    of placement); uncordon undoes it; tenants are refused; each is audited."""
+    from volcanoweb.audit.models import AuditEntry
+
+    assert client_for(cast.alice).post("/api/v1/nodes/cpu-1/cordon").status_code == 403
+    assert not Node.objects.get(name="cpu-1").unschedulable
+    response = client_for(cast.root).post("/api/v1/nodes/cpu-1/cordon")
+    assert response.status_code == 200, response.content
+    node = Node.objects.get(name="cpu-1")
+    assert node.unschedulable
+    assert node.ready
+    from volcanoweb.scheduling.snapshots import build_snapshot
+
+    placed = {n.name: n for n in build_snapshot().snapshot.nodes}
+    assert placed["cpu-1"].unschedulable  # the predicates leave it out of placement
+    assert client_for(cast.root).post("/api/v1/nodes/cpu-1/uncordon").status_code == 200
+    assert not Node.objects.get(name="cpu-1").unschedulable
+    assert client_for(cast.root).post("/api/v1/nodes/nope/cordon").status_code == 404
+    verbs = list(AuditEntry.objects.filter(kind="Node", object_key="cpu-1").values_list("action", flat=True))
+    assert "cordon" in verbs
+    assert "uncordon" in verbs
+
+
 def test_end_pod_with_exit_code_by_tenant_admin(synced: Any, client_for: Any, cast: Any) -> None:
     backend, _ = synced
     make_gang("g", 1, tenant=cast.team_a)

@@ -252,6 +252,10 @@ class KubernetesBackend(ClusterBackend):
         what = f"evict pod {namespace}/{name}"
         self._call(what, self.core.create_namespaced_pod_eviction, name, namespace, body)
 
+    def cordon(self, name: str, unschedulable: bool = True) -> None:
+        """Set the node's ``spec.unschedulable`` (``kubectl cordon`` / ``uncordon``): a merge patch."""
+        self._call(f"cordon node {name}", self.core.patch_node, name, {"spec": {"unschedulable": unschedulable}})
+
     def patch_pod_annotations(self, namespace: str, name: str, annotations: dict[str, str | None]) -> PodInfo:
         data = self._call(
             f"patch pod {namespace}/{name}",

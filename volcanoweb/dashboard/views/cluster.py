@@ -42,7 +42,18 @@ def nodes(request: HttpRequest) -> HttpResponse:
             for name, label, unit in MAIN_RESOURCES
             if node.allocatable.get(name) or node.allocated.get(name)
         ]
-        rows.append({"node": node, "bars": bars, "fail_confirm": _fail_confirm(node.name, jobs_on.get(node.name, {}))})
+        on_node = jobs_on.get(node.name, {})
+        rows.append(
+            {
+                "node": node,
+                "bars": bars,
+                "fail_confirm": _fail_confirm(node.name, on_node),
+                "cordon_confirm": (
+                    f"Cordon node {node.name}? The scheduler places no new pods on it; the "
+                    f"{sum(on_node.values())} pod(s) running there keep running. Uncordon undoes it."
+                ),
+            }
+        )
     context = {
         "nav": "nodes",
         "rows": rows,
@@ -121,12 +132,13 @@ def node_inject(request: HttpRequest, name: str) -> HttpResponse:
         return render(request, "dashboard/_error.html", {"error": {"message": str(exc)}}, status=409)
     except ApiError as exc:
         return render(request, "dashboard/_error.html", {"error": error_info(exc)}, status=exc.code)
-    action = request.POST.get("action")
-    message = (
-        f"Node {name} failed: it is NotReady and its pods were evicted."
-        if action == "fail"
-        else f"Node {name} recovered: it is Ready again."
-    )
+    action = request.POST.get("action", "")
+    message = {
+        "fail": f"Node {name} failed: it is NotReady and its pods were evicted.",
+        "recover": f"Node {name} recovered: it is Ready again.",
+        "cordon": f"Node {name} cordoned: no new pods are placed on it; its running pods stay. Uncordon to undo.",
+        "uncordon": f"Node {name} uncordoned: the scheduler places pods on it again.",
+    }[action]
     response = render(request, "dashboard/_flash.html", {"message": message})
     response["HX-Trigger"] = "nodes-changed"  # refresh the grid even when the live socket is down
     return response
