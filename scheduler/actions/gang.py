@@ -324,12 +324,10 @@ class GangReclaimAction(_GangEviction):
         return ssn.preemptive(queue, _Demand.of(pending))
 
     def _candidate(self, ssn: Session, job: JobInfo, v: TaskInfo) -> bool:
-        return (
-            v.status == TaskStatus.RUNNING
-            and v.preemptable
-            and v.job.queue != job.queue
-            and ssn.queues[v.job.queue].reclaimable
-        )
+        if v.status != TaskStatus.RUNNING or not v.preemptable or v.job.queue == job.queue:
+            return False
+        queue = ssn.queues.get(v.job.queue)
+        return queue is not None and queue.reclaimable
 
     def _victim_first(self, ssn: Session, job: JobInfo) -> Callable[[_Bundle, _Bundle], bool]:
         mine = ssn.queues.get(job.queue)
