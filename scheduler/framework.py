@@ -24,6 +24,7 @@ __all__ = [
     "ExtensionPoint",
     "Filter",
     "Fit",
+    "GangEvictable",
     "JobEnqueueable",
     "JobEnqueued",
     "JobOrder",
@@ -317,6 +318,16 @@ class Reclaimable(Capability, ABC):
 
     @abstractmethod
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
+
+
+class GangEvictable(Capability, ABC):
+    """``gang_evictable(action, job, candidates) -> list | None`` (None = abstain): which running
+    pods the gang actions (``gangpreempt`` / ``gangreclaim``, named by ``action``) may evict for
+    ``job``, Volcano's ``UnifiedEvictableFn``. Combine: as preemptable, but with no switch (every
+    configured plugin implementing it is asked, as Volcano's ``UnifiedEvictable``)."""
+
+    @abstractmethod
+    def gang_evictable(self, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
 
 
 class Preemptive(Capability, ABC):

@@ -139,7 +139,7 @@ class JobInfo:
         self.task_min_total = sum(job.min_task_member.values())
         self.min_resources: tuple[float, ...] | None = None
         self.priority = priority
-        self.preemptable = job.preemptable
+        self.preemptable = bool(job.preemptable)
         self.phase = job.phase
         self.creation = job.creation
         self.tasks: dict[str, TaskInfo] = {}

@@ -499,7 +499,7 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
         min_resources=mres,
         priority_class_name=ctx.string(spec.get("priorityClassName"), "spec.priorityClassName"),
         phase=job_phase,
-        preemptable=bool(pre),
+        preemptable=pre,
         creation=creation,
         created_at=_timestamp(ctx, meta.get("creationTimestamp"), "metadata.creationTimestamp"),
         sla_waiting_time=sla,

@@ -404,7 +404,9 @@ class Job:
     priority: int | None = None
     priority_class_name: str = ""
     phase: JobPhase = JobPhase.PENDING
-    preemptable: bool = False
+    #: The PodGroup's ``volcano.sh/preemptable`` annotation (else label); None when neither is set
+    #: (Volcano's job-level flag is then false, but the gang actions may evict the job).
+    preemptable: bool | None = None
     creation: int = 0
     #: ``metadata.creationTimestamp`` in seconds since the Unix epoch (0: unknown, i.e. long ago).
     created_at: float = 0.0

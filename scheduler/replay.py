@@ -417,7 +417,7 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
         priority=d.get("priority"),
         priority_class_name=str(d.get("priority_class_name", j.priority_class_name)),
         phase=JobPhase(d.get("phase", j.phase)),
-        preemptable=bool(d.get("preemptable", j.preemptable)),
+        preemptable=None if d.get("preemptable") is None else bool(d["preemptable"]),
         creation=int(d.get("creation", 0)),
         created_at=_seconds(d.get("created_at", j.created_at), f"{field}.created_at"),
         sla_waiting_time=(

@@ -6,6 +6,7 @@ from scheduler.actions.allocate import AllocateAction
 from scheduler.actions.backfill import BackfillAction
 from scheduler.actions.enqueue import EnqueueAction
 from scheduler.actions.evict import PreemptAction, ReclaimAction
+from scheduler.actions.gang import GangPreemptAction, GangReclaimAction
 from scheduler.framework import Action
 
 __all__ = [
@@ -13,6 +14,8 @@ __all__ = [
     "AllocateAction",
     "BackfillAction",
     "EnqueueAction",
+    "GangPreemptAction",
+    "GangReclaimAction",
     "PreemptAction",
     "ReclaimAction",
 ]
@@ -23,4 +26,6 @@ BUILTIN_ACTIONS: tuple[type[Action], ...] = (
     BackfillAction,
     PreemptAction,
     ReclaimAction,
+    GangPreemptAction,
+    GangReclaimAction,
 )

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from scheduler.info import JobInfo, TaskInfo
     from scheduler.session import Session
 
-__all__ = ["feasible_count", "record_fit_error", "resource_mask", "select_node"]
+__all__ = ["feasible_count", "prioritize", "record_fit_error", "resource_mask", "select_node"]
 
 
 def feasible_count(n: int, minimum: int, percentage: int, minimum_percentage: int) -> int:
@@ -162,6 +162,12 @@ def select_node(ssn: Session, task: TaskInfo, sample: int | None) -> tuple[int, 
     else:
         window = feasible
     return _prioritize(ssn, task, window)
+
+
+def prioritize(ssn: Session, task: TaskInfo, nodes: IntArray) -> tuple[int, bool]:
+    """Among ``nodes`` (where the task fits future idle): the idle-fit gradient if any, else all
+    of them; the highest node-order score, the first on ties. Returns ``(node, fits idle)``."""
+    return _prioritize(ssn, task, nodes)
 
 
 def _prioritize(ssn: Session, task: TaskInfo, nodes: IntArray) -> tuple[int, bool]:

@@ -17,7 +17,7 @@ from scheduler.statement import Statement
 if TYPE_CHECKING:
     from scheduler.session import Session
 
-__all__ = ["PreemptAction", "ReclaimAction"]
+__all__ = ["PreemptAction", "ReclaimAction", "collect_starving"]
 
 _VICTIM_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING)
 
@@ -105,6 +105,13 @@ def _collect(
     for q in all_queues:
         queues.push(q)
     return queues, preemptors, tasks, starving, all_queues
+
+
+def collect_starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
+    """The queues of admitted, valid jobs (queue order) and each queue's starving jobs (job
+    order), as preempt and reclaim collect them."""
+    queues, preemptors, _, _, _ = _collect(ssn)
+    return queues, preemptors
 
 
 class PreemptAction(Action):

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.framework import (
     Fit,
+    GangEvictable,
     JobOrder,
     JobPipelined,
     JobReady,
@@ -32,7 +33,7 @@ def _cmp(a: int, b: int) -> int:
     return (a < b) - (a > b)  # higher value first
 
 
-class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, JobStarving):
+class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, GangEvictable, JobStarving):
     """Orders jobs and tasks by priority; victims must have lower (job or task) priority."""
 
     name = "priority"
@@ -86,13 +87,29 @@ class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, JobStarving):
                 victims.append(c)
         return victims
 
+    def gang_evictable(self, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """gangreclaim: every candidate (reclaim is about queues, not priorities); gangpreempt:
+        the candidates of jobs with a lower priority than ``job``."""
+        if action == "gangreclaim":
+            return list(candidates)
+        return [c for c in candidates if c.job.priority < job.priority]
+
     def job_starving(self, job: JobInfo) -> bool:
         """Fewer tasks ready or pipelined than the job has."""
         return job.ready_num + job.counts[TaskStatus.PIPELINED] < len(job.tasks)
 
 
 class GangPlugin(
-    Plugin, JobValid, Preemptable, Reclaimable, JobOrder, JobReady, JobPipelined, JobStarving, SessionClose
+    Plugin,
+    JobValid,
+    Preemptable,
+    Reclaimable,
+    GangEvictable,
+    JobOrder,
+    JobReady,
+    JobPipelined,
+    JobStarving,
+    SessionClose,
 ):
     """All-or-nothing placement of ``minMember`` tasks (and ``minTaskMember`` per role)."""
 
@@ -154,6 +171,11 @@ class GangPlugin(
         """As preemptable."""
         return self._victims(candidates)
 
+    def gang_evictable(self, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Every candidate: the gang actions keep victim jobs whole or above ``minAvailable``
+        themselves (their safe and whole bundles)."""
+        return list(candidates)
+
     def job_order(self, a: JobInfo, b: JobInfo) -> int:
         """Jobs that are not ready first."""
         ra, rb = a.is_ready(), b.is_ready()
@@ -204,7 +226,7 @@ def _gang_kept_by_releasing(job: JobInfo) -> bool:
 _CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-class ConformancePlugin(Plugin, Preemptable, Reclaimable):
+class ConformancePlugin(Plugin, Preemptable, Reclaimable, GangEvictable):
     """Never evicts critical pods (system-*-critical priority classes, kube-system)."""
 
     name = "conformance"
@@ -231,5 +253,9 @@ class ConformancePlugin(Plugin, Preemptable, Reclaimable):
         return self._allowed(candidates)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Every non-critical candidate."""
+        return self._allowed(candidates)
+
+    def gang_evictable(self, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """Every non-critical candidate."""
         return self._allowed(candidates)

@@ -11,6 +11,7 @@ from scheduler.framework import (
     Allocatable,
     AllocateHandler,
     ArgSpec,
+    GangEvictable,
     JobEnqueueable,
     JobEnqueued,
     Plugin,
@@ -69,6 +70,7 @@ class CapacityPlugin(
     QueueOrder,
     VictimQueueOrder,
     Reclaimable,
+    GangEvictable,
     Allocatable,
     Preemptive,
     JobEnqueueable,
@@ -350,6 +352,33 @@ class CapacityPlugin(
     def _ancestors(self, queue: str) -> list[str]:
         """The queue's ancestors, nearest first (parent, grandparent, ..., root)."""
         return self.chain(queue)[1:]
+
+    def gang_evictable(self, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """gangpreempt: every candidate. gangreclaim: in the order given, a candidate whose queue
+        stays at or above its guarantee without it and which either uses nothing its queue
+        deserves or is taken from a queue above its deserved on a dimension it uses (Volcano's
+        UnifiedEvictableFn: no ancestor levels, no shared-dimension skip)."""
+        if action != "gangreclaim":
+            return list(candidates)
+        if self.not_ready:
+            return []
+        running: dict[str, list[float]] = {}
+        victims = []
+        for c in candidates:
+            attr = self.attrs.get(c.job.queue)
+            if attr is None:
+                continue
+            alloc = running.get(attr.name)
+            if alloc is None:
+                alloc = running[attr.name] = list(attr.allocated)
+            after = vec.sub(alloc, c.req)
+            if not vec.le(attr.guarantee, after):
+                continue
+            if _relevant_deserved(attr, c.req) and not _over_deserved(attr.deserved, alloc, c.req):
+                continue
+            running[attr.name] = after
+            victims.append(c)
+        return victims
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """Victims from queues above their deserved share, never below their guarantee."""

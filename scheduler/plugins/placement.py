@@ -12,6 +12,7 @@ from scheduler.framework import (
     AllocateHandler,
     ArgSpec,
     BoolArray,
+    ExtensionPoint,
     Filter,
     FloatArray,
     IntArray,
@@ -216,9 +217,20 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         if not all(bool(f.passed[node]) for f in self._static(task)):
             return False
         if self.anti:
-            anti = self._anti_filter(task, removed)
+            anti = self._anti_filter(task, removed if self._simulates_removal() else frozenset())
             if anti is not None and not anti.passed[node]:
                 return False
+        return True
+
+    def _simulates_removal(self) -> bool:
+        """Whether the dry run's removed pods reach the anti-affinity filter: Volcano hands them
+        to a plugin's SimulateRemoveTask / SimulateAddTask only when the plugin's
+        ``enablePreemptable`` or ``enableAllocatable`` is on (both are on unless configured
+        false); otherwise the filter keeps counting them, as its PreFilter state saw them."""
+        for tier in self.session.config.tiers:
+            for opt in tier.plugins:
+                if opt.name == self.name:
+                    return opt.enabled(ExtensionPoint.PREEMPTABLE) or opt.enabled(ExtensionPoint.ALLOCATABLE)
         return True
 
     def _anti_filter(self, task: TaskInfo, removed: frozenset[str] = frozenset()) -> Filter | None:

@@ -12,6 +12,7 @@ import pytest
 from scheduler.config import ConfigError
 from tests.scheduler.volcano_harness import (
     VolcanoCase,
+    action_arg_problems,
     config_of,
     load_cases,
     outcome_problems,
@@ -41,6 +42,12 @@ def test_same_decisions_as_volcano(case: VolcanoCase) -> None:
         with pytest.raises(ConfigError) as err:
             config_of(case)
         assert refused in str(err.value)
+        return
+    if "action_args" in case.data["expect"]:
+        # An action's argument parsing (Go's parseArguments).
+        assert "deviation" not in case.data
+        problems = action_arg_problems(case, case.data["expect"])
+        assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
         return
     if "scores" in case.data["expect"] or "predicates" in case.data["expect"]:
         # ssn.NodeOrderFn / ssn.PredicateFn on an opened session, before any action.

@@ -34,6 +34,9 @@ node-order score on each node; it is compared with ``Session.node_scores`` befor
 ``predicates`` (for ``ssn.PredicateFn(task, node)``) maps ``ns/pod`` to the expected status code
 on each node: 0 Success, 2 Unschedulable, 3 UnschedulableAndUnresolvable (the first failing filter).
 
+``action_args`` (for Go tests that parse an action's arguments) maps an action to the argument values
+it runs with once built from the case's ``configurations``.
+
 A case we decide differently carries ``deviation: <reason>`` and ``ours:`` (our outcome, same
 keys as ``expect``): the test then asserts our outcome exactly and that it differs from
 Volcano's, so a fix makes it fail until the case is promoted. ``docs/scheduler.md`` lists them.
@@ -319,6 +322,20 @@ def score_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
             value = float(got[names.index(node)])
             if abs(value - float(score)) > 1e-6:
                 problems.append(f"score of {key} on {node}: want {score}, got {value}")
+    return problems
+
+
+def action_arg_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
+    """Return how the arguments the case's actions run with (built from its configuration) miss
+    ``expect["action_args"]``."""
+    config = config_of(case)
+    actions = default_registry().actions
+    problems: list[str] = []
+    for name, want in expect["action_args"].items():
+        got = actions[name](config.action_args.get(name, {})).args
+        for key, value in want.items():
+            if got.get(key) != value:
+                problems.append(f"{name}.{key}: want {value!r}, got {got.get(key)!r}")
     return problems
 
 

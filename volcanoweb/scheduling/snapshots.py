@@ -200,7 +200,7 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         min_resources=resources(row["min_resources"]),
         priority_class_name=row["priority_class_name"] or "",
         phase=phase,
-        preemptable=bool(preemptable),
+        preemptable=preemptable,
         creation=_creation(row["created_at"]),
         created_at=_seconds(row["created_at"]),
         sla_waiting_time=sla,

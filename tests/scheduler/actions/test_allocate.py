@@ -175,6 +175,28 @@ SCENARIOS = [
         extra={"per_queue": {"qa": 2, "qb": 2}},
     ),
     Scenario(
+        # Volcano's allocate pushes a queue back after each job's allocation, so its new share
+        # decides the next pick: qa (weight 3, deserved 3 CPUs) and qb (weight 1, deserved 1)
+        # take turns by share (qa 1/3, qb 1/1, qa 2/3, qa 3/3) until the node is full. Quotas
+        # are off (no overused, no allocatable): serving a queue until it is empty would give
+        # qa all 4, a plain rotation 2 and 2.
+        "share-ordered queues are re-sorted after every allocation",
+        nodes=[make_node("n1", cpu="4", memory="64Gi")],
+        queues=[make_queue("qa", weight=3), make_queue("qb", weight=1)],
+        jobs=[
+            make_job("a", queue="qa", replicas=4, min_available=1, cpu="1"),
+            make_job("b", queue="qb", replicas=4, min_available=1, cpu="1"),
+        ],
+        config="""
+actions: "allocate"
+tiers:
+- plugins: [{name: gang}, {name: predicates}]
+- plugins: [{name: proportion, enabledOverused: false, enabledAllocatable: false}]
+""",
+        bind_count=4,
+        extra={"per_queue": {"qa": 3, "qb": 1}},
+    ),
+    Scenario(
         "a gang with too few pods is invalid",
         nodes=[make_node("n1")],
         jobs=[make_job("inv", replicas=2, min_available=3, cpu="1")],

@@ -285,3 +285,19 @@ def test_normal_preemption_evicts_in_victim_order_until_the_preemptor_fits() -> 
 def test_topology_aware_preemption_reprieves_victims_it_does_not_need() -> None:
     # The dry run removes a, then b; reprieving from the most important down keeps a.
     _reprieve_scenario(True, frozenset({"default/low-b"})).check()
+
+
+def test_dry_run_forgets_removed_pods_only_for_a_predicates_plugin_that_simulates_removal() -> None:
+    """Volcano's TestPodAntiAffinity evicts nothing because predicates has only enablePredicate (its
+    SimulateRemoveTask is skipped, so the removed worker-1 still blocks the preemptor); with
+    enablePreemptable on, as in a loaded configuration, removing worker-1 clears the conflict."""
+    from dataclasses import replace
+
+    from tests.scheduler.volcano_harness import load_cases, run_case
+
+    case = next(c for c in load_cases() if c.id == "predicates:TestPodAntiAffinity:pod-anti-affinity")
+    assert not run_case(case).evictions
+    tiers = [[{**p, "enablePreemptable": True} if p["name"] == "predicates" else p for p in t] for t in case.tiers]
+    result = run_case(replace(case, tiers=tuple(tiers)))
+    assert [e.task for e in result.evictions] == ["ns1/worker-1"]
+    assert dict(result.pipelined) == {"ns1/worker-3": "n1"}
