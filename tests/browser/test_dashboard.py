@@ -127,6 +127,9 @@ def test_queue_weight_edit_previews_then_changes_the_share(session: Any, demo: N
         arg=old_new,
     )
     assert page.locator("tr.changed[data-preview-queue=ml-training]").is_visible()
+    notes = page.locator("[data-weight-notes]")
+    assert "What the weight of ml-training does under the active configuration" in notes.inner_text()
+    assert notes.locator("li").count() >= 1
     shot(page, "queues-preview")
     page.get_by_role("button", name="Save changes").click()
     page.wait_for_selector("[data-saved-weight]")

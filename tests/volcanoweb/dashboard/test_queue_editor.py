@@ -84,3 +84,32 @@ def test_audit_shows_a_queue_updates_before_and_after(world: Any, login: Any) ->
     kinds = client.get("/audit/").content.decode()
     assert ">Node<" in kinds
     assert ">JobTemplate<" in kinds
+
+
+def test_the_preview_says_what_a_parents_weight_does_under_the_active_configuration(world: Any, login: Any) -> None:
+    """Under the default (flat proportion) a parent's weight does nothing, and the preview says so; under
+    hierarchical capacity the parent's own deserved is shown and the note says weight is not read."""
+    from volcanoweb.scheduling import services as scheduling
+    from volcanoweb.tenancy.access import access_for
+
+    builders.make_queue("team-a-parent", tenant="team-a", deserved={"cpu": "8"}, capability={"cpu": "16"})
+    builders.make_queue("team-a-child", tenant="team-a", parent="team-a-parent", deserved={"cpu": "4"})
+    client = login(world.cast.alice)
+    flat = client.post("/queues/team-a-parent/preview/", {"weight": "5"}).content.decode()
+    assert "proportion: a parent&#x27;s weight does nothing" in flat
+    assert "data-parent-deserved" not in flat  # proportion gives parents no deserved of their own
+    leaf = client.post("/queues/team-a-child/preview/", {"weight": "5"}).content.decode()
+    assert "split among busy leaf queues in proportion to their weights" in leaf
+
+    text = (
+        'actions: "enqueue, allocate, reclaim"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n'
+        "- plugins:\n  - name: drf\n  - name: predicates\n  - name: capacity\n    enableHierarchy: true\n"
+    )
+    scheduling.save_config(access_for(world.cast.root), text)
+    nested = client.post("/queues/team-a-parent/preview/", {"weight": "5"}).content.decode()
+    assert "capacity: weight is not read" in nested
+    assert "a parent&#x27;s deserved and capability bound what its children together may use" in nested
+    assert "proportion:" not in nested
+    parent_row = nested[nested.index('data-preview-queue="team-a-parent"') :]
+    assert "data-parent-deserved" in parent_row[: parent_row.index("</tr>")]
+    assert ">8<" in parent_row[: parent_row.index("</tr>")]  # its spec.deserved, 8 cores

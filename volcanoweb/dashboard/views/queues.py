@@ -135,6 +135,45 @@ def _spec_values(queue: Queue) -> dict[str, Any]:
     return values
 
 
+def weight_notes(queue: Queue, is_parent: bool) -> tuple[list[str], bool]:
+    """What a queue's weight does under the active scheduler configuration, one line per plugin that reads
+    queue weights or quotas, and whether the configuration gives parent queues a deserved share of their own
+    (hierarchical capacity reads ``spec.deserved`` at every level)."""
+    from volcanoweb.scheduling.cycles import active_config
+
+    config, _version = active_config()
+    plugins = {p.name: p for tier in config.tiers for p in tier.plugins}
+    notes: list[str] = []
+    if "proportion" in plugins:
+        notes.append(
+            "proportion: a parent's weight does nothing (the plugin is flat: the cluster is split among leaf "
+            "queues by their own weights)."
+            if is_parent
+            else "proportion: the cluster is split among busy leaf queues in proportion to their weights, "
+            "capped by capability and at least the guarantee (the preview above)."
+        )
+    drf = plugins.get("drf")
+    if drf is not None and drf.hierarchy:
+        notes.append(
+            "drf (hierarchical): queues are ordered by dominant share divided by weight at every level, so a "
+            f"{'parent' if is_parent else 'queue'} with twice the weight is served as if it used half as much "
+            "as its siblings."
+        )
+    capacity = plugins.get("capacity")
+    if capacity is not None:
+        notes.append(
+            "capacity: weight is not read; the queue's deserved, guarantee and capability decide"
+            + (
+                ", and a parent's deserved and capability bound what its children together may use."
+                if capacity.hierarchy
+                else "."
+            )
+        )
+    if not notes:
+        notes.append("No plugin of the active configuration reads queue weights.")
+    return notes, capacity is not None and capacity.hierarchy
+
+
 @login_required
 @require_POST
 def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
@@ -156,11 +195,17 @@ def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
     after, _ = queries.queue_tree(
         scope, {queue.name: form.overrides()}, include_hidden=True, capacity=capacity, demand=demand
     )
+    edited = _row(before, queue.name)
+    notes, parents_deserve = weight_notes(queue, bool(edited is not None and edited.children))
     lines: list[dict[str, Any]] = []
     hidden: dict[str, Any] = {"count": 0, "old": {}, "new": {}}
     for old in before:
         new = _row(after, old.queue.name)
-        if new is None or old.children or old.queue.name == "root":
+        if new is None or old.queue.name == "root":
+            continue
+        if old.children:  # a parent: shown with its own deserved where the configuration defines one
+            if parents_deserve and old.visible and old.queue.deserved:
+                lines.append({"row": old, "new": new, "changed": old.queue.name == queue.name, "parent": True})
             continue
         if old.visible:
             lines.append({"row": old, "new": new, "changed": old.queue.name == queue.name})
@@ -176,6 +221,7 @@ def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
         "form": form,
         "hints": hints,
         "bad_fields": set(),
+        "weight_notes": notes,
     }
     return render(request, "dashboard/_queue_preview.html", context)
 
