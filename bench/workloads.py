@@ -14,28 +14,14 @@ from typing import Any
 
 from bench.cluster import NODE_CPU, Builder, default_queue, make_nodes, plain_nodes, res, size_nodes
 from scheduler import DEFAULT_CONFIG, Job, JobPhase, Node, Queue, SchedulerConfig, Task, parse_config
+from scheduler.config import DEFAULT_CONFIG_YAML
 
-BINPACK_CONFIG = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+# Volcano's default configuration with binpack added to the second tier.
+BINPACK_CONFIG = DEFAULT_CONFIG_YAML + "  - name: binpack\n"
 
 
 def _with_actions(actions: str) -> SchedulerConfig:
-    return parse_config(
-        BINPACK_CONFIG.replace('"enqueue, allocate, backfill"', f'"{actions}"').replace("  - name: binpack\n", "")
-    )
+    return parse_config(DEFAULT_CONFIG_YAML.replace('"enqueue, allocate, backfill"', f'"{actions}"', 1))
 
 
 Arrival = tuple[list[Job], list[Task]]

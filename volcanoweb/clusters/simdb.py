@@ -26,7 +26,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from scheduler.quantity import parse_resource
+from scheduler.quantity import parse_duration, parse_resource
 from volcanoweb.clusters.backends.base import (
     SIM_DURATION_ANNOTATION,
     SIM_EXIT_CODE_ANNOTATION,
@@ -49,7 +49,6 @@ from volcanoweb.clusters.backends.sim import (
     UNREACHABLE_TAINT,
     Clock,
     ScaledClock,
-    parse_duration,
     parse_pool_spec,
 )
 from volcanoweb.clusters.bulk import bulk_update_rows
@@ -707,7 +706,7 @@ class DatabaseSimCluster(ClusterBackend):
         annotations = pod.spec.get("annotations") or {}
         if SIM_DURATION_ANNOTATION in annotations:
             with contextlib.suppress(ValueError):
-                return parse_duration(annotations[SIM_DURATION_ANNOTATION])
+                return parse_duration(annotations[SIM_DURATION_ANNOTATION], plain_seconds=True)
         return tx.state.default_duration
 
     def _finish(self, tx: _Tx, pod: SimPod, at: float) -> None:

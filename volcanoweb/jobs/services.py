@@ -7,11 +7,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from scheduler.manifests import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity
 from volcanoweb.audit import services as audit
 from volcanoweb.clusters.backend import get_backend
 from volcanoweb.jobs.models import (
-    GROUP_NAME_ANNOTATION,
     Command,
     CommandAction,
     Event,
@@ -467,7 +467,7 @@ def apply_pod(
         return Outcome("configured", info.kind, meta.name, namespace.name, after)
     priority = check_priority_class(errors, spec.get("priorityClassName"), "spec.priorityClassName")
     raise_if(errors, info, meta.name)
-    group_name = meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+    group_name = meta.annotations.get(GROUP_ANNOTATION, "")
     pod = Pod.objects.create(
         namespace=namespace.name,
         name=meta.name,

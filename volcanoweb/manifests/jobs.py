@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
+from scheduler.quantity import parse_duration
 from volcanoweb.manifests.errors import Errors
 from volcanoweb.manifests.fields import (
     DNS1123_LABEL_MSG,
@@ -39,7 +39,14 @@ USER_ACTIONS = (
 JOB_PLUGINS = ("env", "svc", "ssh", "mpi", "pytorch", "tensorflow", "ray", "hcclrank")
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 _VALID_SUFFIX = f" valid events are [{' '.join(USER_EVENTS)}], valid actions are [{' '.join(USER_ACTIONS)}];"
-_DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
+
+
+def _is_duration(value: Any) -> bool:
+    """True for a Go duration string that is not negative (``10m``, ``1h30m``, ``500ms``, ``0``)."""
+    try:
+        return isinstance(value, str) and parse_duration(value) >= 0
+    except ValueError:
+        return False
 
 
 def _check_types(errors: Errors, spec: dict[str, Any]) -> None:
@@ -149,7 +156,7 @@ def validate_policies(errors: Errors, policies: list[Any], path: str) -> None:
         if exit_code is not None and not expect(errors, f"{ppath}.exitCode", exit_code, int, "integer"):
             return
         timeout = policy.get("timeout")
-        if timeout is not None and (not isinstance(timeout, str) or not _DURATION_RE.match(timeout)):
+        if timeout is not None and not _is_duration(timeout):
             errors.add(f"{ppath}.timeout", f"Invalid value: {show(timeout)}: must be a duration such as 10m or 1h30m")
             return
         if events and exit_code is not None:

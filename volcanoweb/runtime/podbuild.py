@@ -7,8 +7,9 @@ import secrets
 import string
 from typing import Any
 
+from scheduler.manifests import GROUP_ANNOTATION
 from volcanoweb.clusters.backends.base import Container, OwnerReference, PodSpec, Volume, VolumeMount
-from volcanoweb.jobs.models import GROUP_NAME_ANNOTATION, Job
+from volcanoweb.jobs.models import Job
 from volcanoweb.runtime.plugins import JobContext, Plugin
 
 TASK_SPEC = "volcano.sh/task-spec"
@@ -68,7 +69,7 @@ def build_pod(
             JOB_VERSION: str(int(status.get("version") or 0)),
             JOB_RETRY_COUNT: str(int(status.get("retryCount") or 0)),
             TEMPLATE_UID: f"{job.name}-{task['name']}",
-            GROUP_NAME_ANNOTATION: podgroup,
+            GROUP_ANNOTATION: podgroup,
         }
     )
     if task.get("topologyPolicy"):

@@ -9,17 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-PENDING = "Pending"
-ABORTING = "Aborting"
-ABORTED = "Aborted"
-RUNNING = "Running"
-RESTARTING = "Restarting"
-COMPLETING = "Completing"
-COMPLETED = "Completed"
-TERMINATING = "Terminating"
-TERMINATED = "Terminated"
-FAILED = "Failed"
-FINISHED = frozenset({COMPLETED, FAILED, TERMINATED})
+from volcanoweb.jobs.models import FINISHED_JOB_PHASES, JobPhase
+
+# The phases as plain strings (status dicts are JSON), from their one definition, jobs.models.JobPhase.
+PENDING = JobPhase.PENDING.value
+ABORTING = JobPhase.ABORTING.value
+ABORTED = JobPhase.ABORTED.value
+RUNNING = JobPhase.RUNNING.value
+RESTARTING = JobPhase.RESTARTING.value
+COMPLETING = JobPhase.COMPLETING.value
+COMPLETED = JobPhase.COMPLETED.value
+TERMINATING = JobPhase.TERMINATING.value
+TERMINATED = JobPhase.TERMINATED.value
+FAILED = JobPhase.FAILED.value
+FINISHED = frozenset(phase.value for phase in FINISHED_JOB_PHASES)
 
 Update = Callable[[dict[str, Any], dict[str, Any]], bool]
 

@@ -179,6 +179,24 @@ CASES = [
         "duplicate event PodFailed  across different policy",
     ),
     Case(
+        "policy-timeout-not-a-duration",
+        policies({"event": "PodPending", "action": "RestartJob", "timeout": "soon"}),
+        "spec.policies[0].timeout",
+        'Invalid value: "soon": must be a duration such as 10m or 1h30m',
+    ),
+    Case(
+        "policy-timeout-bare-number",
+        policies({"event": "PodPending", "action": "RestartJob", "timeout": "30"}),
+        "spec.policies[0].timeout",
+        'Invalid value: "30": must be a duration such as 10m or 1h30m',
+    ),
+    Case(
+        "policy-timeout-negative",
+        policies({"event": "PodPending", "action": "RestartJob", "timeout": "-1m"}),
+        "spec.policies[0].timeout",
+        'Invalid value: "-1m": must be a duration such as 10m or 1h30m',
+    ),
+    Case(
         "policy-exitcode-zero",
         policies({"exitCode": 0, "action": "RestartJob"}),
         "spec.policies[0].exitCode",

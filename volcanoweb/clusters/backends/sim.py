@@ -47,7 +47,6 @@ dict (:meth:`SimCluster.to_state` / :meth:`SimCluster.from_state`).
 from __future__ import annotations
 
 import contextlib
-import functools
 import heapq
 import re
 import threading
@@ -57,6 +56,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, Protocol
+
+from scheduler.quantity import parse_duration
 
 from .base import (
     SIM_DURATION_ANNOTATION,
@@ -170,8 +171,6 @@ _UNIT_RESOURCE = {
     "Ti": "memory",
     "Pi": "memory",
 }
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_pool_spec(spec: str) -> list[NodeInfo]:
@@ -225,31 +224,6 @@ def _parse_labels(text: str, pool: str) -> dict[str, str]:
             raise ValueError(f"pool {pool!r}: invalid label {item!r}")
         labels[key] = value
     return labels
-
-
-def parse_duration(value: str | int | float) -> float:
-    """Seconds in a Go-style duration ("1h30m", "250ms", "45s") or a number."""
-    if isinstance(value, int | float):
-        return float(value)
-    return _parse_duration_text(value)
-
-
-@functools.lru_cache(maxsize=1024)
-def _parse_duration_text(value: str) -> float:
-    text = value.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    total, position = 0.0, 0
-    for term in _DURATION_RE.finditer(text):
-        if term.start() != position:
-            break
-        total += float(term.group(1)) * _DURATION_UNITS[term.group(2)]
-        position = term.end()
-    if position != len(text) or not text:
-        raise ValueError(f"invalid duration {value!r}")
-    return total
 
 
 # ---------------------------------------------------------------- internals
@@ -839,7 +813,7 @@ class SimCluster(ClusterBackend):
         annotations = pod.spec.annotations
         if SIM_DURATION_ANNOTATION in annotations:
             with contextlib.suppress(ValueError):
-                return parse_duration(annotations[SIM_DURATION_ANNOTATION])
+                return parse_duration(annotations[SIM_DURATION_ANNOTATION], plain_seconds=True)
         return self.default_duration
 
     def _finish(self, pod: _Pod, at: float) -> None:
