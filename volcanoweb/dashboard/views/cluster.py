@@ -44,8 +44,6 @@ def nodes(request: HttpRequest) -> HttpResponse:
     context = {
         "nav": "nodes",
         "rows": rows,
-        "source": cluster.inventory_source(),
-        "injection": cluster.injection_service() is not None,
         "can_inject": scope.access.platform_admin,
         "actions": cluster.ACTIONS,
     }
@@ -82,7 +80,7 @@ def _fail_confirm(name: str, jobs: dict[str, int]) -> str:
 @login_required
 @require_POST
 def node_inject(request: HttpRequest, name: str) -> HttpResponse:
-    """Failure injection on a simulated node (platform admins; needs the runtime's node service)."""
+    """Failure injection on a node (platform admins)."""
     scope = get_scope(request)
     if not scope.access.platform_admin:
         return render(
