@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db import transaction
 
-from volcanoweb.audit import services as audit
 from volcanoweb.jobs import services as jobs
+from volcanoweb.live import notify
 from volcanoweb.manifests import parse
 from volcanoweb.manifests.errors import ApiError
 from volcanoweb.manifests.objects import Outcome
@@ -64,8 +64,8 @@ def apply_documents(
             if dry_run:
                 transaction.set_rollback(True)
     except Exception:
-        audit.discard_changes()
+        notify.discard()
         raise
     if dry_run:
-        audit.discard_changes()
+        notify.discard()
     return outcomes

@@ -20,10 +20,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from volcanoweb.audit import services as audit
 from volcanoweb.core import jsonq
 from volcanoweb.jobs import services as jobs_service
 from volcanoweb.jobs.models import FINISHED_JOB_PHASES, EventType, Job, JobPhase
+from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.errors import AlreadyExists, ApiError
 from volcanoweb.manifests.objects import bump
@@ -249,7 +249,7 @@ def _save_cronjob(cronjob: CronJob, status: dict[str, Any]) -> None:
     cronjob.last_successful_time = last_success
     fields = ["status", "last_schedule_time", "last_successful_time"]
     cronjob.save(update_fields=[*fields, *bump(cronjob, spec_changed=False)])
-    audit.on_change("CronJob", cronjob, "status")
+    notify.changed("CronJob", cronjob, "status")
 
 
 def _create_cron_job(
@@ -632,7 +632,7 @@ def sync_jobflow(jobflow_id: int, now: datetime | None = None) -> SyncResult | N
         jobflow.status = status
         jobflow.phase = phase
         jobflow.save(update_fields=["status", "phase", *bump(jobflow, spec_changed=False)])
-        audit.on_change("JobFlow", jobflow, "status")
+        notify.changed("JobFlow", jobflow, "status")
     for flow in _flows(jobflow):
         sync_jobtemplate_for(jobflow.namespace, flow["name"])
     if phase == JobFlowPhase.SUCCEED and jobflow.job_retain_policy == RETAIN_DELETE:
@@ -654,4 +654,4 @@ def sync_jobtemplate_for(namespace: str, name: str) -> None:
         return
     template.status = {**(template.status or {}), "jobDependsOnList": names}
     template.save(update_fields=["status", *bump(template, spec_changed=False)])
-    audit.on_change("JobTemplate", template, "status")
+    notify.changed("JobTemplate", template, "status")
