@@ -28,9 +28,9 @@ from scheduler import Snapshot, run_cycle
 from scheduler.manifests import GROUP_ANNOTATION, ManifestError, snapshot_from_manifests
 from volcanoweb.api.base import ApiView
 from volcanoweb.api.listing import clean_text
+from volcanoweb.apply import apply_documents
+from volcanoweb.core.errors import BadRequest, Cause
 from volcanoweb.jobs.models import Job
-from volcanoweb.manifests.errors import BadRequest, Cause
-from volcanoweb.manifests.services import apply_documents
 from volcanoweb.runtime.podgroups import job_podgroup_fields
 from volcanoweb.scheduling.cycles import active_config
 from volcanoweb.scheduling.snapshots import build_snapshot

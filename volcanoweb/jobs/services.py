@@ -11,6 +11,7 @@ from scheduler.manifests import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity
 from volcanoweb.audit import services as audit
 from volcanoweb.clusters.backend import get_backend
+from volcanoweb.core.errors import BadRequest, Conflict, Errors, Forbidden, invalid, not_found
 from volcanoweb.jobs.models import (
     Command,
     CommandAction,
@@ -26,7 +27,6 @@ from volcanoweb.jobs.models import (
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.admission import check_priority_class, check_submission_queue
-from volcanoweb.manifests.errors import BadRequest, Conflict, Errors, Forbidden, invalid, not_found
 from volcanoweb.manifests.fields import check_resource_list, expect
 from volcanoweb.manifests.jobs import check_job_name, check_job_spec, check_job_update, task_min_resources
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if

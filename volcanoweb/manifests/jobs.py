@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from scheduler.quantity import parse_duration
-from volcanoweb.manifests.errors import Errors
+from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     DNS1123_LABEL_MSG,
     DNS1123_LABEL_RE,

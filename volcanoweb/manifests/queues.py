@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.quantity import format_quantity
-from volcanoweb.manifests.errors import Errors
+from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     check_enum,
     check_resource_list,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from volcanoweb.manifests.errors import Errors
+from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     DNS1123_LABEL_MSG,
     DNS1123_SUBDOMAIN_RE,

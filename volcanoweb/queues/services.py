@@ -8,10 +8,10 @@ from django.db import transaction
 from django.db.models import Q
 
 from volcanoweb.audit import services as audit
+from volcanoweb.core.errors import Conflict, Errors, Invalid, invalid, not_found
 from volcanoweb.jobs.models import Pod, PodGroup, PodPhase
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
-from volcanoweb.manifests.errors import Conflict, Errors, Invalid, invalid, not_found
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.queues import (
     QueueNode,

@@ -10,9 +10,9 @@ from django.db.models import Max
 
 from scheduler.config import DEFAULT_CONFIG_YAML, ConfigError, parse_config
 from volcanoweb.audit import services as audit
+from volcanoweb.core.errors import Cause, Invalid, not_found
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse
-from volcanoweb.manifests.errors import Cause, Invalid, not_found
 from volcanoweb.manifests.objects import Outcome
 from volcanoweb.scheduling.models import SchedulerProfile
 from volcanoweb.tenancy.access import Access, forbidden

@@ -21,11 +21,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from volcanoweb.core import jsonq
+from volcanoweb.core.errors import AlreadyExists, ApiError
 from volcanoweb.jobs import services as jobs_service
 from volcanoweb.jobs.models import FINISHED_JOB_PHASES, EventType, Job, JobPhase
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
-from volcanoweb.manifests.errors import AlreadyExists, ApiError
 from volcanoweb.manifests.objects import bump
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.workflows import cron

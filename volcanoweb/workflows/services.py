@@ -11,12 +11,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from volcanoweb.audit import services as audit
+from volcanoweb.core.errors import AlreadyExists, Errors, not_found
 from volcanoweb.jobs import services as jobs_service
 from volcanoweb.jobs.models import EventType, Job
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.admission import check_submission_queue
-from volcanoweb.manifests.errors import AlreadyExists, Errors, not_found
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.workflows import check_cronjob, check_jobflow, check_jobtemplate
 from volcanoweb.tenancy.access import Access, resolve_namespace

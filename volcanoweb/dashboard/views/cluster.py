@@ -9,13 +9,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
+from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard import cluster
 from volcanoweb.dashboard.queries import last_scheduling_run
 from volcanoweb.dashboard.resources import MAIN_RESOURCES, percent
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.jobs.models import Pod
-from volcanoweb.manifests.errors import ApiError
 from volcanoweb.scheduling import services as scheduling
 from volcanoweb.scheduling.models import SchedulerProfile
 
