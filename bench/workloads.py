@@ -1,6 +1,6 @@
-"""Workloads W1-W9 of benchmark-anchors §5.3 (plus W8b, the issue-7 session-latency gate).
+"""Workloads W1-W9 (docs/performance.md, "Workloads and sizes"; plus W8b, the session-latency gate).
 
-Every builder is deterministic for a given (size, seed). Counts that §5.3 gives for M/L are
+Every builder is deterministic for a given (size, seed). Counts given for M/L are
 scaled by 1/10 at size S so the smoke run stays well under a minute and every case fits.
 """
 
@@ -332,7 +332,7 @@ def w8(size: str, seed: int, seconds: int | None = None) -> Case:
 
 
 def w8b(size: str, seed: int, seconds: int | None = None) -> Case:
-    """W8b: ~1,000 pending pods per session at M (issue-7 latency gate), runtimes exp(20 s)."""
+    """W8b: ~1,000 pending pods per session at M (the session-latency gate), runtimes exp(20 s)."""
     return _steady(
         size,
         seed,

@@ -161,7 +161,10 @@ def _admit_job(access: Access, meta_name: str, spec: Any, tenant: Any, existing:
 def apply_job(
     access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
 ) -> Outcome:
-    """Create or update a Job from its manifest (Volcano defaults and admission; update rules of §1.9.2).
+    """Create or update a Job from its manifest (Volcano defaults and admission).
+
+    As in Volcano, an update may change only minAvailable, priorityClassName and the tasks' replicas and
+    minAvailable.
 
     Creating also writes the Task rows and the job's PodGroup; an update refreshes them. Writes an
     audit entry and fires ``notify.changed("Job", ...)`` after commit.

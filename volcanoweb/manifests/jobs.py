@@ -1,4 +1,4 @@
-"""Volcano Job admission without the database: type checks, mutating defaults, validating rules (§1.8-1.9)."""
+"""Volcano Job admission without the database: type checks, then the webhooks' mutating and validating rules."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def default_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate_policies(errors: Errors, policies: list[Any], path: str) -> None:
-    """Volcano's policy rules (1-8 of §1.2.3); checks stop at the first failing policy."""
+    """Volcano's policy rules; checks stop at the first failing policy."""
     if len(policies) > MAX_POLICIES:
         errors.add(path, f"Too many: {len(policies)}: must have at most {MAX_POLICIES} items", "FieldValueTooMany")
         return
@@ -332,7 +332,7 @@ def check_job_spec(errors: Errors, spec: Any, name: str) -> dict[str, Any] | Non
     """Return the defaulted spec after Volcano's CREATE checks that need no database, recording failures.
 
     The order is Kubernetes': schema types first, then the mutating defaults, then the validating
-    webhook (messages from §1.9.1 and the VAP duplicates of §1.9.3).
+    webhook (its messages, and those of the ValidatingAdmissionPolicies that repeat its checks).
     """
     if spec is None:
         errors.required("spec")
@@ -418,7 +418,7 @@ def _strip_updatable(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_job_update(errors: Errors, old: dict[str, Any], new: dict[str, Any]) -> None:
-    """Volcano's UPDATE rules (§1.9.2): only minAvailable, priorityClassName and task replicas/minAvailable change."""
+    """Volcano's UPDATE rules: only minAvailable, priorityClassName and task replicas/minAvailable change."""
     total = 0
     for i, task in enumerate(new.get("tasks") or []):
         total += task.get("replicas", 0)

@@ -1,4 +1,4 @@
-"""Admission of CronJobs (§1.9.7), JobFlows (§1.9.8) and JobTemplates, plus PodGroups and PriorityClasses."""
+"""Admission of CronJobs, JobFlows and JobTemplates, plus PodGroups and PriorityClasses."""
 
 from __future__ import annotations
 

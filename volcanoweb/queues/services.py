@@ -182,7 +182,7 @@ def apply_queue(
     mode: str = "apply",
     source: str = "api",
 ) -> Outcome:
-    """Create or update a Queue with Volcano's admission (§1.9.4) and ours (tenant ownership and access).
+    """Create or update a Queue with Volcano's admission (manifests/queues.py) and ours (tenant ownership and access).
 
     Writes the queue and its allowed tenants, an audit entry, and fires ``notify.changed("Queue", ...)``.
     """

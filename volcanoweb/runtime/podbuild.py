@@ -1,4 +1,7 @@
-"""Pod construction from a task template (semantics §2.5.1, keys of §1.1), and its backend form."""
+"""Pod construction from a task template, with the labels and annotations Volcano's job controller sets.
+
+Also the pod's backend form.
+"""
 
 from __future__ import annotations
 

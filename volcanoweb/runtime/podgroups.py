@@ -1,4 +1,4 @@
-"""PodGroups: the job's gang (semantics §2.7) and groups for bare pods (Volcano's pg-controller, §5.2)."""
+"""PodGroups: the job's gang and groups for bare pods (Volcano's pg-controller)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _add(total: dict[str, int], amounts: dict[str, int], times: int) -> None:
 
 
 def min_resources(spec: dict[str, Any], priorities: dict[str, int]) -> dict[str, int]:
-    """Return the gang's minResources with Volcano's algorithm (tasks by template priority, §2.7)."""
+    """Return the gang's minResources with Volcano's algorithm (tasks by template priority)."""
     tasks = sorted(
         spec.get("tasks") or [],
         key=lambda t: -priorities.get(((t.get("template") or {}).get("spec") or {}).get("priorityClassName") or "", 0),

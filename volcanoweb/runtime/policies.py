@@ -1,4 +1,4 @@
-"""Requests, events, actions and policy resolution (semantics §2.1-2.2); pure functions, no database."""
+"""Requests, events, actions and policy resolution (as in Volcano's job controller); pure functions, no database."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def _match(policies: list[dict[str, Any]], request: Request) -> tuple[str, float
 
 
 def resolve(spec: dict[str, Any], version: int, job_uid: str, request: Request) -> tuple[str, float]:
-    """Return ``(action, delay seconds)`` for a request, with Volcano's precedence (§2.2).
+    """Return ``(action, delay seconds)`` for a request, with Volcano's precedence.
 
     Commands win; internal events, stale job uids and pods of an older job version sync; then the
     event's task policies, then the job policies, first match wins; otherwise SyncJob.

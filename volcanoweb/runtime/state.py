@@ -1,4 +1,6 @@
-"""Phase update functions of the job state machine (semantics §2.3); pure functions over status dicts.
+"""Phase update functions of Volcano's job state machine; pure functions over status dicts.
+
+The deviations from Volcano are listed in docs/controllers.md, "Job controller".
 
 Each function receives the job ``spec`` and the *new* status computed by a sync or kill, may change
 ``status["state"]["phase"]`` (and ``retryCount``), and returns True when it changed something.
@@ -78,7 +80,7 @@ def pending_sync(spec: dict[str, Any], status: dict[str, Any]) -> bool:
 
 
 def running_sync(spec: dict[str, Any], status: dict[str, Any]) -> bool:
-    """The Running-phase decision (§2.3.1): minSuccess, all finished → Completed/Failed, gang broken → Pending."""
+    """The Running-phase decision: minSuccess, all finished → Completed/Failed, gang broken → Pending."""
     replicas = total_replicas(spec)
     if replicas == 0:
         return False

@@ -1,7 +1,7 @@
 """The one bridge from database rows to the scheduler core's input (:class:`scheduler.Snapshot`).
 
 Reads only (``.values()`` queries, no model instances, so 10,000 pods convert quickly); holds no
-scheduling logic. Mapping (semantics §4.1-4.3):
+scheduling logic. Mapping (docs/scheduler.md, "What the product reads"):
 
 * nodes: Ready :class:`~volcanoweb.clusters.models.Node` rows (allocatable already integers);
 * queues: every ``queues.Queue`` row (quantity strings → integers; an empty map means "unset");

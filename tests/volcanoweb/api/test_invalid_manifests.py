@@ -122,7 +122,7 @@ DAG_CYCLE = [task("a", 1, dependsOn={"name": ["b"]}), task("b", 1, dependsOn={"n
 POLICY_SUFFIX = "valid events are ["
 
 CASES = [
-    # --- Volcano Job admission (semantics 1.9.1 and the VAP messages of 1.9.3)
+    # --- Volcano Job admission (the messages of its validating webhook and of its ValidatingAdmissionPolicies)
     Case("no-tasks", job(tasks=[]), "spec.tasks", "No task specified in job spec"),
     Case(
         "task-minavailable-gt-replicas",
