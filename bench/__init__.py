@@ -1,4 +1,4 @@
-"""volcanoweb benchmarks: the scheduler core in-process (benchmark-anchors §5), later end to end.
+"""volcanoweb benchmarks: the scheduler core in-process (docs/performance.md), later end to end.
 
 ``python -m bench smoke`` (size S, correctness only), ``python -m bench core`` and
 ``python -m bench all``; see docs/performance.md.

@@ -1,4 +1,4 @@
-"""Seeded cluster and object builders for the benchmark (benchmark-anchors §5.2).
+"""Seeded cluster and object builders for the benchmark (docs/performance.md, "Workloads and sizes").
 
 Objects are built directly from the scheduler's frozen model types with shared ``Resource``
 values, which is ~10x faster than the ``scheduler.testing`` builders and gives identical objects.
@@ -34,7 +34,7 @@ def res(cpu: float, mem_gib: float, pods: int = 1, gpu: int = 0) -> Resource:
 
 
 def make_nodes(n: int) -> list[Node]:
-    """§5.2 node shape: 32 CPU / 256 GiB / 110 pods; every 4th node has 8 GPUs and a
+    """Node shape: 32 CPU / 256 GiB / 110 pods; every 4th node has 8 GPUs and a
     ``dedicated=gpu:NoSchedule`` taint; labels zone (3) and rack (25 nodes per rack)."""
     plain = res(NODE_CPU, NODE_MEM_GIB, NODE_PODS)
     gpu = res(NODE_CPU, NODE_MEM_GIB, NODE_PODS, gpu=8)

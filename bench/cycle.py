@@ -21,9 +21,9 @@ from bench.pages import _drop, _setup
 
 def populate(nodes: int, running: int, pending: int) -> Any:
     """Create the cluster, the queues and the pods; return the sim backend."""
+    from scheduler.manifests import GROUP_ANNOTATION
     from volcanoweb.clusters import backend as backend_module
     from volcanoweb.clusters import services as cluster_services
-    from volcanoweb.clusters.backends.base import GROUP_NAME_ANNOTATION
     from volcanoweb.clusters.backends.sim import ManualClock
     from volcanoweb.clusters.simdb import DatabaseSimCluster
     from volcanoweb.jobs.models import Pod, PodGroup
@@ -49,7 +49,7 @@ def populate(nodes: int, running: int, pending: int) -> Any:
                     group_name=f"{prefix}{g}",
                     podgroup=group,
                     scheduler_name="volcano",
-                    annotations={GROUP_NAME_ANNOTATION: f"{prefix}{g}"},
+                    annotations={GROUP_ANNOTATION: f"{prefix}{g}"},
                     requests={"cpu": cpu, "memory": 2 * 1024**3},
                     spec=spec,
                 )

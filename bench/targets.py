@@ -1,4 +1,4 @@
-"""The issue-7 targets (and the anchors they come from), checked against a core report."""
+"""The performance targets of docs/performance.md (and the anchors they come from), checked against a core report."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def _get(cases: Cases, w: str, s: str) -> dict[str, Any] | None:
 
 
 def evaluate(cases: Cases) -> list[dict[str, Any]]:
-    """Return one entry per issue-7 target: measured value, target, met (None = not measured)."""
+    """Return one entry per performance target: measured value, target, met (None = not measured)."""
     out: list[dict[str, Any]] = []
 
     def add(name: str, measured: float | None, target: float, unit: str, higher: bool, anchor: str) -> None:
@@ -33,7 +33,7 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         return c["pods_per_second"]["Perc50"] if c else None
 
     add("W1 many small at L", pps("W1", "L"), 680, "pods/s", True, "K1 kube-scheduler CI floor 680 pods/s @5k nodes")
-    add("W1 many small at M", pps("W1", "M"), 1500, "pods/s", True, "anchors §5.5 stretch; K8 792-909 @500 N")
+    add("W1 many small at M", pps("W1", "M"), 1500, "pods/s", True, "stretch goal; K8 792-909 @500 N")
     for w in ("W3", "W4"):
         for s in ("M", "L"):
             add(f"{w} gangs at {s}", pps(w, s), 3000, "pods/s", True, "K3 gang 562-630 pods/s @5k nodes")
@@ -100,14 +100,14 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         "Volcano default schedule period 1 s",
     )
     w2 = _get(cases, "W2", "M")
-    add("W2 fair share at M (anchors §5.5 target)", pps("W2", "M"), 500, "pods/s", True, "Q1 (Kueue baseline)")
+    add("W2 fair share at M", pps("W2", "M"), 500, "pods/s", True, "Q1 (Kueue baseline)")
     add(
         "W2 max share error after 10 sessions at M",
         w2["quality"].get("max_share_error") if w2 else None,
         0.05,
         "of capacity",
         False,
-        "anchors §5.5",
+        "project goal",
     )
     w7 = _get(cases, "W7", "M")
     add(
@@ -116,7 +116,7 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         3,
         "sessions",
         False,
-        "anchors §5.5 (no public anchor)",
+        "project goal (no public anchor)",
     )
     w8 = _get(cases, "W8", "M")
     if w8:
@@ -137,7 +137,7 @@ def _entry(name: str, measured: float | None, target: float, unit: str, higher: 
 
 
 def evaluate_e2e(section: dict[str, Any]) -> list[dict[str, Any]]:
-    """The issue-7 end-to-end targets against the ``end_to_end`` section (None = not measured)."""
+    """The end-to-end targets against the ``end_to_end`` section (None = not measured)."""
     measured = section.get("status") == "measured"
     jobs = section.get("params", {}).get("jobs") if measured else None
     ws = section.get("websocket") or {}
@@ -151,14 +151,14 @@ def evaluate_e2e(section: dict[str, Any]) -> list[dict[str, Any]]:
             True,
             "V1 Volcano 10k x 1 end to end: 40-55 pods/s on 8 cores",
         ),
-        _entry("E2E lost or duplicated jobs", lost, 0, "jobs", False, "issue 7"),
+        _entry("E2E lost or duplicated jobs", lost, 0, "jobs", False, "project target"),
         _entry(
             "E2E API p99 latency (reported, no goal)",
             section.get("api_latency", {}).get("Perc99") if measured else None,
             float("inf"),
             "ms",
             False,
-            "issue 7: reported",
+            "project target: reported",
         ),
         _entry(
             "WebSocket fan-out to 100 clients, p99 delivery",
@@ -166,6 +166,6 @@ def evaluate_e2e(section: dict[str, Any]) -> list[dict[str, Any]]:
             500,
             "ms",
             False,
-            "issue 7",
+            "project target",
         ),
     ]

@@ -1,6 +1,6 @@
-"""Workloads W1-W9 of benchmark-anchors §5.3 (plus W8b, the issue-7 session-latency gate).
+"""Workloads W1-W9 (docs/performance.md, "Workloads and sizes"; plus W8b, the session-latency gate).
 
-Every builder is deterministic for a given (size, seed). Counts that §5.3 gives for M/L are
+Every builder is deterministic for a given (size, seed). Counts given for M/L are
 scaled by 1/10 at size S so the smoke run stays well under a minute and every case fits.
 """
 
@@ -14,28 +14,14 @@ from typing import Any
 
 from bench.cluster import NODE_CPU, Builder, default_queue, make_nodes, plain_nodes, res, size_nodes
 from scheduler import DEFAULT_CONFIG, Job, JobPhase, Node, Queue, SchedulerConfig, Task, parse_config
+from scheduler.config import DEFAULT_CONFIG_YAML
 
-BINPACK_CONFIG = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+# Volcano's default configuration with binpack added to the second tier.
+BINPACK_CONFIG = DEFAULT_CONFIG_YAML + "  - name: binpack\n"
 
 
 def _with_actions(actions: str) -> SchedulerConfig:
-    return parse_config(
-        BINPACK_CONFIG.replace('"enqueue, allocate, backfill"', f'"{actions}"').replace("  - name: binpack\n", "")
-    )
+    return parse_config(DEFAULT_CONFIG_YAML.replace('"enqueue, allocate, backfill"', f'"{actions}"', 1))
 
 
 Arrival = tuple[list[Job], list[Task]]
@@ -346,7 +332,7 @@ def w8(size: str, seed: int, seconds: int | None = None) -> Case:
 
 
 def w8b(size: str, seed: int, seconds: int | None = None) -> Case:
-    """W8b: ~1,000 pending pods per session at M (issue-7 latency gate), runtimes exp(20 s)."""
+    """W8b: ~1,000 pending pods per session at M (the session-latency gate), runtimes exp(20 s)."""
     return _steady(
         size,
         seed,

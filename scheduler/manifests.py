@@ -34,8 +34,17 @@ from scheduler.quantity import SLA_ANNOTATION, QuantityError, parse_duration, pa
 from scheduler.snapshot import Snapshot
 
 __all__ = [
+    "GROUP_ANNOTATION",
+    "HIERARCHY",
+    "HIERARCHY_WEIGHTS",
+    "POD_STATUS",
+    "PREEMPTABLE",
+    "TASK_PRIORITY",
+    "TASK_SPEC",
+    "VOLCANO_SCHEDULERS",
     "ManifestError",
     "PodPlacement",
+    "flag",
     "load_manifests",
     "pod_placement",
     "sla_waiting_time",
@@ -49,6 +58,8 @@ PREEMPTABLE = "volcano.sh/preemptable"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"
 VOLCANO_SCHEDULERS = frozenset({"volcano"})
+HIERARCHY = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
 
 _KINDS = {
     ("v1", "Node"),
@@ -389,13 +400,14 @@ def sla_waiting_time(annotations: Mapping[str, str], obj: str = "") -> float | N
     return _sla(_Ctx(0, obj), annotations)
 
 
-def _flag(value: str | None) -> bool | None:
+def flag(value: object) -> bool | None:
+    """Return a ``volcano.sh/preemptable``-style flag: None when unset, else whether it reads as true."""
     if value is None:
         return None
-    return value.strip().lower() in ("true", "1", "t")
+    return str(value).strip().lower() in ("true", "1", "t")
 
 
-_POD_STATUS = {
+POD_STATUS = {
     "Pending": TaskStatus.PENDING,
     "Running": TaskStatus.RUNNING,
     "Succeeded": TaskStatus.SUCCEEDED,
@@ -414,17 +426,17 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
     ann = ctx.labels(meta.get("annotations"), "metadata.annotations")
     group = ann.get(GROUP_ANNOTATION) or ann.get(ALT_GROUP_ANNOTATION) or ""
     phase = ctx.string(status.get("phase"), "status.phase", "Pending")
-    if phase not in _POD_STATUS:
+    if phase not in POD_STATUS:
         raise ctx.error("status.phase", f"unknown pod phase {phase!r}")
     node = ctx.string(spec.get("nodeName"), "spec.nodeName")
-    st = _POD_STATUS[phase]
+    st = POD_STATUS[phase]
     if st == TaskStatus.PENDING and node:
         st = TaskStatus.BOUND
     if meta.get("deletionTimestamp") and st in (TaskStatus.PENDING, TaskStatus.BOUND, TaskStatus.RUNNING):
         st = TaskStatus.RELEASING
-    pre = _flag(ann.get(PREEMPTABLE))
+    pre = flag(ann.get(PREEMPTABLE))
     if pre is None:
-        pre = _flag(labels.get(PREEMPTABLE))
+        pre = flag(labels.get(PREEMPTABLE))
     priority: int | None = (
         ctx.integer(spec.get("priority"), "spec.priority", 0) if spec.get("priority") is not None else None
     )
@@ -485,9 +497,9 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
         mres = Resource.from_dict(ctx.resources(spec.get("minResources"), "spec.minResources"))
     labels = ctx.labels(meta.get("labels"), "metadata.labels")
     ann = ctx.labels(meta.get("annotations"), "metadata.annotations")
-    pre = _flag(ann.get(PREEMPTABLE))
+    pre = flag(ann.get(PREEMPTABLE))
     if pre is None:
-        pre = _flag(labels.get(PREEMPTABLE))
+        pre = flag(labels.get(PREEMPTABLE))
     sla = _sla(ctx, ann)
     return Job(
         uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
@@ -570,8 +582,8 @@ def _queue(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Queue:
         reclaimable=ctx.boolean(spec.get("reclaimable"), "spec.reclaimable", True),
         state=qstate,
         priority=ctx.integer(spec.get("priority"), "spec.priority", 0),
-        hierarchy=ann.get("volcano.sh/hierarchy", ""),
-        hierarchy_weights=ann.get("volcano.sh/hierarchy-weights", ""),
+        hierarchy=ann.get(HIERARCHY, ""),
+        hierarchy_weights=ann.get(HIERARCHY_WEIGHTS, ""),
         creation=creation,
         uid=ctx.string(meta.get("uid"), "metadata.uid", name),
         node_group_affinity=_node_group_affinity(ctx, spec.get("affinity")),

@@ -147,9 +147,25 @@ _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
-def parse_duration(text: str) -> float:
-    """Return Go's ``time.ParseDuration(text)`` in seconds; raise ValueError if invalid."""
+def parse_duration(text: str, *, plain_seconds: bool = False) -> float:
+    """Return Go's ``time.ParseDuration(text)`` in seconds; raise ValueError if invalid.
+
+    The one duration parser of the project: policy timeouts, the SLA waiting time, ``@every``
+    schedules and the sim cluster's duration annotation all use it. ``plain_seconds`` also accepts a
+    bare number of seconds (``"12"``), which Go does not; only the sim annotation allows it.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"invalid duration {text!r}: expected a string such as 1h2m3s")
     s = text.strip()
+    if plain_seconds:
+        try:
+            seconds = float(s)
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(seconds):
+                return seconds
+            raise ValueError(f"invalid duration {text!r}")
     sign = 1.0
     if s[:1] in ("+", "-"):
         sign = -1.0 if s[0] == "-" else 1.0

@@ -11,7 +11,7 @@ urlpatterns = [
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
-    path("", include("volcanoweb.clusters.urls")),  # first: its pod actions (/exit, /evict) are not subresources
+    path("", include("volcanoweb.api.urls_first")),  # first: its pod actions (/exit, /evict) are not subresources
     path("", include("volcanoweb.insights.urls")),
     path("", include("volcanoweb.kubeapi.urls")),  # before the REST API: shares core /api/v1 paths
     path("", include("volcanoweb.api.urls")),

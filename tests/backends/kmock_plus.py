@@ -1,7 +1,7 @@
 """A Kubernetes API double: kmock 0.8's KubernetesEmulator plus the project's extension.
 
 Plain kmock 0.8 serves discovery, a versioned object store and request
-recording, but (tooling-notes §3) it ignores selectors and ``timeoutSeconds``,
+recording, but it ignores selectors and ``timeoutSeconds``,
 has no uid/resourceVersion, no ``pods/binding`` or ``pods/eviction``
 subresources, and drops watch events for objects created without
 ``metadata.namespace``. :class:`KubeEmulatorPlus` serves every request for a

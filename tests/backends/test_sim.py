@@ -30,7 +30,6 @@ from volcanoweb.clusters.backends.sim import (
     ManualClock,
     ScaledClock,
     SimCluster,
-    parse_duration,
     parse_pool_spec,
 )
 from volcanoweb.clusters.backends.simengine import MAX_EVENTS_PER_POLL
@@ -91,16 +90,6 @@ def test_pool_spec_parses_nodes_and_labels() -> None:
 def test_pool_spec_rejects_garbage(bad: str) -> None:
     with pytest.raises(ValueError, match="pool"):
         parse_pool_spec(bad)
-
-
-def test_duration_parsing() -> None:
-    assert parse_duration("30s") == 30
-    assert parse_duration("5m") == 300
-    assert parse_duration("1h30m") == 5400
-    assert parse_duration("250ms") == 0.25
-    assert parse_duration("12") == 12
-    with pytest.raises(ValueError, match="invalid duration"):
-        parse_duration("5 minutes")
 
 
 def test_bound_pod_runs_then_succeeds_after_duration(sim: SimCluster) -> None:

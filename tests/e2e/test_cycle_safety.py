@@ -50,6 +50,14 @@ while time.time() < deadline:
 print("runs", runs)
 """
 ONE_CYCLE = "from volcanoweb.scheduling import cycles; print('run', cycles.run_cycle())"
+#: One cycle whose worker is killed (SIGKILL) between its commit and its cluster calls, through the
+#: fault-injection seam ``cycles.AFTER_APPLY_FAULTS``.
+CRASHING_CYCLE = """
+import os, signal
+from volcanoweb.scheduling import cycles
+cycles.AFTER_APPLY_FAULTS.append(lambda run: os.kill(os.getpid(), signal.SIGKILL))
+print("run", cycles.run_cycle())
+"""
 
 
 def env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -135,7 +143,7 @@ def test_two_workers_cycling_at_once_never_bind_twice(sim: Any, tmp_path: Path) 
 
 def test_a_worker_killed_after_applying_loses_nothing(sim: Any, tmp_path: Path) -> None:
     groups = make_gangs(6, 4, 2000)  # 48 CPUs asked, 32 there: 4 gangs fit
-    crashing = start(ONE_CYCLE, env(tmp_path, VOLCANOWEB_TEST_CRASH_AFTER_APPLY="1"), tmp_path / "crash.log")
+    crashing = start(CRASHING_CYCLE, env(tmp_path), tmp_path / "crash.log")
     assert crashing.wait(120) == -signal.SIGKILL, (tmp_path / "crash.log").read_text()
 
     # Killed between its commit and its cluster calls: decisions recorded as intents, nothing bound yet.

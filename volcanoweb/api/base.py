@@ -12,8 +12,8 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from volcanoweb.api.schema import ApiSchema
+from volcanoweb.core.errors import BadRequest
 from volcanoweb.manifests import strict
-from volcanoweb.manifests.errors import BadRequest
 from volcanoweb.manifests.parse import load_mapping, parse_documents
 from volcanoweb.tenancy.access import Access, access_for
 

@@ -13,7 +13,7 @@ from rest_framework import exceptions
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from volcanoweb.manifests.errors import ApiError
+from volcanoweb.core.errors import ApiError
 
 log = logging.getLogger(__name__)
 

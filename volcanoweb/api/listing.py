@@ -17,7 +17,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from volcanoweb.core import jsonq
-from volcanoweb.manifests.errors import BadRequest, Cause
+from volcanoweb.core.errors import BadRequest, Cause
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500

@@ -25,12 +25,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from scheduler import Snapshot, run_cycle
-from scheduler.manifests import ManifestError, snapshot_from_manifests
+from scheduler.manifests import GROUP_ANNOTATION, ManifestError, snapshot_from_manifests
 from volcanoweb.api.base import ApiView
 from volcanoweb.api.listing import clean_text
-from volcanoweb.jobs.models import GROUP_NAME_ANNOTATION, Job
-from volcanoweb.manifests.errors import BadRequest, Cause
-from volcanoweb.manifests.services import apply_documents
+from volcanoweb.apply import apply_documents
+from volcanoweb.core.errors import BadRequest, Cause
+from volcanoweb.jobs.models import Job
 from volcanoweb.runtime.podgroups import job_podgroup_fields
 from volcanoweb.scheduling.cycles import active_config
 from volcanoweb.scheduling.snapshots import build_snapshot
@@ -91,7 +91,7 @@ def job_documents(job: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, A
                         "labels": dict(template_meta.get("labels") or {}),
                         "annotations": {
                             **(template_meta.get("annotations") or {}),
-                            GROUP_NAME_ANNOTATION: group,
+                            GROUP_ANNOTATION: group,
                             TASK_SPEC: task["name"],
                         },
                     },

@@ -77,10 +77,10 @@ for plural in NAMESPACED:
     ]
 
 # Any other path under /api/v1/ answers a Status 404. It lives in its own urlconf, included last in
-# volcanoweb/urls.py, so that other apps' API routes (such as /api/v1/nodes) are matched first.
+# volcanoweb/urls.py, so that the other urlconfs' API routes (insights, kubeapi) are matched first.
 # The Kubernetes API's other paths (/apis/..., /api/v2, /openapi/...) answer the same Status 404, never the HTML page.
 fallback_urlpatterns = [
-    re_path(r"^api/v1/(?!nodes(/|$)).*$", views.NotFoundView.as_view(), name="not-found"),
+    re_path(r"^api/v1/.*$", views.NotFoundView.as_view(), name="not-found"),
     re_path(r"^(apis|openapi)/.*$", views.NotFoundView.as_view(), name="kube-not-found"),
     re_path(r"^api/(?!v1(/|$)).*$", views.NotFoundView.as_view(), name="kube-core-not-found"),
 ]

@@ -13,13 +13,13 @@ from rest_framework.response import Response
 from volcanoweb.api.base import ApiView, list_body
 from volcanoweb.api.listing import apply_filters, apply_ordering, clean_text, paginate
 from volcanoweb.api.resources import NAMESPACED, Resource
+from volcanoweb.apply import apply_documents
 from volcanoweb.audit.models import AuditEntry
+from volcanoweb.core.errors import BadRequest, Cause, NotFound, not_found
 from volcanoweb.jobs import services as jobs
 from volcanoweb.jobs.models import Command, Event, Job, PriorityClass
 from volcanoweb.manifests import parse, render
-from volcanoweb.manifests.errors import BadRequest, Cause, NotFound, not_found
 from volcanoweb.manifests.parse import parse_documents
-from volcanoweb.manifests.services import apply_documents
 from volcanoweb.queues import services as queues
 from volcanoweb.queues.models import Queue
 from volcanoweb.scheduling import services as scheduling

@@ -1,4 +1,4 @@
-"""``vcctl job run|list|view|suspend|resume|delete`` (Volcano's vcctl job commands, semantics §6)."""
+"""``vcctl job run|list|view|suspend|resume|delete`` (Volcano's vcctl job commands)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from django.http import HttpRequest
 
 from volcanoweb.clusters import services
 from volcanoweb.clusters.models import Node, SimPod
-from volcanoweb.manifests.errors import ApiError
+from volcanoweb.core.errors import ApiError
 from volcanoweb.tenancy.access import access_for
 
 

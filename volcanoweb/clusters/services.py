@@ -39,9 +39,9 @@ from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.clusters.models import Node, NodeKind
 from volcanoweb.clusters.simdb import integer_resources
+from volcanoweb.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from volcanoweb.jobs.models import Pod, PodGroup, PodGroupPhase, PodPhase
 from volcanoweb.live.broadcast import publish
-from volcanoweb.manifests.errors import BadRequest, Conflict, Forbidden, NotFound
 from volcanoweb.tenancy.access import Access
 from volcanoweb.tenancy.models import Namespace
 

@@ -1,23 +1,21 @@
 """Nodes as the dashboard shows them: inventory, allocation from bound pods, failure injection.
 
-The node inventory comes from ``clusters.Node`` when the runtime provides that model. Until then,
-with the simulated backend, the configured pool (``SIM_NODE_POOL``) is shown and labelled as such.
-Allocation always comes from the pods bound to each node (``Pod.node_name``), which the runtime writes;
+The node inventory is ``clusters.Node`` (integers in scheduler units, mirrored from the backend).
+Allocation comes from the pods bound to each node (``Pod.node_name``), which the runtime writes;
 the database adds their requests up (:mod:`volcanoweb.dashboard.aggregates`).
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.apps import apps
-from django.conf import settings
 from django.db.models import QuerySet
 
+from volcanoweb.clusters import services as cluster_services
+from volcanoweb.clusters.models import Node
 from volcanoweb.dashboard.aggregates import request_sums
-from volcanoweb.dashboard.resources import parse_map, sum_maps
+from volcanoweb.dashboard.resources import sum_maps
 from volcanoweb.jobs.models import Pod, PodPhase
 
 ACTIONS = {"fail": "Fail node", "recover": "Recover node", "cordon": "Cordon", "uncordon": "Uncordon"}
@@ -39,75 +37,21 @@ class NodeView:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-def node_model() -> Any:
-    """Return the runtime's Node model, or None while it does not exist."""
-    try:
-        return apps.get_model("clusters", "Node")
-    except LookupError:
-        return None
-
-
-def _amounts(values: dict[str, Any]) -> dict[str, float]:
-    """Node rows hold integers in scheduler units; accept quantity strings too."""
-    ints = {k: float(v) for k, v in values.items() if isinstance(v, int | float)}
-    return ints | {k: float(v) for k, v in parse_map({k: v for k, v in values.items() if isinstance(v, str)}).items()}
-
-
-def _from_model(model: Any) -> list[NodeView]:
-    out = []
-    for row in model.objects.all()[:2000]:
-        allocatable = getattr(row, "allocatable", None) or getattr(row, "capacity", None) or {}
-        labels = getattr(row, "labels", None) or {}
-        conditions = getattr(row, "conditions", None) or []
-        ready = getattr(row, "ready", None)
-        if ready is None:
-            ready = not any(c.get("type") == "Ready" and c.get("status") != "True" for c in conditions)
-        out.append(
-            NodeView(
-                name=row.name,
-                allocatable=_amounts(allocatable),
-                ready=bool(ready),
-                unschedulable=bool(getattr(row, "unschedulable", False)),
-                pool=labels.get("sim.volcanoweb.io/pool", ""),
-                conditions=list(conditions),
-                taints=list(getattr(row, "taints", None) or []),
-                labels=dict(labels),
-            )
-        )
-    return out
-
-
-def _from_sim_pool() -> list[NodeView]:
-    from volcanoweb.clusters.backends.sim import parse_pool_spec
-
+def inventory() -> list[NodeView]:
+    """Return every node of the inventory, without allocation (one query)."""
     return [
         NodeView(
-            name=info.name,
-            allocatable=dict(parse_map(info.allocatable)),
-            ready=info.ready,
-            unschedulable=info.unschedulable,
-            pool=info.labels.get("sim.volcanoweb.io/pool", ""),
-            labels=dict(info.labels),
+            name=row.name,
+            allocatable={k: float(v) for k, v in (row.allocatable or {}).items()},
+            ready=row.ready,
+            unschedulable=row.unschedulable,
+            pool=(row.labels or {}).get("sim.volcanoweb.io/pool", ""),
+            conditions=list(row.conditions or []),
+            taints=list(row.taints or []),
+            labels=dict(row.labels or {}),
         )
-        for info in parse_pool_spec(settings.SIM_NODE_POOL)
+        for row in Node.objects.all()[:2000]
     ]
-
-
-def inventory_source() -> str:
-    """Return where the node list comes from: "live", "configured" (sim pool) or "none"."""
-    if node_model() is not None:
-        return "live"
-    return "configured" if settings.CLUSTER_BACKEND == "sim" else "none"
-
-
-def inventory() -> list[NodeView]:
-    """Return every node of the inventory, without allocation (one query, or none for the sim pool)."""
-    model = node_model()
-    if model is not None:
-        return _from_model(model)
-    if settings.CLUSTER_BACKEND == "sim":
-        return _from_sim_pool()
-    return []
 
 
 def bound_pods() -> QuerySet[Pod]:
@@ -152,24 +96,13 @@ def totals(nodes: list[NodeView]) -> tuple[dict[str, float], dict[str, float]]:
     return capacity(nodes), sum_maps(n.allocated for n in nodes)
 
 
-def injection_service() -> Any:
-    """Return the runtime's node service module when it offers failure injection, else None."""
-    try:
-        module = importlib.import_module("volcanoweb.clusters.services")
-    except ImportError:
-        return None
-    return module if all(hasattr(module, f"{a}_node") for a in ("fail", "recover")) else None
-
-
 def inject(access: Any, action: str, name: str) -> None:
-    """Call the runtime's ``<action>_node(access, name)``; raise LookupError when unavailable."""
-    if action not in ACTIONS:
+    """Fail, recover, cordon or uncordon a node through the cluster service; LookupError for another action."""
+    if action == "fail":
+        cluster_services.fail_node(access, name)
+    elif action == "recover":
+        cluster_services.recover_node(access, name)
+    elif action in ("cordon", "uncordon"):
+        cluster_services.cordon_node(access, name, unschedulable=action == "cordon")
+    else:
         raise LookupError(f"unknown action {action!r}")
-    module = injection_service()
-    if action in ("cordon", "uncordon") and module is not None:
-        module.cordon_node(access, name, unschedulable=action == "cordon")
-        return
-    func = getattr(module, f"{action}_node", None) if module is not None else None
-    if func is None:
-        raise LookupError("failure injection is not available: the cluster runtime does not provide it yet")
-    func(access, name)

@@ -9,8 +9,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from volcanoweb.apply import apply_documents
 from volcanoweb.manifests import parse
-from volcanoweb.manifests.services import apply_documents
 from volcanoweb.queues.builtin import ensure_builtin_queues
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.tenancy.models import Membership, Namespace, Role, Tenant

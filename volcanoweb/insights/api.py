@@ -12,9 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from volcanoweb.api.base import ApiView, YamlRenderer
+from volcanoweb.core.errors import not_found
 from volcanoweb.insights import effects, services, suggestions
 from volcanoweb.insights.services import history_csv, history_query
-from volcanoweb.manifests.errors import not_found
 
 ERRORS: dict[int | str, Any] = {400: OpenApiTypes.OBJECT, 401: OpenApiTypes.OBJECT, 403: OpenApiTypes.OBJECT}
 ERRORS_404: dict[int | str, Any] = {**ERRORS, 404: OpenApiTypes.OBJECT}

@@ -24,10 +24,10 @@ from django.utils.dateparse import parse_datetime
 
 from scheduler.quantity import format_quantity
 from volcanoweb.audit.models import AuditEntry
+from volcanoweb.core.errors import BadRequest, Cause, Forbidden, not_found
 from volcanoweb.insights.models import CycleInput, EntryKind, QueueSample, Resolution, TimelineEntry
 from volcanoweb.insights.recording import input_text
 from volcanoweb.jobs.models import Job
-from volcanoweb.manifests.errors import BadRequest, Cause, Forbidden, not_found
 from volcanoweb.manifests.parse import JOB, QUEUE, SCHEDULER_CONFIG
 from volcanoweb.queues.models import Queue
 from volcanoweb.queues.services import get_visible_queue

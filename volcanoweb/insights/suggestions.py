@@ -33,14 +33,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from scheduler import CycleResult, Resource, SchedulerConfig, Snapshot, run_cycle
-from scheduler.manifests import ManifestError, snapshot_from_manifests
+from scheduler.manifests import GROUP_ANNOTATION, ManifestError, snapshot_from_manifests
 from scheduler.model import JobPhase, Queue, TaskStatus
-from scheduler.quantity import format_quantity
+from scheduler.quantity import format_quantity, parse_duration
 from volcanoweb.api.simulate import job_documents
 from volcanoweb.clusters.backends.base import SIM_DURATION_ANNOTATION
-from volcanoweb.clusters.backends.sim import parse_duration
 from volcanoweb.insights.services import OTHER_TENANT, readable_namespaces
-from volcanoweb.jobs.models import GROUP_NAME_ANNOTATION, Job, Pod, PodGroup, PodGroupPhase
+from volcanoweb.jobs.models import Job, Pod, PodGroup, PodGroupPhase
 from volcanoweb.queues.models import Queue as QueueRow
 from volcanoweb.scheduling.cycles import active_config
 from volcanoweb.scheduling.snapshots import build_snapshot
@@ -79,7 +78,7 @@ def with_job_pods(snapshot: Snapshot, job: Job, group: PodGroup) -> tuple[Snapsh
     podgroup_doc, pods = job_documents(manifest)
     podgroup_doc["metadata"]["name"] = group.name
     for pod in pods:
-        pod["metadata"]["annotations"][GROUP_NAME_ANNOTATION] = group.name
+        pod["metadata"]["annotations"][GROUP_ANNOTATION] = group.name
     try:
         extra = snapshot_from_manifests(list(enumerate([podgroup_doc, *pods], 1)))
     except ManifestError:
@@ -292,7 +291,9 @@ def _remaining(pods: list[Pod], now: datetime, fallback: float | None) -> tuple[
         if sim_backend:
             try:
                 duration = (
-                    parse_duration(annotation) if annotation is not None else float(settings.SIM_DEFAULT_DURATION)
+                    parse_duration(annotation, plain_seconds=True)
+                    if annotation is not None
+                    else float(settings.SIM_DEFAULT_DURATION)
                 )
             except ValueError:
                 duration = float(settings.SIM_DEFAULT_DURATION)

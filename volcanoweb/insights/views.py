@@ -8,9 +8,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from volcanoweb.core.errors import ApiError, NotFound
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.insights import effects, services, suggestions
-from volcanoweb.manifests.errors import ApiError, NotFound
 from volcanoweb.queues.models import Queue
 
 MAX_EFFECTS = 10

@@ -10,8 +10,6 @@ from django.utils import timezone
 
 from volcanoweb.tenancy.models import KubeObject, NamespacedObject, Tenant
 
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
-
 
 class JobPhase(models.TextChoices):
     """Volcano job phases (status.state.phase)."""

@@ -7,11 +7,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from scheduler.manifests import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity
 from volcanoweb.audit import services as audit
 from volcanoweb.clusters.backend import get_backend
+from volcanoweb.core.errors import BadRequest, Conflict, Errors, Forbidden, invalid, not_found
 from volcanoweb.jobs.models import (
-    GROUP_NAME_ANNOTATION,
     Command,
     CommandAction,
     Event,
@@ -23,9 +24,9 @@ from volcanoweb.jobs.models import (
     ResourceQuota,
     Task,
 )
+from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.admission import check_priority_class, check_submission_queue
-from volcanoweb.manifests.errors import BadRequest, Conflict, Errors, Forbidden, invalid, not_found
 from volcanoweb.manifests.fields import check_resource_list, expect
 from volcanoweb.manifests.jobs import check_job_name, check_job_spec, check_job_update, task_min_resources
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
@@ -160,10 +161,13 @@ def _admit_job(access: Access, meta_name: str, spec: Any, tenant: Any, existing:
 def apply_job(
     access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
 ) -> Outcome:
-    """Create or update a Job from its manifest (Volcano defaults and admission; update rules of §1.9.2).
+    """Create or update a Job from its manifest (Volcano defaults and admission).
+
+    As in Volcano, an update may change only minAvailable, priorityClassName and the tasks' replicas and
+    minAvailable.
 
     Creating also writes the Task rows and the job's PodGroup; an update refreshes them. Writes an
-    audit entry and fires ``on_change("Job", ...)`` after commit.
+    audit entry and fires ``notify.changed("Job", ...)`` after commit.
     """
     meta, namespace = prepare(access, doc, parse.JOB, default_namespace, name_check="label")
     assert namespace is not None
@@ -197,7 +201,7 @@ def apply_job(
         _sync_podgroup(existing)
         after = render.job(existing)
         audit.record(access.user, "update", "Job", existing.key, tenant=namespace.tenant, before=before, after=after)
-        audit.on_change("Job", existing, "update")
+        notify.changed("Job", existing, "update")
         return Outcome("configured", "Job", meta.name, namespace.name, after)
     owner_uid = next((o.get("uid") for o in meta.owner_references if isinstance(o, dict) and o.get("controller")), None)
     job = Job.objects.create(
@@ -222,7 +226,7 @@ def apply_job(
     _sync_podgroup(job)
     after = render.job(job)
     audit.record(access.user, "create", "Job", job.key, tenant=namespace.tenant, after=after)
-    audit.on_change("Job", job, "create")
+    notify.changed("Job", job, "create")
     return Outcome("created", "Job", job.name, job.namespace, after)
 
 
@@ -249,7 +253,7 @@ def delete_job(access: Access, namespace: str, name: str) -> Outcome:
         job.delete()
         after = None
     audit.record(access.user, "delete", "Job", f"{namespace}/{name}", tenant=job.tenant, before=before, after=after)
-    audit.on_change("Job", job, "delete")
+    notify.changed("Job", job, "delete")
     return Outcome("deleted", "Job", name, namespace, after or before)
 
 
@@ -301,7 +305,7 @@ def issue_job_command(
     """Queue a user command (abort, resume, restart, terminate, complete) for the runtime's job controller.
 
     Stores a :class:`Command`, bumps the job's resourceVersion so watchers notice, audits, and fires
-    ``on_change("Job", ..., "command")``. The runtime performs the effect and marks the command consumed.
+    ``notify.changed("Job", ..., "command")``. The runtime performs the effect and marks the command consumed.
     """
     verb_action = normalise_command_action(action)
     job = _get_for_write(access, Job, parse.JOB, namespace, name, "update")
@@ -323,7 +327,7 @@ def issue_job_command(
     audit.record(
         access.user, "command", "Job", job.key, tenant=job.tenant, after=command_manifest(command), message=verb_action
     )
-    audit.on_change("Job", job, "command")
+    notify.changed("Job", job, "command")
     return command
 
 
@@ -390,7 +394,7 @@ def apply_podgroup(
         audit.record(
             access.user, "update", info.kind, existing.key, tenant=namespace.tenant, before=before, after=after
         )
-        audit.on_change(info.kind, existing, "update")
+        notify.changed(info.kind, existing, "update")
         return Outcome("configured", info.kind, meta.name, namespace.name, after)
     podgroup = PodGroup.objects.create(
         namespace=namespace.name,
@@ -402,7 +406,7 @@ def apply_podgroup(
     Pod.objects.filter(namespace=namespace.name, group_name=meta.name, podgroup__isnull=True).update(podgroup=podgroup)
     after = render.podgroup(podgroup)
     audit.record(access.user, "create", info.kind, podgroup.key, tenant=namespace.tenant, after=after)
-    audit.on_change(info.kind, podgroup, "create")
+    notify.changed(info.kind, podgroup, "create")
     return Outcome("created", info.kind, meta.name, namespace.name, after)
 
 
@@ -419,7 +423,7 @@ def delete_podgroup(access: Access, namespace: str, name: str) -> Outcome:
     before = render.podgroup(podgroup)
     podgroup.delete()
     audit.record(access.user, "delete", "PodGroup", f"{namespace}/{name}", tenant=podgroup.tenant, before=before)
-    audit.on_change("PodGroup", podgroup, "delete")
+    notify.changed("PodGroup", podgroup, "delete")
     return Outcome("deleted", "PodGroup", name, namespace, before)
 
 
@@ -463,11 +467,11 @@ def apply_pod(
         audit.record(
             access.user, "update", info.kind, existing.key, tenant=namespace.tenant, before=before, after=after
         )
-        audit.on_change(info.kind, existing, "update")
+        notify.changed(info.kind, existing, "update")
         return Outcome("configured", info.kind, meta.name, namespace.name, after)
     priority = check_priority_class(errors, spec.get("priorityClassName"), "spec.priorityClassName")
     raise_if(errors, info, meta.name)
-    group_name = meta.annotations.get(GROUP_NAME_ANNOTATION, "")
+    group_name = meta.annotations.get(GROUP_ANNOTATION, "")
     pod = Pod.objects.create(
         namespace=namespace.name,
         name=meta.name,
@@ -486,7 +490,7 @@ def apply_pod(
     )
     after = render.pod(pod)
     audit.record(access.user, "create", info.kind, pod.key, tenant=namespace.tenant, after=after)
-    audit.on_change(info.kind, pod, "create")
+    notify.changed(info.kind, pod, "create")
     return Outcome("created", info.kind, meta.name, namespace.name, after)
 
 
@@ -507,7 +511,7 @@ def delete_pod(access: Access, namespace: str, name: str) -> Outcome:
     else:
         pod.delete()
     audit.record(access.user, "delete", "Pod", f"{namespace}/{name}", tenant=pod.tenant, before=before)
-    audit.on_change("Pod", pod, "delete")
+    notify.changed("Pod", pod, "delete")
     return Outcome("deleted", "Pod", name, namespace, before)
 
 
@@ -558,12 +562,12 @@ def apply_priorityclass(
         existing.save(update_fields=[*values, *bump(existing, spec_changed=True)])
         after = render.priorityclass(existing)
         audit.record(access.user, "update", info.kind, meta.name, before=before, after=after)
-        audit.on_change(info.kind, existing, "update")
+        notify.changed(info.kind, existing, "update")
         return Outcome("configured", info.kind, meta.name, None, after)
     created = PriorityClass.objects.create(name=meta.name, **values)
     after = render.priorityclass(created)
     audit.record(access.user, "create", info.kind, meta.name, after=after)
-    audit.on_change(info.kind, created, "create")
+    notify.changed(info.kind, created, "create")
     return Outcome("created", info.kind, meta.name, None, after)
 
 
@@ -579,7 +583,7 @@ def delete_priorityclass(access: Access, name: str) -> Outcome:
     before = render.priorityclass(existing)
     existing.delete()
     audit.record(access.user, "delete", info.kind, name, before=before)
-    audit.on_change(info.kind, existing, "delete")
+    notify.changed(info.kind, existing, "delete")
     return Outcome("deleted", info.kind, name, None, before)
 
 
@@ -638,12 +642,12 @@ def apply_resourcequota(
         audit.record(
             access.user, "update", info.kind, existing.key, tenant=namespace.tenant, before=before, after=after
         )
-        audit.on_change(info.kind, existing, "update")
+        notify.changed(info.kind, existing, "update")
         return Outcome("configured", info.kind, meta.name, namespace.name, after)
     quota = ResourceQuota.objects.create(namespace=namespace.name, name=meta.name, tenant=namespace.tenant, **fields)
     after = render.resourcequota(quota)
     audit.record(access.user, "create", info.kind, quota.key, tenant=namespace.tenant, after=after)
-    audit.on_change(info.kind, quota, "create")
+    notify.changed(info.kind, quota, "create")
     return Outcome("created", info.kind, meta.name, namespace.name, after)
 
 
@@ -659,7 +663,7 @@ def delete_resourcequota(access: Access, namespace: str, name: str) -> Outcome:
     before = render.resourcequota(quota)
     quota.delete()
     audit.record(access.user, "delete", info.kind, f"{namespace}/{name}", tenant=ns.tenant, before=before)
-    audit.on_change(info.kind, quota, "delete")
+    notify.changed(info.kind, quota, "delete")
     return Outcome("deleted", info.kind, name, namespace, before)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from volcanoweb.manifests.errors import BadRequest, Cause
+from volcanoweb.core.errors import BadRequest, Cause
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

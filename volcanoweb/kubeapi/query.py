@@ -10,8 +10,8 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from volcanoweb.core.errors import ApiError, BadRequest, Cause
 from volcanoweb.kubeapi.registry import KubeResource
-from volcanoweb.manifests.errors import ApiError, BadRequest, Cause
 
 #: Field selectors every kind supports, and the extra ones per kind (dotted path -> ORM field, "" = in Python).
 COMMON_FIELDS = {"metadata.name": "name", "metadata.namespace": "namespace"}

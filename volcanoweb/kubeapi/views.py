@@ -21,12 +21,12 @@ from rest_framework.response import Response
 
 from volcanoweb.api.base import MANIFEST_PARSERS, ApiView, RawBodyParser
 from volcanoweb.api.listing import apply_label_selector, clean_text, paginate
-from volcanoweb.audit import services as audit
+from volcanoweb.core.errors import ApiError, BadRequest, Cause, Conflict, Errors, NotFound, invalid, not_found
 from volcanoweb.jobs import services as jobs
 from volcanoweb.kubeapi import openapi, patch, query, watch
 from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, RESOURCES, KubeResource
+from volcanoweb.live import notify
 from volcanoweb.manifests import strict
-from volcanoweb.manifests.errors import ApiError, BadRequest, Cause, Conflict, Errors, NotFound, invalid, not_found
 from volcanoweb.manifests.parse import duplicate_fields, load_patch, parse_documents
 from volcanoweb.tenancy.access import Access, resolve_namespace
 
@@ -274,10 +274,10 @@ def _run(call: Callable[[], Any], *, dry_run: bool) -> Any:
             if dry_run:
                 transaction.set_rollback(True)
     except Exception:
-        audit.discard_changes()
+        notify.discard()
         raise
     if dry_run:
-        audit.discard_changes()
+        notify.discard()
     return result
 
 

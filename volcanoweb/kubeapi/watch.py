@@ -16,9 +16,9 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from volcanoweb.core.errors import BadRequest, Cause
 from volcanoweb.kubeapi import query
 from volcanoweb.kubeapi.registry import KubeResource
-from volcanoweb.manifests.errors import BadRequest, Cause
 
 POLL_SECONDS = 0.5
 BOOKMARK_SECONDS = 10.0

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from volcanoweb.core.errors import Errors
 from volcanoweb.jobs.models import PriorityClass
-from volcanoweb.manifests.errors import Errors
 from volcanoweb.queues.models import ROOT_QUEUE, Queue, QueueState
 from volcanoweb.tenancy.access import Access
 from volcanoweb.tenancy.models import Tenant

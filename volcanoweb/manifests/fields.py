@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.quantity import QuantityError, is_byte_resource, parse_quantity, parse_resource
-from volcanoweb.manifests.errors import Errors
+from volcanoweb.core.errors import Errors
 
 DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -1,12 +1,12 @@
-"""Volcano Job admission without the database: type checks, mutating defaults, validating rules (§1.8-1.9)."""
+"""Volcano Job admission without the database: type checks, then the webhooks' mutating and validating rules."""
 
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
-from volcanoweb.manifests.errors import Errors
+from scheduler.quantity import parse_duration
+from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     DNS1123_LABEL_MSG,
     DNS1123_LABEL_RE,
@@ -39,7 +39,14 @@ USER_ACTIONS = (
 JOB_PLUGINS = ("env", "svc", "ssh", "mpi", "pytorch", "tensorflow", "ray", "hcclrank")
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 _VALID_SUFFIX = f" valid events are [{' '.join(USER_EVENTS)}], valid actions are [{' '.join(USER_ACTIONS)}];"
-_DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
+
+
+def _is_duration(value: Any) -> bool:
+    """True for a Go duration string that is not negative (``10m``, ``1h30m``, ``500ms``, ``0``)."""
+    try:
+        return isinstance(value, str) and parse_duration(value) >= 0
+    except ValueError:
+        return False
 
 
 def _check_types(errors: Errors, spec: dict[str, Any]) -> None:
@@ -125,7 +132,7 @@ def default_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate_policies(errors: Errors, policies: list[Any], path: str) -> None:
-    """Volcano's policy rules (1-8 of §1.2.3); checks stop at the first failing policy."""
+    """Volcano's policy rules; checks stop at the first failing policy."""
     if len(policies) > MAX_POLICIES:
         errors.add(path, f"Too many: {len(policies)}: must have at most {MAX_POLICIES} items", "FieldValueTooMany")
         return
@@ -149,7 +156,7 @@ def validate_policies(errors: Errors, policies: list[Any], path: str) -> None:
         if exit_code is not None and not expect(errors, f"{ppath}.exitCode", exit_code, int, "integer"):
             return
         timeout = policy.get("timeout")
-        if timeout is not None and (not isinstance(timeout, str) or not _DURATION_RE.match(timeout)):
+        if timeout is not None and not _is_duration(timeout):
             errors.add(f"{ppath}.timeout", f"Invalid value: {show(timeout)}: must be a duration such as 10m or 1h30m")
             return
         if events and exit_code is not None:
@@ -325,7 +332,7 @@ def check_job_spec(errors: Errors, spec: Any, name: str) -> dict[str, Any] | Non
     """Return the defaulted spec after Volcano's CREATE checks that need no database, recording failures.
 
     The order is Kubernetes': schema types first, then the mutating defaults, then the validating
-    webhook (messages from §1.9.1 and the VAP duplicates of §1.9.3).
+    webhook (its messages, and those of the ValidatingAdmissionPolicies that repeat its checks).
     """
     if spec is None:
         errors.required("spec")
@@ -411,7 +418,7 @@ def _strip_updatable(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_job_update(errors: Errors, old: dict[str, Any], new: dict[str, Any]) -> None:
-    """Volcano's UPDATE rules (§1.9.2): only minAvailable, priorityClassName and task replicas/minAvailable change."""
+    """Volcano's UPDATE rules: only minAvailable, priorityClassName and task replicas/minAvailable change."""
     total = 0
     for i, task in enumerate(new.get("tasks") or []):
         total += task.get("replicas", 0)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from volcanoweb.manifests.errors import AlreadyExists, Conflict, Errors, invalid, not_found
+from volcanoweb.core.errors import AlreadyExists, Conflict, Errors, invalid, not_found
 from volcanoweb.manifests.fields import Metadata, check_metadata
 from volcanoweb.manifests.parse import KindInfo
 from volcanoweb.tenancy.access import Access, resolve_namespace

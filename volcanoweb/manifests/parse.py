@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 
-from volcanoweb.manifests.errors import BadRequest, Cause
+from volcanoweb.core.errors import BadRequest, Cause
 
 MAX_DOCUMENTS = 100
 MAX_DEPTH = 40

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from scheduler.manifests import ManifestError, pod_placement
-from volcanoweb.manifests.errors import Errors
+from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     check_dns_label,
     check_enum,

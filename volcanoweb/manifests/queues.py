@@ -1,4 +1,4 @@
-"""Volcano Queue admission: defaults, field rules (§1.9.4 1-4) and the hierarchical checks (§1.9.4 5-7).
+"""Volcano Queue admission: defaults, field rules and the hierarchical checks of Volcano's queue webhook.
 
 The hierarchical checks take plain values (:class:`QueueNode`) so they need no database; the
 caller builds the nodes for the queue's parent chain, siblings and children.
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.quantity import format_quantity
-from volcanoweb.manifests.errors import Errors
+from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     check_enum,
     check_resource_list,
@@ -194,7 +194,7 @@ def check_hierarchy(
     children: list[QueueNode],
     subtree_capabilities: dict[str, dict[str, int]],
 ) -> None:
-    """Volcano's hierarchical resource checks (§1.9.4 5 and 7), plus ours: guarantee within ancestors' capability.
+    """Volcano's hierarchical resource checks, plus ours: guarantee within ancestors' capability.
 
     ``ancestors`` nearest first and ending at root; ``siblings`` excludes the queue itself;
     ``subtree_capabilities`` maps each child to the per-resource max capability in its subtree.

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from volcanoweb.manifests.errors import BadRequest, Cause
+from volcanoweb.core.errors import BadRequest, Cause
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 MODES = (STRICT, WARN, IGNORE)

@@ -1,11 +1,11 @@
-"""Admission of CronJobs (§1.9.7), JobFlows (§1.9.8) and JobTemplates, plus PodGroups and PriorityClasses."""
+"""Admission of CronJobs, JobFlows and JobTemplates, plus PodGroups and PriorityClasses."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from volcanoweb.manifests.errors import Errors
+from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     DNS1123_LABEL_MSG,
     DNS1123_SUBDOMAIN_RE,

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from scheduler.quantity import QuantityError, parse_resource
-from volcanoweb.manifests.errors import ApiError
+from volcanoweb.core.errors import ApiError
 from volcanoweb.queues import services
 from volcanoweb.queues.models import ALLOWED_TENANTS_ANNOTATION, TENANT_ANNOTATION, Queue
 from volcanoweb.tenancy.access import access_for

@@ -8,9 +8,10 @@ from django.db import transaction
 from django.db.models import Q
 
 from volcanoweb.audit import services as audit
+from volcanoweb.core.errors import Conflict, Errors, Invalid, invalid, not_found
 from volcanoweb.jobs.models import Pod, PodGroup, PodPhase
+from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
-from volcanoweb.manifests.errors import Conflict, Errors, Invalid, invalid, not_found
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.queues import (
     QueueNode,
@@ -181,9 +182,9 @@ def apply_queue(
     mode: str = "apply",
     source: str = "api",
 ) -> Outcome:
-    """Create or update a Queue with Volcano's admission (§1.9.4) and ours (tenant ownership and access).
+    """Create or update a Queue with Volcano's admission (manifests/queues.py) and ours (tenant ownership and access).
 
-    Writes the queue and its allowed tenants, an audit entry, and fires ``on_change("Queue", ...)``.
+    Writes the queue and its allowed tenants, an audit entry, and fires ``notify.changed("Queue", ...)``.
     """
     meta, _ = prepare(access, doc, INFO, None, name_check="label")
     existing = Queue.objects.select_for_update().filter(name=meta.name).first()
@@ -233,7 +234,7 @@ def apply_queue(
         audit.record(
             access.user, "update", INFO.kind, meta.name, tenant=owner, before=before, after=after, source=source
         )
-        audit.on_change(INFO.kind, existing, "update")
+        notify.changed(INFO.kind, existing, "update")
         return Outcome("configured", INFO.kind, meta.name, None, after)
     state = (
         QueueState.CLOSED
@@ -244,7 +245,7 @@ def apply_queue(
     queue.allowed_tenants.set(allowed)
     after = render.queue(queue)
     audit.record(access.user, "create", INFO.kind, meta.name, tenant=owner, after=after, source=source)
-    audit.on_change(INFO.kind, queue, "create")
+    notify.changed(INFO.kind, queue, "create")
     return Outcome("created", INFO.kind, meta.name, None, after)
 
 
@@ -283,7 +284,7 @@ def delete_queue(access: Access, name: str, *, source: str = "api") -> Outcome:
     queue.live_readers = queue_readers(queue)  # type: ignore[attr-defined]  # the live message after delete
     queue.delete()
     audit.record(access.user, "delete", INFO.kind, name, tenant=queue.tenant, before=before, source=source)
-    audit.on_change(INFO.kind, queue, "delete")
+    notify.changed(INFO.kind, queue, "delete")
     return Outcome("deleted", INFO.kind, name, None, before)
 
 
@@ -300,7 +301,7 @@ def _set_state(queue: Queue, state: str, closed_by_parent: bool | None) -> None:
     queue.state = state
     queue.annotations = annotations
     queue.save(update_fields=["state", "annotations", *bump(queue, spec_changed=False)])
-    audit.on_change(INFO.kind, queue, "state")
+    notify.changed(INFO.kind, queue, "state")
 
 
 def _close(queue: Queue, *, by_parent: bool) -> None:

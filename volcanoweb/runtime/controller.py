@@ -1,4 +1,6 @@
-"""The job controller: event derivation, policy actions, the state machine, sync and kill (semantics §2).
+"""The job controller: event derivation, policy actions, the state machine, sync and kill.
+
+Volcano's job controller, with the deviations listed in docs/controllers.md, "Job controller".
 
 One :class:`JobController` works on one Job row locked by the caller (``select_for_update``), inside the
 caller's transaction; the database mirror of pods (``jobs.Pod``) plays the role of Volcano's informer
@@ -396,7 +398,7 @@ class JobController:
     # ------------------------------------------------------------------ state machine
 
     def execute(self, action: str, request: P.Request) -> None:
-        """Run ``action`` with the handler of the job's current phase (transition table of §2.3)."""
+        """Run ``action`` with the handler of the job's current phase (Volcano's transition table)."""
         phase = self.phase
         restarting = S.move_to(S.RESTARTING, retry=True)
         if phase in ("", S.PENDING, S.RUNNING):
@@ -434,7 +436,7 @@ class JobController:
     # ------------------------------------------------------------------ sync
 
     def sync(self, update: S.Update) -> None:
-        """Volcano's SyncJob (§2.5): initiate or refresh, then create/delete pods behind the PodGroup gate."""
+        """Volcano's syncJob: initiate or refresh, then create/delete pods behind the PodGroup gate."""
         job = self.job
         if job.deletion_timestamp is not None:
             return
@@ -634,7 +636,7 @@ class JobController:
     # ------------------------------------------------------------------ kill
 
     def kill_job(self, *, soft: bool, update: S.Update) -> None:
-        """KillJob (§2.6): bump the version, delete pods outside the retain set, run plugins' delete, drop the PG."""
+        """Volcano's killJob: bump the version, delete pods outside the retain set, run plugins' delete, drop the PG."""
         job = self.job
         if job.deletion_timestamp is not None:
             return

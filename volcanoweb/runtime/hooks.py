@@ -1,4 +1,4 @@
-"""Post-commit reactions to control-plane writes (called from ``audit.services.on_change``).
+"""Post-commit reactions to control-plane writes (called from ``live.notify.changed`` on commit).
 
 Each reaction enqueues a runtime task (run in-process when Celery is eager, as in the embedded mode);
 a failure is logged and never reaches the request that made the change.

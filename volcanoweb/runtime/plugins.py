@@ -1,4 +1,4 @@
-"""Job plugins env, svc, ssh, mpi, pytorch and tensorflow (semantics §3).
+"""Job plugins env, svc, ssh, mpi, pytorch and tensorflow (Volcano's job plugins of the same names).
 
 Hooks, as in Volcano: ``on_job_add`` (initiation; guarded by ``controlledResources["plugin-<name>"]``),
 ``on_pod_create`` (each new pod, on its Kubernetes-shaped JSON spec), ``on_job_update`` (every sync after

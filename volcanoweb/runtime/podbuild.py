@@ -1,4 +1,7 @@
-"""Pod construction from a task template (semantics §2.5.1, keys of §1.1), and its backend form."""
+"""Pod construction from a task template, with the labels and annotations Volcano's job controller sets.
+
+Also the pod's backend form.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,9 @@ import secrets
 import string
 from typing import Any
 
+from scheduler.manifests import GROUP_ANNOTATION
 from volcanoweb.clusters.backends.base import Container, OwnerReference, PodSpec, Volume, VolumeMount
-from volcanoweb.jobs.models import GROUP_NAME_ANNOTATION, Job
+from volcanoweb.jobs.models import Job
 from volcanoweb.runtime.plugins import JobContext, Plugin
 
 TASK_SPEC = "volcano.sh/task-spec"
@@ -68,7 +72,7 @@ def build_pod(
             JOB_VERSION: str(int(status.get("version") or 0)),
             JOB_RETRY_COUNT: str(int(status.get("retryCount") or 0)),
             TEMPLATE_UID: f"{job.name}-{task['name']}",
-            GROUP_NAME_ANNOTATION: podgroup,
+            GROUP_ANNOTATION: podgroup,
         }
     )
     if task.get("topologyPolicy"):

@@ -1,13 +1,14 @@
-"""PodGroups: the job's gang (semantics §2.7) and groups for bare pods (Volcano's pg-controller, §5.2)."""
+"""PodGroups: the job's gang and groups for bare pods (Volcano's pg-controller)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from scheduler.manifests import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend
-from volcanoweb.jobs.models import GROUP_NAME_ANNOTATION, Job, Pod, PodGroup, PodGroupPhase, PriorityClass
+from volcanoweb.jobs.models import Job, Pod, PodGroup, PodGroupPhase, PriorityClass
 from volcanoweb.manifests.pods import pod_requests
 from volcanoweb.tenancy.models import Namespace
 
@@ -38,7 +39,7 @@ def _add(total: dict[str, int], amounts: dict[str, int], times: int) -> None:
 
 
 def min_resources(spec: dict[str, Any], priorities: dict[str, int]) -> dict[str, int]:
-    """Return the gang's minResources with Volcano's algorithm (tasks by template priority, §2.7)."""
+    """Return the gang's minResources with Volcano's algorithm (tasks by template priority)."""
     tasks = sorted(
         spec.get("tasks") or [],
         key=lambda t: -priorities.get(((t.get("template") or {}).get("spec") or {}).get("priorityClassName") or "", 0),
@@ -201,13 +202,13 @@ def group_bare_pod(pod: Pod, backend: ClusterBackend | None) -> PodGroup:
             owner_references=owners,
             phase=PodGroupPhase.PENDING,
         )
-    pod.annotations = {**pod.annotations, GROUP_NAME_ANNOTATION: name}
+    pod.annotations = {**pod.annotations, GROUP_ANNOTATION: name}
     pod.group_name, pod.podgroup = name, podgroup
     pod.resource_version += 1
     pod.save(update_fields=["annotations", "group_name", "podgroup", "resource_version"])
     if backend is not None:
         try:
-            backend.patch_pod_annotations(pod.namespace, pod.name, {GROUP_NAME_ANNOTATION: name})
+            backend.patch_pod_annotations(pod.namespace, pod.name, {GROUP_ANNOTATION: name})
         except BackendError as exc:  # not in the cluster yet: whoever creates it copies the row's annotations
             log.info("could not annotate pod %s in the cluster: %s", pod.key, exc)
     return podgroup

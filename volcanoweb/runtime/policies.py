@@ -1,10 +1,11 @@
-"""Requests, events, actions and policy resolution (semantics §2.1-2.2); pure functions, no database."""
+"""Requests, events, actions and policy resolution (as in Volcano's job controller); pure functions, no database."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
+
+from scheduler.quantity import parse_duration
 
 # events
 ANY = "*"
@@ -32,9 +33,6 @@ SYNC_JOB = "SyncJob"
 JOB_SCOPE_ACTIONS = frozenset({ABORT_JOB, RESTART_JOB, TERMINATE_JOB, COMPLETE_JOB, RESUME_JOB})
 TARGET_ACTIONS = frozenset({RESTART_TASK, RESTART_POD, RESTART_PARTITION})
 
-_DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
 
 @dataclass(frozen=True, slots=True)
 class Request:
@@ -50,19 +48,14 @@ class Request:
     job_uid: str = ""
 
 
-def parse_duration(value: Any) -> float:
-    """Return the seconds of a Go duration string ("90s", "1m30s", "500ms"); 0 when empty or invalid."""
-    if value in (None, ""):
-        return 0.0
-    if isinstance(value, int | float):
-        return float(value)
-    text, total, position = str(value).strip(), 0.0, 0
-    for match in _DURATION_RE.finditer(text):
-        if match.start() != position:
-            return 0.0
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        position = match.end()
-    return total if position == len(text) and text else 0.0
+def timeout_seconds(policy: dict[str, Any]) -> float:
+    """Return a LifecyclePolicy's ``timeout`` in seconds (0 when unset).
+
+    Admission (``manifests.jobs``) rejects a timeout that is not a Go duration, so a stored one parses;
+    one that does not is an error here, never a silent 0.
+    """
+    value = policy.get("timeout")
+    return 0.0 if value in (None, "") else parse_duration(str(value))
 
 
 def policy_events(policy: dict[str, Any]) -> list[str]:
@@ -76,17 +69,17 @@ def _match(policies: list[dict[str, Any]], request: Request) -> tuple[str, float
         events = policy_events(policy)
         if events:
             if request.event in events or ANY in events:
-                timeout = parse_duration(policy.get("timeout"))
+                timeout = timeout_seconds(policy)
                 if request.event == POD_PENDING and timeout <= 0:
                     continue
                 return str(policy.get("action") or SYNC_JOB), timeout
         elif policy.get("exitCode") is not None and request.exit_code != 0 and policy["exitCode"] == request.exit_code:
-            return str(policy.get("action") or SYNC_JOB), parse_duration(policy.get("timeout"))
+            return str(policy.get("action") or SYNC_JOB), timeout_seconds(policy)
     return None
 
 
 def resolve(spec: dict[str, Any], version: int, job_uid: str, request: Request) -> tuple[str, float]:
-    """Return ``(action, delay seconds)`` for a request, with Volcano's precedence (§2.2).
+    """Return ``(action, delay seconds)`` for a request, with Volcano's precedence.
 
     Commands win; internal events, stale job uids and pods of an older job version sync; then the
     event's task policies, then the job policies, first match wins; otherwise SyncJob.

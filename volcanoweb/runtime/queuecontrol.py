@@ -1,4 +1,4 @@
-"""The queue controller (semantics §5.1): Open/Closing/Closed, PodGroup counts, queue commands."""
+"""The queue controller (Volcano's queue controller): Open/Closing/Closed, PodGroup counts, queue commands."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from volcanoweb.audit import services as audit
+from volcanoweb.clusters.backend import get_backend
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend
 from volcanoweb.jobs.models import Command, EventType, Job, Pod, PodGroup, PodGroupPhase, Task
 from volcanoweb.jobs.services import record_event
@@ -25,7 +26,6 @@ from volcanoweb.queues.models import Queue
 from volcanoweb.runtime import policies as P
 from volcanoweb.runtime import queuecontrol
 from volcanoweb.runtime import state as S
-from volcanoweb.runtime.backend import get_backend, set_backend
 from volcanoweb.runtime.controller import ControllerError, JobController, Prefetched
 from volcanoweb.runtime.models import ArmedAction, JobRecord, PodRecord
 from volcanoweb.runtime.podgroups import group_bare_pod
@@ -43,7 +43,6 @@ __all__ = [
     "on_podgroups_changed",
     "on_pods_changed",
     "resync_controllers",
-    "set_backend",
     "sync_job",
     "sync_jobs",
     "sync_queues",

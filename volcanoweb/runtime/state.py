@@ -1,4 +1,6 @@
-"""Phase update functions of the job state machine (semantics §2.3); pure functions over status dicts.
+"""Phase update functions of Volcano's job state machine; pure functions over status dicts.
+
+The deviations from Volcano are listed in docs/controllers.md, "Job controller".
 
 Each function receives the job ``spec`` and the *new* status computed by a sync or kill, may change
 ``status["state"]["phase"]`` (and ``retryCount``), and returns True when it changed something.
@@ -9,17 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-PENDING = "Pending"
-ABORTING = "Aborting"
-ABORTED = "Aborted"
-RUNNING = "Running"
-RESTARTING = "Restarting"
-COMPLETING = "Completing"
-COMPLETED = "Completed"
-TERMINATING = "Terminating"
-TERMINATED = "Terminated"
-FAILED = "Failed"
-FINISHED = frozenset({COMPLETED, FAILED, TERMINATED})
+from volcanoweb.jobs.models import FINISHED_JOB_PHASES, JobPhase
+
+# The phases as plain strings (status dicts are JSON), from their one definition, jobs.models.JobPhase.
+PENDING = JobPhase.PENDING.value
+ABORTING = JobPhase.ABORTING.value
+ABORTED = JobPhase.ABORTED.value
+RUNNING = JobPhase.RUNNING.value
+RESTARTING = JobPhase.RESTARTING.value
+COMPLETING = JobPhase.COMPLETING.value
+COMPLETED = JobPhase.COMPLETED.value
+TERMINATING = JobPhase.TERMINATING.value
+TERMINATED = JobPhase.TERMINATED.value
+FAILED = JobPhase.FAILED.value
+FINISHED = frozenset(phase.value for phase in FINISHED_JOB_PHASES)
 
 Update = Callable[[dict[str, Any], dict[str, Any]], bool]
 
@@ -75,7 +80,7 @@ def pending_sync(spec: dict[str, Any], status: dict[str, Any]) -> bool:
 
 
 def running_sync(spec: dict[str, Any], status: dict[str, Any]) -> bool:
-    """The Running-phase decision (§2.3.1): minSuccess, all finished → Completed/Failed, gang broken → Pending."""
+    """The Running-phase decision: minSuccess, all finished → Completed/Failed, gang broken → Pending."""
     replicas = total_replicas(spec)
     if replicas == 0:
         return False

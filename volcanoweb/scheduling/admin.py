@@ -9,7 +9,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from volcanoweb.manifests.errors import ApiError
+from volcanoweb.core.errors import ApiError
 from volcanoweb.scheduling import services
 from volcanoweb.scheduling.models import SchedulerProfile
 from volcanoweb.tenancy.access import access_for

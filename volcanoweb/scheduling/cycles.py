@@ -22,12 +22,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -63,6 +62,11 @@ from volcanoweb.scheduling.models import (
 from volcanoweb.scheduling.snapshots import Memo, SnapshotInfo, build_snapshot
 
 log = logging.getLogger(__name__)
+
+#: Fault-injection seam: called with the run after its decisions are committed (as intents) and before
+#: the cluster calls. Empty in production, where it costs one loop over an empty list. The crash test
+#: (tests/e2e/test_cycle_safety.py) appends a callable that kills its worker process here.
+AFTER_APPLY_FAULTS: list[Callable[[SchedulingRun], None]] = []
 
 LEASE_NAME = "volcano"
 KEEP_RUNS = 5000
@@ -561,8 +565,8 @@ def run_claimed_cycle(
         apply_result(info, result, run, token)
         record_cycle(run, info, result, config)  # observation only (volcanoweb/insights)
         t3 = time.perf_counter()
-        if os.environ.get("VOLCANOWEB_TEST_CRASH_AFTER_APPLY") == "1":  # tests/e2e/test_cycle_safety.py only
-            os.kill(os.getpid(), signal.SIGKILL)
+        for fault in AFTER_APPLY_FAULTS:
+            fault(run)
         execute_intents(backend, PodIntent.objects.filter(run_id=run.pk).order_by("id"))
         t4 = time.perf_counter()
         snap = info.snapshot

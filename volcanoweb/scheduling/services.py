@@ -10,8 +10,9 @@ from django.db.models import Max
 
 from scheduler.config import DEFAULT_CONFIG_YAML, ConfigError, parse_config
 from volcanoweb.audit import services as audit
+from volcanoweb.core.errors import Cause, Invalid, not_found
+from volcanoweb.live import notify
 from volcanoweb.manifests import parse
-from volcanoweb.manifests.errors import Cause, Invalid, not_found
 from volcanoweb.manifests.objects import Outcome
 from volcanoweb.scheduling.models import SchedulerProfile
 from volcanoweb.tenancy.access import Access, forbidden
@@ -85,7 +86,7 @@ def save_config(access: Access, text: str, *, comment: str = "", source: str = "
         after=after,
         source=source,
     )
-    audit.on_change(INFO.kind, profile, "update")
+    notify.changed(INFO.kind, profile, "update")
     return Outcome("configured" if current else "created", INFO.kind, "scheduler", None, after)
 
 
@@ -106,7 +107,7 @@ def activate_version(access: Access, version: int, *, source: str = "api") -> Sc
         profile.active = True
         profile.save(update_fields=["active"])
         audit.record(access.user, "activate", INFO.kind, "scheduler", after=manifest(profile), source=source)
-        audit.on_change(INFO.kind, profile, "update")
+        notify.changed(INFO.kind, profile, "update")
     return profile
 
 

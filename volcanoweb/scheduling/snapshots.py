@@ -1,7 +1,7 @@
 """The one bridge from database rows to the scheduler core's input (:class:`scheduler.Snapshot`).
 
 Reads only (``.values()`` queries, no model instances, so 10,000 pods convert quickly); holds no
-scheduling logic. Mapping (semantics §4.1-4.3):
+scheduling logic. Mapping (docs/scheduler.md, "What the product reads"):
 
 * nodes: Ready :class:`~volcanoweb.clusters.models.Node` rows (allocatable already integers);
 * queues: every ``queues.Queue`` row (quantity strings → integers; an empty map means "unset");
@@ -39,7 +39,20 @@ from scheduler import (
     TaskStatus,
     parse_resource,
 )
-from scheduler.manifests import ManifestError, PodPlacement, pod_placement, sla_waiting_time
+from scheduler.manifests import (
+    HIERARCHY,
+    HIERARCHY_WEIGHTS,
+    POD_STATUS,
+    PREEMPTABLE,
+    TASK_PRIORITY,
+    TASK_SPEC,
+    VOLCANO_SCHEDULERS,
+    ManifestError,
+    PodPlacement,
+    flag,
+    pod_placement,
+    sla_waiting_time,
+)
 from scheduler.model import ResourceQuota
 from volcanoweb.clusters.models import Node as NodeRow
 from volcanoweb.jobs.models import Pod, PodGroup
@@ -48,22 +61,9 @@ from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow
 from volcanoweb.queues.models import Queue as QueueRow
 from volcanoweb.scheduling.models import IntentKind, PodIntent
 
-VOLCANO_SCHEDULERS = frozenset({"volcano"})
-PREEMPTABLE = "volcano.sh/preemptable"
-TASK_PRIORITY = "volcano.sh/task-priority"
-TASK_SPEC = "volcano.sh/task-spec"
-HIERARCHY = "volcano.sh/hierarchy"
-HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
 FINISHED = ("Succeeded", "Failed")
 NO_PLACEMENT = PodPlacement()
 log = logging.getLogger(__name__)
-_PHASE_STATUS = {
-    "Pending": TaskStatus.PENDING,
-    "Running": TaskStatus.RUNNING,
-    "Succeeded": TaskStatus.SUCCEEDED,
-    "Failed": TaskStatus.FAILED,
-    "Unknown": TaskStatus.UNKNOWN,
-}
 _POD_COLUMNS = (
     "id",
     "uid",
@@ -94,12 +94,6 @@ class SnapshotInfo:
     pod_ids: dict[str, int] = field(default_factory=dict)  # "ns/name" → Pod.id
     podgroup_ids: dict[str, int] = field(default_factory=dict)  # "ns/name" → PodGroup.id
     podgroup_phases: dict[str, str] = field(default_factory=dict)
-
-
-def _flag(value: Any) -> bool | None:
-    if value is None:
-        return None
-    return str(value).strip().lower() in ("true", "1", "t")
 
 
 def _creation(value: datetime | None) -> int:
@@ -177,9 +171,9 @@ def queue_from_row(row: Mapping[str, Any], parents: Mapping[int, str]) -> Queue:
 def job_from_row(row: Mapping[str, Any]) -> Job:
     """Return the scheduler's job for a ``PodGroup`` values() row."""
     annotations, labels = row["annotations"] or {}, row["labels"] or {}
-    preemptable = _flag(annotations.get(PREEMPTABLE))
+    preemptable = flag(annotations.get(PREEMPTABLE))
     if preemptable is None:
-        preemptable = _flag(labels.get(PREEMPTABLE))
+        preemptable = flag(labels.get(PREEMPTABLE))
     try:
         phase = JobPhase(row["phase"])
     except ValueError:
@@ -213,7 +207,7 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
     if status_json.get("deleted"):
         return None
     node = row["node_name"] or ""
-    status = _PHASE_STATUS.get(row["phase"], TaskStatus.UNKNOWN)
+    status = POD_STATUS.get(row["phase"], TaskStatus.UNKNOWN)
     if status == TaskStatus.PENDING and node:
         status = TaskStatus.BINDING if binding else TaskStatus.BOUND
     if row["deletion_timestamp"] is not None and status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
@@ -222,9 +216,9 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
         status = TaskStatus.RELEASING
     spec = row["spec"] or {}
     annotations, labels = row["annotations"] or {}, row["labels"] or {}
-    preemptable = _flag(annotations.get(PREEMPTABLE))
+    preemptable = flag(annotations.get(PREEMPTABLE))
     if preemptable is None:
-        preemptable = _flag(labels.get(PREEMPTABLE))
+        preemptable = flag(labels.get(PREEMPTABLE))
     priority: int | None = row["priority"]
     if TASK_PRIORITY in annotations:
         with contextlib.suppress(ValueError):

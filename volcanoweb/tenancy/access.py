@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from django.db.models import Model, Q, QuerySet
 
-from volcanoweb.manifests.errors import Forbidden, NotFound
+from volcanoweb.core.errors import Forbidden, NotFound
 from volcanoweb.tenancy.models import Membership, Namespace, Role
-
-if TYPE_CHECKING:
-    from volcanoweb.manifests.parse import KindInfo
 
 M = TypeVar("M", bound=Model)
 WRITER_ROLES = (Role.TENANT_ADMIN, Role.MEMBER)
+
+
+class KindInfo(Protocol):
+    """What the denial messages need of a kind (``manifests.parse.KindInfo``, which sits above this module)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def resource(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def qualified_resource(self) -> str: ...
 
 
 @dataclass

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from volcanoweb.audit import services as audit
-from volcanoweb.manifests.errors import NotFound
+from volcanoweb.core.errors import NotFound
 from volcanoweb.tenancy.models import ApiToken, Membership, Namespace, Tenant, hash_token
 
 TOKEN_PREFIX = "vw_"

@@ -1,4 +1,6 @@
-"""CronJob and JobFlow controllers (semantics §5.4 and §5.5): they read job phases and create/delete Jobs.
+"""Volcano's CronJob and JobFlow controllers: they read job phases and create/delete Jobs.
+
+Their deviations from Volcano are listed in docs/controllers.md.
 
 Both controllers create Jobs only through :func:`volcanoweb.jobs.services.apply_job` (so admission,
 PodGroups and audit happen as for any other Job) and delete them through ``delete_job``. They never
@@ -20,12 +22,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from volcanoweb.audit import services as audit
 from volcanoweb.core import jsonq
+from volcanoweb.core.errors import AlreadyExists, ApiError
 from volcanoweb.jobs import services as jobs_service
 from volcanoweb.jobs.models import FINISHED_JOB_PHASES, EventType, Job, JobPhase
+from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
-from volcanoweb.manifests.errors import AlreadyExists, ApiError
 from volcanoweb.manifests.objects import bump
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.workflows import cron
@@ -144,7 +146,7 @@ def _finished_at(job: Job) -> datetime:
 
 
 def _reconcile_cronjob_jobs(cronjob: CronJob, owned: list[Job], status: dict[str, Any], result: SyncResult) -> None:
-    """Steps 3-4 of §5.4: drop finished and stale entries from ``active``, record successes, clean history."""
+    """Drop finished and stale entries from ``active``, record successes, clean history."""
     active: list[dict[str, Any]] = list(status.get("active") or [])
     by_uid = {str(job.uid): job for job in owned}
     last_success = _parse_time(status.get("lastSuccessfulTime"))
@@ -249,13 +251,13 @@ def _save_cronjob(cronjob: CronJob, status: dict[str, Any]) -> None:
     cronjob.last_successful_time = last_success
     fields = ["status", "last_schedule_time", "last_successful_time"]
     cronjob.save(update_fields=[*fields, *bump(cronjob, spec_changed=False)])
-    audit.on_change("CronJob", cronjob, "status")
+    notify.changed("CronJob", cronjob, "status")
 
 
 def _create_cron_job(
     cronjob: CronJob, scheduled: datetime, schedule: cron.Schedule, status: dict[str, Any], result: SyncResult
 ) -> bool:
-    """Step 10 of §5.4: create (or adopt) the job for ``scheduled``; return True when the run counts as made."""
+    """Create (or adopt) the job for ``scheduled``; return True when the run counts as made."""
     doc = _job_from_template(cronjob, scheduled, schedule)
     name = doc["metadata"]["name"]
     try:
@@ -481,7 +483,7 @@ def _create_flow_job(jobflow: JobFlow, flow_name: str, result: SyncResult) -> bo
 
 
 def _deploy_flow_jobs(jobflow: JobFlow, result: SyncResult) -> None:
-    """Step 2 of §5.5: create each flow's job once all of its targets' jobs are Completed."""
+    """Create each flow's job once all of its targets' jobs are Completed."""
     existing = {
         job.name: job
         for job in Job.objects.filter(
@@ -517,7 +519,7 @@ def _running_histories(previous: dict[str, Any] | None, phase: str, stamp: str |
 
 
 def _flow_status(jobflow: JobFlow, jobs: list[Job], now: datetime) -> dict[str, Any]:
-    """Step 3 of §5.5: bucket the jobs by phase and rebuild conditions and jobStatusList."""
+    """Bucket the jobs by phase and rebuild conditions and jobStatusList."""
     buckets: dict[str, list[str]] = {
         key: [] for key in ("pendingJobs", "runningJobs", "completedJobs", "failedJobs", "terminatedJobs", "unKnowJobs")
     }
@@ -581,7 +583,7 @@ def _duration_seconds(value: Any) -> float | None:
 
 
 def _next_phase(current: str, status: dict[str, Any], flow_count: int) -> str:
-    """Step 4 of §5.5: Volcano's JobFlow state machine (one transition per sync)."""
+    """Volcano's JobFlow state machine (one transition per sync)."""
     running, completed = status.get("runningJobs") or [], status.get("completedJobs") or []
     failed, terminated = status.get("failedJobs") or [], status.get("terminatedJobs") or []
     if current == JobFlowPhase.PENDING:
@@ -632,7 +634,7 @@ def sync_jobflow(jobflow_id: int, now: datetime | None = None) -> SyncResult | N
         jobflow.status = status
         jobflow.phase = phase
         jobflow.save(update_fields=["status", "phase", *bump(jobflow, spec_changed=False)])
-        audit.on_change("JobFlow", jobflow, "status")
+        notify.changed("JobFlow", jobflow, "status")
     for flow in _flows(jobflow):
         sync_jobtemplate_for(jobflow.namespace, flow["name"])
     if phase == JobFlowPhase.SUCCEED and jobflow.job_retain_policy == RETAIN_DELETE:
@@ -654,4 +656,4 @@ def sync_jobtemplate_for(namespace: str, name: str) -> None:
         return
     template.status = {**(template.status or {}), "jobDependsOnList": names}
     template.save(update_fields=["status", *bump(template, spec_changed=False)])
-    audit.on_change("JobTemplate", template, "status")
+    notify.changed("JobTemplate", template, "status")

@@ -23,6 +23,8 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from cronsim import CronSim, CronSimError
 from django.conf import settings
 
+from scheduler.quantity import parse_duration
+
 MACROS = {
     "@yearly": "0 0 1 1 *",
     "@annually": "0 0 1 1 *",
@@ -42,8 +44,6 @@ _FIELDS = (
     ("month", 1, 12, ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")),
     ("day-of-week", 0, 6, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")),
 )
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _TZ_PART_RE = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
 
 
@@ -90,9 +90,12 @@ def _check_field(index: int, text: str) -> str | None:
 def parse_every(text: str) -> timedelta:
     """Return the interval of an ``@every <Go duration>`` schedule, truncated to whole seconds (at least 1 s)."""
     body = text.strip()[len("@every") :].strip()
-    if not body or _DURATION_PART.sub("", body) != "":
+    try:
+        seconds = parse_duration(body) if body[:1] not in ("", "+", "-") else -1.0
+    except ValueError:
+        seconds = -1.0
+    if seconds < 0:
         raise ScheduleError("spec.schedule", f"schedule is not a valid cron expression: bad @every duration {body!r}")
-    seconds = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(body))
     return timedelta(seconds=max(1, int(seconds)))
 
 

@@ -11,11 +11,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from volcanoweb.audit import services as audit
+from volcanoweb.core.errors import AlreadyExists, Errors, not_found
 from volcanoweb.jobs import services as jobs_service
 from volcanoweb.jobs.models import EventType, Job
+from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.admission import check_submission_queue
-from volcanoweb.manifests.errors import AlreadyExists, Errors, not_found
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.workflows import check_cronjob, check_jobflow, check_jobtemplate
 from volcanoweb.tenancy.access import Access, resolve_namespace
@@ -88,12 +89,12 @@ def _apply(kind: str, access: Access, doc: dict[str, Any], default_namespace: st
         existing.save(update_fields=[*fields, *bump(existing, spec_changed=spec_changed)])
         after = to_manifest(existing)
         audit.record(access.user, "update", kind, existing.key, tenant=namespace.tenant, before=before, after=after)
-        audit.on_change(kind, existing, "update")
+        notify.changed(kind, existing, "update")
         return Outcome("configured", kind, meta.name, namespace.name, after)
     created = model.objects.create(namespace=namespace.name, name=meta.name, tenant=namespace.tenant, **fields)
     after = to_manifest(created)
     audit.record(access.user, "create", kind, created.key, tenant=namespace.tenant, after=after)
-    audit.on_change(kind, created, "create")
+    notify.changed(kind, created, "create")
     return Outcome("created", kind, meta.name, namespace.name, after)
 
 
@@ -132,7 +133,7 @@ def delete_workflow_object(access: Access, kind: str, namespace: str, name: str)
     before = to_manifest(obj)
     obj.delete()
     audit.record(access.user, "delete", kind, f"{namespace}/{name}", tenant=obj.tenant, before=before)
-    audit.on_change(kind, obj, "delete")
+    notify.changed(kind, obj, "delete")
     return Outcome("deleted", kind, name, namespace, before)
 
 
@@ -172,7 +173,7 @@ def _set_suspend(access: Access, namespace: str, name: str, suspend: bool) -> Ou
     after = render.cronjob(cronjob)
     verb = "suspend" if suspend else "resume"
     audit.record(access.user, verb, "CronJob", cronjob.key, tenant=cronjob.tenant, before=before, after=after)
-    audit.on_change("CronJob", cronjob, "update")
+    notify.changed("CronJob", cronjob, "update")
     return Outcome("configured", "CronJob", name, namespace, after)
 
 
@@ -239,5 +240,5 @@ def run_cronjob_now(access: Access, namespace: str, name: str, now: datetime | N
         after=render.cronjob(cronjob),
         message=f"created job {job.name}",
     )
-    audit.on_change("CronJob", cronjob, "status")
+    notify.changed("CronJob", cronjob, "status")
     return job

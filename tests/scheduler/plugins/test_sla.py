@@ -10,7 +10,6 @@ from scheduler import parse_config, run_cycle
 from scheduler.config import ConfigError
 from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.model import JobPhase
-from scheduler.quantity import parse_duration
 from scheduler.testing import make_job, make_node, make_queue, make_snapshot
 
 CONF = """
@@ -23,20 +22,6 @@ tiers:
   - {name: proportion}
   - {name: predicates}
 """
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("3m", 180.0), ("1h2m3s4ms", 3723.004), ("1.5h", 5400.0), ("300ms", 0.3), ("2us", 2e-6), ("0", 0.0)],
-)
-def test_go_durations(text: str, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "3", "1d", "m3", "1h 2m"])
-def test_bad_durations(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid duration"):
-        parse_duration(text)
 
 
 def test_a_bad_waiting_time_argument_is_refused_naming_it() -> None:

@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 from tests.volcanoweb import builders
 from tests.volcanoweb.builders import job_manifest, queue_manifest, task, to_yaml
 from tests.volcanoweb.conftest import Cast, build_cast, module_data
+from volcanoweb.apply import apply_documents
 from volcanoweb.jobs import services as job_services
-from volcanoweb.manifests.services import apply_documents
 from volcanoweb.tenancy import services as tenancy_services
 from volcanoweb.tenancy.access import SYSTEM
 

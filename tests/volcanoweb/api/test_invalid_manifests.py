@@ -122,7 +122,7 @@ DAG_CYCLE = [task("a", 1, dependsOn={"name": ["b"]}), task("b", 1, dependsOn={"n
 POLICY_SUFFIX = "valid events are ["
 
 CASES = [
-    # --- Volcano Job admission (semantics 1.9.1 and the VAP messages of 1.9.3)
+    # --- Volcano Job admission (the messages of its validating webhook and of its ValidatingAdmissionPolicies)
     Case("no-tasks", job(tasks=[]), "spec.tasks", "No task specified in job spec"),
     Case(
         "task-minavailable-gt-replicas",
@@ -177,6 +177,24 @@ CASES = [
         policies({"event": "PodFailed", "action": "RestartJob"}, {"event": "PodFailed", "action": "AbortJob"}),
         "spec.policies[1].event",
         "duplicate event PodFailed  across different policy",
+    ),
+    Case(
+        "policy-timeout-not-a-duration",
+        policies({"event": "PodPending", "action": "RestartJob", "timeout": "soon"}),
+        "spec.policies[0].timeout",
+        'Invalid value: "soon": must be a duration such as 10m or 1h30m',
+    ),
+    Case(
+        "policy-timeout-bare-number",
+        policies({"event": "PodPending", "action": "RestartJob", "timeout": "30"}),
+        "spec.policies[0].timeout",
+        'Invalid value: "30": must be a duration such as 10m or 1h30m',
+    ),
+    Case(
+        "policy-timeout-negative",
+        policies({"event": "PodPending", "action": "RestartJob", "timeout": "-1m"}),
+        "spec.policies[0].timeout",
+        'Invalid value: "-1m": must be a duration such as 10m or 1h30m',
     ),
     Case(
         "policy-exitcode-zero",

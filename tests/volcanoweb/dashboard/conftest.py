@@ -10,6 +10,7 @@ from django.test import Client
 
 from tests.volcanoweb import builders
 from tests.volcanoweb.conftest import Cast
+from volcanoweb.clusters.models import Node
 from volcanoweb.jobs.models import Job
 
 
@@ -23,14 +24,9 @@ class World:
 
 
 def make_nodes(count: int = 3) -> None:
-    """Create node rows when the cluster app provides them (scheduler units: millicores, bytes)."""
-    from volcanoweb.dashboard.cluster import node_model
-
-    model = node_model()
-    if model is None:
-        return
+    """Create node rows (scheduler units: millicores, bytes)."""
     for i in range(count):
-        model.objects.create(
+        Node.objects.create(
             name=f"node-{i}",
             allocatable={"cpu": 16000, "memory": 64 * 1024**3, "pods": 110, "nvidia.com/gpu": 4 if i == 0 else 0},
             capacity={"cpu": 16000, "memory": 64 * 1024**3, "pods": 110},

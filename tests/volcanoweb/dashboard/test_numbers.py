@@ -98,10 +98,9 @@ def test_why_pending_names_the_jobs_holding_the_queues_resources(world: Any, log
 def test_why_pending_says_when_no_single_node_can_ever_fit_a_pod(world: Any, login: Any) -> None:
     """An 8-GPU pod on nodes of at most 4 GPUs can never run, whatever the cluster holds in total."""
     from tests.volcanoweb import builders
-    from volcanoweb.dashboard.cluster import node_model
+    from volcanoweb.clusters.models import Node
 
-    model = node_model()
-    model.objects.filter(name="node-1").update(
+    Node.objects.filter(name="node-1").update(
         allocatable={"cpu": 16000, "memory": 64 * 1024**3, "pods": 110, "nvidia.com/gpu": 4}
     )  # 8 GPUs in the cluster, 4 per node
     gpu_task = builders.task(name="trainer", replicas=1, cpu="2")

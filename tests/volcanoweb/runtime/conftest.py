@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.volcanoweb.runtime.harness import World
-from volcanoweb.runtime import services
+from volcanoweb.clusters import backend as backend_module
 
 
 @pytest.fixture
@@ -16,4 +16,4 @@ def world(cast: Any, ml_queues: Any) -> Iterator[World]:
     """A simulated cluster of 8 big nodes wired into the controllers, with the cast and cookbook queues."""
     made = World()
     yield made
-    services.set_backend(None)
+    backend_module.set_backend(made.previous_backend)

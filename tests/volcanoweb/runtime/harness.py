@@ -13,6 +13,7 @@ from typing import Any
 from django.utils import timezone
 
 from tests.volcanoweb import builders
+from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters.backends.sim import ManualClock, SimCluster
 from volcanoweb.clusters.backends.simengine import integer_resources
 from volcanoweb.jobs import services as job_services
@@ -29,7 +30,7 @@ class World:
     def __init__(self, pools: str = "node:8x64c512Gi8gpu", default_duration: float = 60.0) -> None:
         self.clock = ManualClock()
         self.sim = SimCluster(pools, clock=self.clock, default_duration=default_duration)
-        services.set_backend(self.sim)
+        self.previous_backend = backend_module.set_backend(self.sim)
 
     # -------------------------------------------------------------- control plane
 

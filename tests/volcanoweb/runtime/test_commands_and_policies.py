@@ -197,4 +197,7 @@ def test_resolution_rules() -> None:
     assert P.resolve(spec, 0, "", P.Request(event="OutOfSync")) == ("SyncJob", 0)
     assert P.resolve(spec, 0, "", P.Request(event="PodRunning")) == ("SyncJob", 0)
     assert P.resolve(spec, 0, "", P.Request(event="CommandIssued", action="ResumeJob")) == ("ResumeJob", 0)
-    assert P.parse_duration("1m30s") == 90.0
+    assert P.timeout_seconds({"timeout": "1m30s"}) == 90.0
+    assert P.timeout_seconds({}) == 0.0
+    with pytest.raises(ValueError, match="invalid duration"):
+        P.timeout_seconds({"timeout": "soon"})  # admission refuses it; never a silent 0

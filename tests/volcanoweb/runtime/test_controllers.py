@@ -125,5 +125,5 @@ def test_the_post_commit_hook_syncs_jobs(world: World) -> None:
     job_services.apply_job(SYSTEM, builders.job_manifest("hooked", queue="ml-training"), NAMESPACE)
     job = Job.objects.get(name="hooked")
     PodGroup.objects.filter(job=job).update(phase="Inqueue")
-    hooks.on_change("Job", job, "create")  # what audit.on_change runs after commit (Celery is eager in tests)
+    hooks.on_change("Job", job, "create")  # what live.notify.changed runs after commit (Celery is eager in tests)
     assert len(world.pods(job)) == 2

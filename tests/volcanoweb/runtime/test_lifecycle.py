@@ -1,4 +1,4 @@
-"""The job state machine end to end on the simulator (semantics §2.3, Appendix A.7-A.8)."""
+"""Volcano's job state machine end to end on the simulator (docs/controllers.md, "Job controller")."""
 
 from __future__ import annotations
 

@@ -336,3 +336,28 @@ def test_deleting_a_plain_pod_deletes_it_in_the_cluster(cluster: Any, cast: Any)
     cluster_services.sync_from_backend()
     assert "spark-0" not in {p.name for p in backend.list_pods()}
     assert not Pod.objects.filter(pk=pods[0].pk).exists()
+
+
+def test_a_fault_after_apply_leaves_the_decisions_as_intents(cluster: Any, cast: Any) -> None:
+    """The fault-injection seam runs between the commit and the cluster calls (the e2e crash test kills there)."""
+    backend, _ = cluster
+    make_gang("pytorch", 2, tenant=cast.team_a, cpu=1000)
+    cluster_services.sync_from_backend()
+    seen: list[int] = []
+
+    def fault(run: SchedulingRun) -> None:
+        seen.append(run.pk)
+        raise RuntimeError("injected")
+
+    cycles.AFTER_APPLY_FAULTS.append(fault)
+    try:
+        run = run_cycle()
+    finally:
+        cycles.AFTER_APPLY_FAULTS.remove(fault)
+    assert run is not None
+    assert seen == [run.pk]
+    assert run.status == RunStatus.FAILED
+    assert "injected" in run.error
+    assert PodIntent.objects.filter(run_id=run.pk).count() == 2  # recorded, not yet executed
+    assert backend.list_pods()
+    assert all(not p.node_name for p in backend.list_pods())  # nothing bound in the cluster yet

@@ -11,8 +11,8 @@ from tests.volcanoweb import builders
 from tests.volcanoweb.builders import task
 from tests.volcanoweb.conftest import Cast
 from volcanoweb.audit.models import AuditEntry
+from volcanoweb.core.errors import ApiError
 from volcanoweb.jobs.models import Event, Job, JobPhase
-from volcanoweb.manifests.errors import ApiError
 from volcanoweb.tenancy.access import SYSTEM, access_for
 from volcanoweb.workflows import services as workflows
 from volcanoweb.workflows.controllers import SCHEDULED_TIMESTAMP_ANNOTATION, sync_cronjob

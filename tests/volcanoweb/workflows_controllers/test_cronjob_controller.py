@@ -1,4 +1,7 @@
-"""CronJob controller (§5.4) with a controllable clock; job phases are driven by hand, as the runtime would."""
+"""CronJob controller with a controllable clock; job phases are driven by hand, as the runtime would.
+
+Deviations from Volcano: docs/controllers.md, "CronJob controller".
+"""
 
 from __future__ import annotations
 

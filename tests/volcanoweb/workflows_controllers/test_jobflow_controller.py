@@ -1,4 +1,7 @@
-"""JobFlow controller (§5.5): DAG order, stop on failure, retain/delete, status; job phases driven by hand."""
+"""JobFlow controller: DAG order, stop on failure, retain/delete, status; job phases driven by hand.
+
+Deviations from Volcano: docs/controllers.md, "JobFlow controller and admission".
+"""
 
 from __future__ import annotations
 

@@ -44,6 +44,8 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Protocol
 
+from scheduler.quantity import parse_duration as go_duration
+
 from .base import BackendEvent, NodeInfo
 from .simengine import (
     DEFAULT_MAX_PODS,
@@ -160,8 +162,6 @@ _UNIT_RESOURCE = {
     "Ti": "memory",
     "Pi": "memory",
 }
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_pool_spec(spec: str) -> list[NodeInfo]:
@@ -218,7 +218,8 @@ def _parse_labels(text: str, pool: str) -> dict[str, str]:
 
 
 def parse_duration(value: str | int | float) -> float:
-    """Seconds in a Go-style duration ("1h30m", "250ms", "45s") or a number."""
+    """Seconds in the sim's duration annotation: a Go duration ("1h30m", "250ms") or a bare number of
+    seconds; the project's one parser (:func:`scheduler.quantity.parse_duration`) does the work."""
     if isinstance(value, int | float):
         return float(value)
     return _parse_duration_text(value)
@@ -226,20 +227,7 @@ def parse_duration(value: str | int | float) -> float:
 
 @functools.lru_cache(maxsize=1024)
 def _parse_duration_text(value: str) -> float:
-    text = value.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    total, position = 0.0, 0
-    for term in _DURATION_RE.finditer(text):
-        if term.start() != position:
-            break
-        total += float(term.group(1)) * _DURATION_UNITS[term.group(2)]
-        position = term.end()
-    if position != len(text) or not text:
-        raise ValueError(f"invalid duration {value!r}")
-    return total
+    return go_duration(value, plain_seconds=True)
 
 
 # ---------------------------------------------------------------- the in-memory store

@@ -11,13 +11,13 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from scheduler.config import DEFAULT_CONFIG_YAML
+from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard import cluster
 from volcanoweb.dashboard.queries import last_scheduling_run
 from volcanoweb.dashboard.resources import MAIN_RESOURCES, percent
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.jobs.models import Pod
-from volcanoweb.manifests.errors import ApiError
 from volcanoweb.scheduling import services as scheduling
 from volcanoweb.scheduling.models import SchedulerProfile
 
@@ -57,8 +57,6 @@ def nodes(request: HttpRequest) -> HttpResponse:
     context = {
         "nav": "nodes",
         "rows": rows,
-        "source": cluster.inventory_source(),
-        "injection": cluster.injection_service() is not None,
         "can_inject": scope.access.platform_admin,
         "actions": cluster.ACTIONS,
     }
@@ -117,7 +115,7 @@ def _fail_confirm(name: str, jobs: dict[str, int]) -> str:
 @login_required
 @require_POST
 def node_inject(request: HttpRequest, name: str) -> HttpResponse:
-    """Failure injection on a simulated node (platform admins; needs the runtime's node service)."""
+    """Failure injection on a node (platform admins)."""
     scope = get_scope(request)
     if not scope.access.platform_admin:
         return render(

@@ -9,8 +9,8 @@ from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard.scope import get_scope, select_tenant
-from volcanoweb.manifests.errors import ApiError
 
 
 def page(

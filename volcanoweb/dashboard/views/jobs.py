@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard import diagnosis, queries
 from volcanoweb.dashboard.actions import ACTIONS, job_actions, result_message, unavailable_reason, waiting_command
 from volcanoweb.dashboard.scope import get_scope
@@ -20,7 +21,6 @@ from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Event, Job, JobPhase, Pod
 from volcanoweb.manifests import render as manifest_render
-from volcanoweb.manifests.errors import ApiError
 from volcanoweb.queues.models import Queue
 from volcanoweb.tenancy.models import Namespace
 

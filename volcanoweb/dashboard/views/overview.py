@@ -33,7 +33,6 @@ def overview(request: HttpRequest) -> HttpResponse:
         context["resources"] = queries.resources_summary(capacity, allocated)
         context["node_count"] = len(nodes)
         context["nodes_ready"] = sum(1 for n in nodes if n.ready and not n.unschedulable)
-        context["inventory"] = cluster.inventory_source()
     if fragment in (None, "phases"):
         counts = queries.phase_counts(scope)
         context["phases"] = counts

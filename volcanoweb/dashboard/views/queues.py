@@ -10,12 +10,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
+from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard import cluster, queries
 from volcanoweb.dashboard.forms import FIELDS, QueueEditForm
 from volcanoweb.dashboard.resources import add_into
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import error_info, page
-from volcanoweb.manifests.errors import ApiError
 from volcanoweb.queues import services as queue_services
 from volcanoweb.queues.models import Queue
 

@@ -12,14 +12,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from volcanoweb.api.simulate import SIMULATED, simulate
+from volcanoweb.apply import apply_documents
+from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard import diagnosis
 from volcanoweb.dashboard.scope import Scope, get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.demo.services import COOKBOOK_DIR as COOKBOOK
 from volcanoweb.manifests import parse
 from volcanoweb.manifests.admission import tenant_may_use
-from volcanoweb.manifests.errors import ApiError
-from volcanoweb.manifests.services import apply_documents
 from volcanoweb.queues.models import Queue
 from volcanoweb.tenancy.access import visible_queue_filter
 from volcanoweb.tenancy.models import Namespace

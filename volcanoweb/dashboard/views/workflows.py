@@ -14,10 +14,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from volcanoweb.audit.models import AuditEntry
+from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.jobs.models import FINISHED_JOB_PHASES, Event, Job
-from volcanoweb.manifests.errors import ApiError
 from volcanoweb.workflows import services as workflow_services
 from volcanoweb.workflows.models import CronJob, JobFlow
 

@@ -23,8 +23,8 @@ from volcanoweb.api.base import ApiView, list_body
 from volcanoweb.api.listing import apply_filters, paginate
 from volcanoweb.clusters import services
 from volcanoweb.clusters.models import Node
+from volcanoweb.core.errors import BadRequest, NotFound
 from volcanoweb.jobs.models import Pod
-from volcanoweb.manifests.errors import BadRequest, NotFound
 
 ERRORS: dict[int | str, Any] = {
     400: OpenApiTypes.OBJECT,

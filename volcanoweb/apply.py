@@ -1,4 +1,8 @@
-"""Apply a multi-document manifest atomically (all or nothing), optionally as a dry run."""
+"""Apply a multi-document manifest atomically (all or nothing), optionally as a dry run.
+
+Above every app's services (it dispatches each kind to its service); below the adapters (API, dashboard,
+demo). The manifests package itself only parses, defaults and validates.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,10 @@ from typing import Any
 
 from django.db import transaction
 
-from volcanoweb.audit import services as audit
+from volcanoweb.core.errors import ApiError
 from volcanoweb.jobs import services as jobs
+from volcanoweb.live import notify
 from volcanoweb.manifests import parse
-from volcanoweb.manifests.errors import ApiError
 from volcanoweb.manifests.objects import Outcome
 from volcanoweb.queues import services as queues
 from volcanoweb.scheduling import services as scheduling
@@ -64,8 +68,8 @@ def apply_documents(
             if dry_run:
                 transaction.set_rollback(True)
     except Exception:
-        audit.discard_changes()
+        notify.discard()
         raise
     if dry_run:
-        audit.discard_changes()
+        notify.discard()
     return outcomes

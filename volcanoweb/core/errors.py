@@ -1,4 +1,4 @@
-"""Errors raised by manifest validation and by services, shaped like Kubernetes ``Status`` failures.
+"""The project's error vocabulary, shaped like Kubernetes ``Status`` failures (the lowest layer: all may import it).
 
 The API layer turns any :class:`ApiError` into a ``{"kind": "Status", ...}`` body; services and the
 validators raise them without knowing about HTTP.

@@ -1,0 +1,59 @@
+"""Change notification: the one place where a committed write becomes live messages and controller work.
+
+A service that changes an object calls :func:`changed` inside its transaction, next to its audit entry
+(``audit.services.record`` only records). Once the transaction commits:
+
+* the controllers react (``runtime.hooks.on_change``: a job to sync, bare pods to group, queues to
+  resync), enqueued in-process when Celery runs eagerly;
+* the browsers are told (``live.broadcast``: cluster-scoped kinds such as priority classes and the
+  scheduler configuration to everyone, queues to the tenants that may read them, namespaced kinds only
+  to their tenant).
+
+Nothing happens for a transaction that rolls back: :func:`discard` forgets the messages it queued (dry
+runs, failed applies). Messages that need no controller work (a pod bound or evicted by a cycle, a
+node's condition, a cycle summary) are published with ``live.broadcast.publish`` directly by the
+controllers that write those rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+
+from volcanoweb.live import broadcast
+
+log = logging.getLogger(__name__)
+
+
+def changed(kind: str, obj: Any, action: str) -> None:
+    """Announce, once the transaction commits, that ``obj`` (of ``kind``) was created/updated/deleted/..."""
+    transaction.on_commit(lambda: _react(kind, obj, action))
+    namespace = getattr(obj, "namespace", "") or ""
+    name = getattr(obj, "name", "") or str(getattr(obj, "version", ""))
+    key = f"{namespace}/{name}" if namespace else name
+    fields: dict[str, Any] = {"action": action}
+    phase = getattr(obj, "phase", None) or getattr(obj, "state", None)
+    if isinstance(phase, str):
+        fields["phase"] = phase
+    try:
+        if kind == "Queue":
+            broadcast.publish_queue(obj, **fields)  # only to the tenants that may read it (or everyone if public)
+        else:
+            tenant_id = getattr(obj, "tenant_id", None) if namespace else None
+            broadcast.publish(kind.lower(), key, tenant_id=tenant_id, **fields)
+    except Exception:  # a broadcast must never break the write that caused it
+        log.exception("live broadcast failed for %s %s", kind, key)
+
+
+def discard() -> None:
+    """Forget the messages queued by a transaction that was rolled back (dry runs, failed applies)."""
+    broadcast.discard_pending()
+
+
+def _react(kind: str, obj: Any, action: str) -> None:
+    # The one upward import of the lower apps: the controllers import the services that call changed().
+    from volcanoweb.runtime import hooks
+
+    hooks.on_change(kind, obj, action)
