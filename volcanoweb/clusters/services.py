@@ -4,8 +4,8 @@ and fault injection on the simulated cluster.
 :func:`sync_from_backend` is the bridge between the cluster backend and the database: it polls the
 backend's events, mirrors pod phase / node / exit code / timestamps into ``jobs.Pod`` rows and
 nodes into :class:`~volcanoweb.clusters.models.Node`, gives plain ``schedulerName: volcano`` pods a
-PodGroup (semantics §5.2), creates API-submitted plain pods in the backend, and then tells the job
-controller which jobs' pods changed (``volcanoweb.runtime.dispatch.request_sync``).
+PodGroup (docs/controllers.md, "Plain pods and their PodGroups"), creates API-submitted plain pods in
+the backend, and then tells the job controller which jobs' pods changed (``volcanoweb.runtime.dispatch.request_sync``).
 """
 
 from __future__ import annotations
@@ -290,7 +290,8 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
 
 
 def podgroup_name(pod: Pod) -> str:
-    """The PodGroup the PodGroup controller gives a plain pod (semantics §5.2)."""
+    """The PodGroup the PodGroup controller gives a plain pod (docs/controllers.md, "Plain pods and their
+    PodGroups")."""
     for ref in pod.owner_references or []:
         if ref.get("controller") and ref.get("uid"):
             return f"podgroup-{ref['uid']}"
@@ -298,7 +299,8 @@ def podgroup_name(pod: Pod) -> str:
 
 
 def ensure_plain_pod_groups(backend: ClusterBackend | None = None) -> int:
-    """Give every plain volcano pod without a group annotation its PodGroup (semantics §5.2).
+    """Give every plain volcano pod without a group annotation its PodGroup (docs/controllers.md, "Plain
+    pods and their PodGroups").
 
     minMember 1, minResources = the pod's request, queue from the pod annotation
     ``scheduling.volcano.sh/queue-name`` (else ``default``), phase Pending; the pod is annotated

@@ -27,13 +27,12 @@ import copy
 import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Literal
 
-from .quantity import add_resources, format_quantity
+from scheduler.manifests import GROUP_ANNOTATION as GROUP_NAME_ANNOTATION  # the key the scheduler reads
+from scheduler.quantity import format_quantity, parse_resource
+from volcanoweb.core import errors
 
-#: Pod annotation naming the pod's PodGroup (the key the scheduler reads).
-GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 #: Pod annotation: simulated run time ("30s", "5m", "1h30m", or seconds).
 SIM_DURATION_ANNOTATION = "sim.volcanoweb.io/duration"
 #: Pod annotation: simulated exit code of the main container (default 0).
@@ -50,12 +49,12 @@ class BackendError(Exception):
     """A cluster operation failed."""
 
 
-class NotFound(BackendError):
-    """The object (pod, node...) does not exist."""
+class NotFound(BackendError, errors.NotFound):
+    """The object (pod, node...) does not exist in the cluster; an API error (404) where it reaches a caller."""
 
 
-class Conflict(BackendError):
-    """The object already exists, or the pod is already bound to a node."""
+class Conflict(BackendError, errors.Conflict):
+    """The object already exists, or the pod is already bound to a node; a 409 where it reaches a caller."""
 
 
 class EvictionBlocked(Conflict):
@@ -241,15 +240,14 @@ def effective_requests(containers: Iterable[Container], init_containers: Iterabl
     inits = [request_of(c) for c in init_containers]
     if len(main) == 1 and not inits:
         return dict(sorted(main[0].items()))  # keep the user's spelling
-    total = add_resources(main)
-    for init in inits:
-        for name, value in add_resources([init]).items():
-            if value > total.get(name, Decimal(0)):
-                total[name] = value
-    return {name: format_quantity(value, binary=name in _BINARY_RESOURCES) for name, value in sorted(total.items())}
-
-
-_BINARY_RESOURCES = frozenset({"memory", "ephemeral-storage"})
+    total: dict[str, int] = {}
+    for request in main:
+        for name, value in request.items():
+            total[name] = total.get(name, 0) + parse_resource(name, value)
+    for request in inits:
+        for name, value in request.items():
+            total[name] = max(total.get(name, 0), parse_resource(name, value))
+    return {name: format_quantity(name, amount) for name, amount in sorted(total.items())}
 
 
 @dataclass(slots=True)
@@ -422,7 +420,7 @@ class BackendEvent:
 
 
 def podgroup_name_for(pod: PodInfo) -> str:
-    """The PodGroup a pod belongs to (semantics §5.2).
+    """The PodGroup a pod belongs to (docs/controllers.md, "Plain pods and their PodGroups").
 
     The group-name annotation if set; else ``podgroup-<controller owner uid>``
     for a pod with a controller owner; else ``podgroup-<pod uid>``.

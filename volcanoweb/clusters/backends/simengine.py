@@ -401,7 +401,7 @@ def bind_pod(tx: SimTx, pod: PodRecord | None, key: PodKey, node_name: str) -> B
     if pod is None:
         return NotFound(f"pod {namespace}/{name} not found")
     if pod.node_name:
-        return Conflict(f"pod {namespace}/{name} is already assigned to node {pod.node_name!r}", pod.node_name)
+        return Conflict(f"pod {namespace}/{name} is already assigned to node {pod.node_name!r}")
     if pod.deleting:
         return Conflict(f"pod {namespace}/{name} is being deleted")
     node = tx.node(node_name)
@@ -689,7 +689,7 @@ class SimEngine(ClusterBackend):
         """Bind many pods in one transaction; return each pod's error (None when bound).
 
         Errors are those of :meth:`bind`: :class:`NotFound` (pod or node) and :class:`Conflict`
-        (already bound: the message names the node, see :attr:`Conflict.args`).
+        (already bound: the message names the node, see the message).
         """
         wanted = list(binds)
         results: dict[PodKey, BackendError | None] = {}
