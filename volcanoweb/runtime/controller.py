@@ -590,13 +590,13 @@ class JobController:
             pod = Pod(namespace=job.namespace, name=meta["name"], **fields)
             if info.uid:
                 pod.uid = info.uid
-            pod.save()
+            pod.save(force_insert=True)
             self._remember_pod(pod)
             return pod
         for key, value in fields.items():
             setattr(pod, key, value)
         pod.resource_version += 1
-        pod.save()
+        pod.save(update_fields=[*fields, "resource_version"])
         self._remember_pod(pod)
         return pod
 

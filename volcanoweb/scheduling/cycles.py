@@ -583,7 +583,7 @@ def run_claimed_cycle(
     run.finished_at = timezone.now()
     run.duration_ms = (time.perf_counter() - started) * 1000
     with transaction.atomic():
-        run.save()
+        run.save()  # whole row: only the cycle that claimed the run writes it
         publish(
             "cycle",
             str(run.pk),

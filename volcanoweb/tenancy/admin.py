@@ -41,8 +41,8 @@ class TenantAdmin(admin.ModelAdmin):
         for deleted in formset.deleted_objects:
             if isinstance(deleted, Membership):
                 services.remove_membership(deleted, actor=request.user)
-            else:
-                deleted.delete()
+            elif isinstance(deleted, Namespace):
+                services.delete_namespace(request.user, deleted)
         for instance in instances:
             if isinstance(instance, Membership):
                 services.set_membership(instance.tenant, instance.user, instance.role, actor=request.user)

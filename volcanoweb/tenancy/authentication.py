@@ -8,6 +8,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from volcanoweb.tenancy import services
 from volcanoweb.tenancy.models import ApiToken, hash_token
 
 #: Only update ``last_used_at`` when it is older than this, to avoid a write per request.
@@ -34,8 +35,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid or expired bearer token.")
         now = timezone.now()
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > _TOUCH_INTERVAL_SECONDS:
-            # A bookkeeping timestamp, not a domain change: no audit entry, no broadcast.
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            services.touch_token(token, now)
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:

@@ -129,3 +129,24 @@ def remove_membership(membership: Membership, *, actor: Any = None, source: str 
         source=source,
     )
     membership.delete()
+
+
+@transaction.atomic
+def delete_namespace(actor: Any, namespace: Namespace, *, source: str = "admin") -> None:
+    """Delete a namespace record (the admin's inline); audited."""
+    audit.record(
+        actor,
+        "delete",
+        "Namespace",
+        namespace.name,
+        tenant=namespace.tenant,
+        before={"name": namespace.name, "tenant": namespace.tenant.name if namespace.tenant else None},
+        source=source,
+    )
+    namespace.delete()
+
+
+def touch_token(token: ApiToken, now: Any) -> None:
+    """Record when a token was last used: a bookkeeping timestamp, not a domain change (no audit entry, no
+    live message); one UPDATE of that column only."""
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
