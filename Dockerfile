@@ -10,4 +10,5 @@ COPY static ./static
 COPY manage.py ./
 RUN pip install --no-cache-dir . && mkdir -p /data
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "volcanoweb.asgi:application"]
+# The web role as in docker-compose.yml and `manage.py runstack` (ADR 0007): uvicorn, two processes.
+CMD ["uvicorn", "volcanoweb.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--workers", "2", "--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio", "--lifespan", "off", "--no-access-log"]

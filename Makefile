@@ -29,8 +29,9 @@ stack: $(STAMP)  ## start web (ASGI), Celery worker and beat against PostgreSQL 
 	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
 	$(PY) manage.py runstack --seed --port $(PORT)
 
-web: $(STAMP)  ## the ASGI server alone (stack mode)
-	$(BIN)/daphne -b 127.0.0.1 -p $(PORT) volcanoweb.asgi:application
+web: $(STAMP)  ## the ASGI server alone (stack mode): uvicorn with two processes, as runstack and compose (ADR 0007)
+	$(BIN)/uvicorn volcanoweb.asgi:application --host 127.0.0.1 --port $(PORT) --workers 2 --loop uvloop \
+	  --http httptools --ws websockets-sansio --lifespan off --no-access-log
 
 worker: $(STAMP)  ## a Celery worker for both queues: controllers (celery) and periodic work (stack mode)
 	$(BIN)/celery -A volcanoweb worker --pool=threads --concurrency=4 --loglevel=INFO -Q celery,periodic
