@@ -99,6 +99,9 @@ class SchedulerConfig:
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
     action_args: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    #: Values Volcano would log and ignore (an argument with ``ArgSpec.lenient``), each with its path:
+    #: the configuration loads without them, and the dashboard and API show these lines.
+    warnings: tuple[str, ...] = ()
 
     def plugin_names(self) -> tuple[str, ...]:
         """Return every configured plugin name in tier order."""
@@ -136,6 +139,7 @@ def _check_args(
     exact: Mapping[str, ArgSpec],
     prefixes: Mapping[str, ArgSpec],
     path: str,
+    warnings: list[str] | None = None,
 ) -> Mapping[str, Any]:
     if raw is None:
         return MappingProxyType({})
@@ -152,16 +156,21 @@ def _check_args(
         if spec is None:
             known = ", ".join(sorted(exact)) or "none"
             raise ConfigError(sub, f"unknown argument {key!r} (known: {known})")
-        checked = _check_arg(value, spec, sub)
-        if spec.check is not None:
-            problem = spec.check(checked)
+        try:
+            checked = _check_arg(value, spec, sub)
+            problem = spec.check(checked) if spec.check is not None else None
             if problem:
                 raise ConfigError(sub, problem)
+        except ConfigError as exc:
+            if spec.lenient is None or warnings is None:
+                raise
+            warnings.append(f"{exc}; ignored: {spec.lenient} (as Volcano, which logs it)")
+            continue
         out[key] = checked
     return MappingProxyType(out)
 
 
-def _parse_plugin(raw: Any, path: str, registry: Registry) -> PluginOption:
+def _parse_plugin(raw: Any, path: str, registry: Registry, warnings: list[str] | None = None) -> PluginOption:
     if not isinstance(raw, Mapping):
         raise ConfigError(path, f"expected a plugin mapping with a name, got {raw!r}")
     name = raw.get("name")
@@ -179,7 +188,7 @@ def _parse_plugin(raw: Any, path: str, registry: Registry) -> PluginOption:
         if key == "name":
             continue
         if key == "arguments":
-            arguments = _check_args(value, cls.arguments, cls.argument_prefixes, sub)
+            arguments = _check_args(value, cls.arguments, cls.argument_prefixes, sub, warnings)
         elif key == "enableHierarchy":
             hierarchy = bool(_check_arg(value, ArgSpec("bool"), sub))
             if hierarchy and name not in HIERARCHICAL_PLUGINS:
@@ -301,17 +310,21 @@ def parse_config(data: str | Mapping[str, Any], registry: Registry | None = None
     if not isinstance(raw_tiers, list):
         raise ConfigError("tiers", "expected a list of tiers")
     tiers: list[Tier] = []
+    warnings: list[str] = []
     for ti, raw_tier in enumerate(raw_tiers):
         path = f"tiers[{ti}]"
         if not isinstance(raw_tier, Mapping) or not isinstance(raw_tier.get("plugins"), list):
             raise ConfigError(path, "expected a mapping with a plugins list")
         if set(raw_tier) - {"plugins"}:
             raise ConfigError(f"{path}.{sorted(set(raw_tier) - {'plugins'})[0]}", "unknown key")
-        plugins = tuple(_parse_plugin(p, f"{path}.plugins[{pi}]", registry) for pi, p in enumerate(raw_tier["plugins"]))
+        plugins = tuple(
+            _parse_plugin(p, f"{path}.plugins[{pi}]", registry, warnings) for pi, p in enumerate(raw_tier["plugins"])
+        )
         tiers.append(Tier(plugins))
     result_tiers = tuple(tiers)
     _check_conflicts(result_tiers)
-    return SchedulerConfig(actions, result_tiers, _parse_configurations(loaded.get("configurations"), registry))
+    configurations = _parse_configurations(loaded.get("configurations"), registry)
+    return SchedulerConfig(actions, result_tiers, configurations, tuple(warnings))
 
 
 def dump_config(cfg: SchedulerConfig) -> str:

@@ -130,6 +130,9 @@ class ArgSpec:
     doc: str = ""
     #: Optional further check of a well-typed value: returns an error message, or None if valid.
     check: Callable[[Any], str | None] | None = None
+    #: Where Volcano logs a bad value and runs without it: what happens instead (the value is dropped
+    #: and the configuration's ``warnings`` say so). None: a bad value is a configuration error.
+    lenient: str | None = None
 
 
 class Capability:

@@ -37,7 +37,13 @@ class SlaPlugin(Plugin, JobOrder, JobEnqueueable, JobPipelined):
 
     name = "sla"
     arguments = {
-        "sla-waiting-time": ArgSpec("str", None, "default waiting time of every job (Go duration)", _check_waiting_time)
+        "sla-waiting-time": ArgSpec(
+            "str",
+            None,
+            "default waiting time of every job (Go duration)",
+            _check_waiting_time,
+            lenient="no default waiting time",
+        )
     }
     has_job_order_key = True
     failures_repeatable = True

@@ -24,10 +24,24 @@ tiers:
 """
 
 
-def test_a_bad_waiting_time_argument_is_refused_naming_it() -> None:
+@pytest.mark.parametrize(("value", "why"), [("3x", "invalid duration"), ("1", "expected a string"), ("0s", "positive")])
+def test_a_bad_waiting_time_argument_loads_without_it_and_warns_naming_it(value: str, why: str) -> None:
+    """Volcano logs a bad sla-waiting-time (wrong type or syntax) and runs without a default waiting time:
+    the configuration loads here too, without the argument, and its warnings name the path and reason."""
+    text = 'actions: "enqueue"\ntiers: [{plugins: [{name: sla, arguments: {sla-waiting-time: %s}}]}]'
+    cfg = parse_config(text % value)
+    [sla] = cfg.tiers[0].plugins
+    assert "sla-waiting-time" not in sla.arguments
+    [warning] = cfg.warnings
+    assert warning.startswith("tiers[0].plugins[0].arguments.sla-waiting-time: ")
+    assert why in warning
+    assert "ignored: no default waiting time" in warning
+
+
+def test_other_bad_arguments_are_still_refused_naming_them() -> None:
     with pytest.raises(ConfigError) as err:
-        parse_config('actions: "enqueue"\ntiers: [{plugins: [{name: sla, arguments: {sla-waiting-time: 3x}}]}]')
-    assert err.value.path == "tiers[0].plugins[0].arguments.sla-waiting-time"
+        parse_config('actions: "enqueue"\ntiers: [{plugins: [{name: sla, arguments: {sla-waiting: 3m}}]}]')
+    assert err.value.path == "tiers[0].plugins[0].arguments.sla-waiting"
 
 
 def _snapshot(now: float | None):

@@ -241,3 +241,13 @@ def test_scheduler_history_shows_each_versions_diff_and_rolls_back(world: Any, l
 
 def test_failure_injection_is_for_platform_admins(world: Any, login: Any) -> None:
     assert login(world.cast.alice).post("/nodes/node-0/inject/", {"action": "fail"}).status_code == 403
+
+
+def test_the_config_check_shows_what_volcano_would_ignore(world: Any, login: Any) -> None:
+    text = (
+        'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: sla\n    arguments:\n      sla-waiting-time: 1\n'
+    )
+    html = login(world.cast.root).post("/scheduler/validate/", {"yaml": text}).content.decode()
+    assert "Valid configuration" in html
+    assert "data-config-warnings" in html
+    assert "sla-waiting-time: expected a string, got 1; ignored: no default waiting time" in html
