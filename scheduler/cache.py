@@ -157,6 +157,7 @@ class SessionCache:
         inputs are the same objects, updated for the PodGroups that changed when only those
         changed, else a freshly opened one (which is then cached)."""
         from scheduler.session import Session
+        from scheduler.session_reuse import update_state
 
         session = self._session
         how = self._reusable(snapshot, config, registry)
@@ -169,7 +170,7 @@ class SessionCache:
                 self.hits += 1
                 session.reopen(snapshot)
                 return self._journal_limit(session)
-            if session.update_state(snapshot, self.update_limit):
+            if update_state(session, snapshot, self.update_limit):
                 self.updates += 1
                 self._key = (snapshot, config, registry)
                 self._arrays = {name: getattr(table, name).copy() for name in _ARRAYS}
