@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scheduler.framework import (
     Fit,
@@ -12,10 +11,10 @@ from scheduler.framework import (
     JobReady,
     JobStarving,
     JobValid,
-    Plugin,
     Preemptable,
     Reclaimable,
     SessionClose,
+    SharedOpenState,
     TaskOrder,
     Vote,
 )
@@ -32,7 +31,7 @@ def _cmp(a: int, b: int) -> int:
     return (a < b) - (a > b)  # higher value first
 
 
-class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, JobStarving):
+class PriorityPlugin(SharedOpenState, TaskOrder, JobOrder, Preemptable, JobStarving):
     """Orders jobs and tasks by priority; victims must have lower (job or task) priority."""
 
     name = "priority"
@@ -41,20 +40,6 @@ class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, JobStarving):
 
     def on_session_open(self, session: Session) -> None:
         self.session = session
-
-    def save_open_state(self) -> Any:
-        """Nothing but the session (SessionCache)."""
-        return ()
-
-    def restore_open_state(self, session: Session, state: Any) -> None:
-        """See :meth:`save_open_state`."""
-        self.session = session
-
-    def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
-        """Nothing depends on the jobs (SessionCache)."""
-        return state
 
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
         """Higher task priority first."""
@@ -92,7 +77,7 @@ class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, JobStarving):
 
 
 class GangPlugin(
-    Plugin, JobValid, Preemptable, Reclaimable, JobOrder, JobReady, JobPipelined, JobStarving, SessionClose
+    SharedOpenState, JobValid, Preemptable, Reclaimable, JobOrder, JobReady, JobPipelined, JobStarving, SessionClose
 ):
     """All-or-nothing placement of ``minMember`` tasks (and ``minTaskMember`` per role)."""
 
@@ -102,20 +87,6 @@ class GangPlugin(
 
     def on_session_open(self, session: Session) -> None:
         self.session = session
-
-    def save_open_state(self) -> Any:
-        """Nothing but the session (SessionCache)."""
-        return ()
-
-    def restore_open_state(self, session: Session, state: Any) -> None:
-        """See :meth:`save_open_state`."""
-        self.session = session
-
-    def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
-        """Nothing depends on the jobs (SessionCache)."""
-        return state
 
     def job_valid(self, job: JobInfo) -> Fit | None:
         """Enough pods must exist (per role and in total) to ever satisfy the gang."""
@@ -204,23 +175,10 @@ def _gang_kept_by_releasing(job: JobInfo) -> bool:
 _CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-class ConformancePlugin(Plugin, Preemptable, Reclaimable):
+class ConformancePlugin(SharedOpenState, Preemptable, Reclaimable):
     """Never evicts critical pods (system-*-critical priority classes, kube-system)."""
 
     name = "conformance"
-
-    def save_open_state(self) -> Any:
-        """Stateless (SessionCache)."""
-        return ()
-
-    def restore_open_state(self, session: Session, state: Any) -> None:
-        """Stateless."""
-
-    def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
-        """Stateless."""
-        return state
 
     @staticmethod
     def _allowed(candidates: list[TaskInfo]) -> list[TaskInfo]:
