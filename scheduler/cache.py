@@ -20,11 +20,12 @@ state.
 
 from __future__ import annotations
 
-import gc
 import operator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from scheduler.gc_pause import gc_paused
 
 if TYPE_CHECKING:
     from scheduler.config import SchedulerConfig
@@ -203,22 +204,17 @@ class SessionCache:
         from scheduler.config import DEFAULT_CONFIG
         from scheduler.registry import default_registry
 
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
-            session = self.open(
-                snapshot,
-                config if config is not None else DEFAULT_CONFIG,
-                registry if registry is not None else default_registry(),
-            )
-            self.release(session)
-        except BaseException:
-            self.clear()
-            raise
-        finally:
-            if paused:
-                gc.enable()
+        with gc_paused():
+            try:
+                session = self.open(
+                    snapshot,
+                    config if config is not None else DEFAULT_CONFIG,
+                    registry if registry is not None else default_registry(),
+                )
+                self.release(session)
+            except BaseException:
+                self.clear()
+                raise
 
     def release(self, session: Session) -> None:
         """Roll ``session`` back to its opened state after its cycle (called by run_cycle), or
