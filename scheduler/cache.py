@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.gc_pause import gc_paused
+from scheduler.gc_pause import GcPause
 
 if TYPE_CHECKING:
     from scheduler.config import SchedulerConfig
@@ -204,7 +204,7 @@ class SessionCache:
         from scheduler.config import DEFAULT_CONFIG
         from scheduler.registry import default_registry
 
-        with gc_paused():
+        with GcPause():
             try:
                 session = self.open(
                     snapshot,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from scheduler.cache import SessionCache
 from scheduler.config import DEFAULT_CONFIG, ConfigError, SchedulerConfig
-from scheduler.gc_pause import gc_paused
+from scheduler.gc_pause import GcPause
 from scheduler.registry import Registry, default_registry
 from scheduler.result import CycleResult
 from scheduler.session import Session
@@ -39,7 +39,7 @@ def run_cycle(
         for pi, opt in enumerate(tier.plugins):
             if opt.name not in reg.plugins:
                 raise ConfigError(f"tiers[{ti}].plugins[{pi}].name", f"unknown plugin {opt.name!r}")
-    with gc_paused():  # the cycle's work only (see gc_pause.py)
+    with GcPause():  # the cycle's work only (see gc_pause.py)
         return _cycle(snapshot, config, reg, timer, cache)
 
 

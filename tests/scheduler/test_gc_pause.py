@@ -13,7 +13,7 @@ import pytest
 from scheduler import SessionCache, run_cycle
 from scheduler.config import DEFAULT_CONFIG
 from scheduler.framework import Action
-from scheduler.gc_pause import gc_paused
+from scheduler.gc_pause import GcPause
 from scheduler.registry import default_registry
 from scheduler.session import Session
 from scheduler.testing import make_job, make_node, make_snapshot
@@ -85,7 +85,7 @@ def test_prime_leaves_the_collector_on() -> None:
 def test_overlapping_pauses_end_with_the_collector_on() -> None:
     # Two cycles of two threads, interleaved as the scheduler may run them: the second finds the
     # collector already off and leaves it alone; the first, ending before it, turns it on.
-    first, second = gc_paused(), gc_paused()
+    first, second = GcPause(), GcPause()
     first.__enter__()
     second.__enter__()
     assert not gc.isenabled()
