@@ -101,9 +101,9 @@ class Session(SessionState):
 
     def reopen(self, snapshot: Snapshot) -> None:
         """Start a new cycle over the opened state (``SessionCache``): the state has been rolled
-        back (and, for a changed snapshot, updated by ``session_reuse.update_state``), so only the per-cycle
-        fields and plugins are new. Plugins restore their saved open state, refreshed for the
-        jobs that changed, or are opened again."""
+        back (and, for a changed snapshot, updated by ``session_reuse.update_state``), so only
+        the per-cycle fields and plugins are new. Plugins restore their saved open state,
+        refreshed for the jobs that changed, or are opened again."""
         self.snapshot = snapshot
         self._reset_cycle()
         self._open_plugins()

@@ -71,6 +71,7 @@ class PodGroupPods:
 
 
 def queue_missing(j: Job) -> JobReason:
+    """The reason of a PodGroup dropped because its queue does not exist."""
     return JobReason(
         ReasonKind.QUEUE_MISSING,
         f"queue {j.queue!r} of podgroup {j.key} does not exist",
@@ -79,6 +80,7 @@ def queue_missing(j: Job) -> JobReason:
 
 
 def count_names(uses: dict[str, int], names: Mapping[str, int], delta: int) -> None:
+    """Add ``delta`` to the use count of each of ``names`` in ``uses`` (dropping those at 0)."""
     for name in names:
         left = uses.get(name, 0) + delta
         if left:
