@@ -20,11 +20,12 @@ state.
 
 from __future__ import annotations
 
-import gc
 import operator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from scheduler.gc_pause import GcPause
 
 if TYPE_CHECKING:
     from scheduler.config import SchedulerConfig
@@ -157,6 +158,7 @@ class SessionCache:
         inputs are the same objects, updated for the PodGroups that changed when only those
         changed, else a freshly opened one (which is then cached)."""
         from scheduler.session import Session
+        from scheduler.session_reuse import update_state
 
         session = self._session
         how = self._reusable(snapshot, config, registry)
@@ -169,7 +171,7 @@ class SessionCache:
                 self.hits += 1
                 session.reopen(snapshot)
                 return self._journal_limit(session)
-            if session.update_state(snapshot, self.update_limit):
+            if update_state(session, snapshot, self.update_limit):
                 self.updates += 1
                 self._key = (snapshot, config, registry)
                 self._arrays = {name: getattr(table, name).copy() for name in _ARRAYS}
@@ -202,22 +204,17 @@ class SessionCache:
         from scheduler.config import DEFAULT_CONFIG
         from scheduler.registry import default_registry
 
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
-            session = self.open(
-                snapshot,
-                config if config is not None else DEFAULT_CONFIG,
-                registry if registry is not None else default_registry(),
-            )
-            self.release(session)
-        except BaseException:
-            self.clear()
-            raise
-        finally:
-            if paused:
-                gc.enable()
+        with GcPause():
+            try:
+                session = self.open(
+                    snapshot,
+                    config if config is not None else DEFAULT_CONFIG,
+                    registry if registry is not None else default_registry(),
+                )
+                self.release(session)
+            except BaseException:
+                self.clear()
+                raise
 
     def release(self, session: Session) -> None:
         """Roll ``session`` back to its opened state after its cycle (called by run_cycle), or

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 
 from scheduler.cache import SessionCache
 from scheduler.config import DEFAULT_CONFIG, ConfigError, SchedulerConfig
+from scheduler.gc_pause import GcPause
 from scheduler.registry import Registry, default_registry
 from scheduler.result import CycleResult
 from scheduler.session import Session
@@ -39,17 +39,8 @@ def run_cycle(
         for pi, opt in enumerate(tier.plugins):
             if opt.name not in reg.plugins:
                 raise ConfigError(f"tiers[{ti}].plugins[{pi}].name", f"unknown plugin {opt.name!r}")
-    # A session allocates many long-lived objects and frees them all at the end: the cyclic
-    # collector would repeatedly walk them (and the snapshot) for nothing, so it is paused for
-    # the cycle and restored afterwards.
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
+    with GcPause():  # the cycle's work only (see gc_pause.py)
         return _cycle(snapshot, config, reg, timer, cache)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _cycle(

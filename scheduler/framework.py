@@ -449,6 +449,27 @@ def restore_shared_state(plugin: Plugin, session: Session, state: dict[str, Any]
     plugin.__dict__["session"] = session
 
 
+class SharedOpenState(Plugin):
+    """Base of plugins whose attributes are never modified after ``on_session_open`` (lazily
+    filled caches that depend only on the opened state are fine) and depend on nothing a
+    ``SessionCache`` update changes (jobs and pods): the cache shares them from one cycle to the
+    next (:func:`save_shared_state`) instead of opening the plugin again."""
+
+    def save_open_state(self) -> Any:
+        """The plugin's attributes, shared (SessionCache)."""
+        return save_shared_state(self)
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """See :meth:`save_open_state`."""
+        restore_shared_state(self, session, state)
+
+    def refresh_open_state(
+        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> Any:
+        """Nothing depends on the jobs (SessionCache)."""
+        return state
+
+
 class Action(ABC):
     """Base of actions. ``arguments`` declares the keys accepted under ``configurations``."""
 

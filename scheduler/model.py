@@ -134,29 +134,6 @@ class Resource:
             MappingProxyType({k: v * factor for k, v in self.scalars.items()}),
         )
 
-    def less_equal(self, other: Resource) -> bool:
-        """Return whether every dimension of self is ≤ other's (a missing dimension is 0)."""
-        if self.cpu > other.cpu or self.memory > other.memory or self.pods > other.pods:
-            return False
-        return all(v <= other.scalars.get(k, 0) for k, v in self.scalars.items())
-
-    def fits_in(self, other: Resource) -> tuple[str, ...]:
-        """Return the dimensions requested by self (pods excluded) that exceed ``other``.
-
-        This is Volcano's ``LessEqualWithDimension``: only dimensions where self is > 0 are
-        compared; an empty result means self fits.
-        """
-        failing: list[str] = []
-        if self.cpu > 0 and self.cpu > other.cpu:
-            failing.append("cpu")
-        if self.memory > 0 and self.memory > other.memory:
-            failing.append("memory")
-        for k in sorted(self.scalars):
-            v = self.scalars[k]
-            if v > 0 and v > other.scalars.get(k, 0):
-                failing.append(k)
-        return tuple(failing)
-
     def is_empty(self) -> bool:
         """Return whether every dimension except ``pods`` is zero (a BestEffort request)."""
         return self.cpu <= 0 and self.memory <= 0 and all(v <= 0 for v in self.scalars.values())

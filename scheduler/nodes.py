@@ -48,7 +48,6 @@ class NodeTable:
         self.pod_count: IntArray = np.zeros(n, dtype=np.int64)
         self.nz_requested: IntMatrix = np.zeros((2, n), dtype=np.int64)
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in range(n)]
-        self.generation = 0
         #: Index of the node of every change, in order (caches remember how far they have read).
         self.changes: list[int] = []
 
@@ -116,7 +115,6 @@ class NodeTable:
             self.nz_requested += column_sums(None, nz)
         else:
             self.nz_requested -= column_sums(None, nz)
-        self.generation += len(tasks)
 
     def remove(self, t: TaskInfo) -> None:
         """Remove task ``t`` (in its current status) from its node."""
@@ -156,12 +154,7 @@ class NodeTable:
         nz = self.nz_requested
         nz[0, i] += int(t.nz[0]) * sign
         nz[1, i] += int(t.nz[1]) * sign
-        self.generation += 1
         self.changes.append(i)
-
-    def idle_of(self, i: int) -> list[float]:
-        """Return node ``i``'s idle vector."""
-        return [float(x) for x in self.idle[:, i]]
 
     def future_of(self, i: int) -> list[float]:
         """Return node ``i``'s future idle vector."""

@@ -70,10 +70,6 @@ class Snapshot:
             tuple(pod_disruption_budgets),
         )
 
-    def replace_tasks(self, tasks: Iterable[Task]) -> Snapshot:
-        """Return a copy with ``tasks`` (other tuples shared)."""
-        return replace(self, tasks=tuple(tasks))
-
 
 def advance(snapshot: Snapshot, result: CycleResult) -> Snapshot:
     """Return the snapshot of the next cycle after ``result`` was applied by a perfect cluster.

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -64,32 +63,6 @@ def fit_key(task: TaskInfo) -> tuple[tuple[int, float], ...]:
 _FIT_KEYS: dict[tuple[float, ...], tuple[tuple[int, float], ...]] = {}
 
 
-def _cached_mask(ssn: Session, key: Any, compute: Callable[[], BoolArray], at: Callable[[int], bool]) -> BoolArray:
-    """Return the mask cached under ``key``, refreshing the nodes changed since it was read."""
-    changes = ssn.nodes.changes
-    end = len(changes)
-    entry = ssn.mask_cache.get(key)
-    if entry is None:
-        if len(ssn.mask_cache) >= 2048:
-            ssn.mask_cache.clear()  # bounded memory; masks are recomputed on demand
-        mask = compute()
-        ssn.mask_cache[key] = [mask, end]
-        return mask
-    mask, pos = entry[0], entry[1]
-    if pos != end:
-        if end - pos > _REFRESH_LIMIT:
-            mask[:] = compute()
-        else:
-            for i in set(changes[pos:end]):
-                mask[i] = at(i)
-        entry[1] = end
-    out: BoolArray = mask
-    return out
-
-
-_REFRESH_LIMIT = 32
-
-
 def feasible_mask(ssn: Session, task: TaskInfo) -> BoolArray:
     """Nodes passing every predicate where the request fits future idle (do not modify)."""
     if not ssn.node_local_filters:
@@ -113,11 +86,7 @@ def feasible_mask(ssn: Session, task: TaskInfo) -> BoolArray:
     def at(i: int) -> bool:
         return all(a[i] for a in passed) and all(future[d, i] >= v for d, v in rkey)
 
-    mask = _cached_mask(ssn, key, compute, at)
-    entry = ssn.mask_cache[key]
-    if len(entry) == 2:
-        entry.append(passed)
-    return mask
+    return ssn.mask_cache.get(key, compute, at, keep=passed)
 
 
 def idle_mask(ssn: Session, task: TaskInfo) -> BoolArray:
@@ -128,7 +97,7 @@ def idle_mask(ssn: Session, task: TaskInfo) -> BoolArray:
     def at(i: int) -> bool:
         return all(idle[d, i] >= v for d, v in rkey)
 
-    return _cached_mask(ssn, ("idle", rkey), lambda: resource_mask(ssn, task, "idle"), at)
+    return ssn.mask_cache.get(("idle", rkey), lambda: resource_mask(ssn, task, "idle"), at)
 
 
 def select_node(ssn: Session, task: TaskInfo, sample: int | None) -> tuple[int, bool] | None:

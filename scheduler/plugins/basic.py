@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scheduler.framework import (
     Fit,
@@ -13,10 +12,10 @@ from scheduler.framework import (
     JobReady,
     JobStarving,
     JobValid,
-    Plugin,
     Preemptable,
     Reclaimable,
     SessionClose,
+    SharedOpenState,
     TaskOrder,
     Vote,
 )
@@ -33,7 +32,7 @@ def _cmp(a: int, b: int) -> int:
     return (a < b) - (a > b)  # higher value first
 
 
-class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, GangEvictable, JobStarving):
+class PriorityPlugin(SharedOpenState, TaskOrder, JobOrder, Preemptable, GangEvictable, JobStarving):
     """Orders jobs and tasks by priority; victims must have lower (job or task) priority."""
 
     name = "priority"
@@ -42,20 +41,6 @@ class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, GangEvictable, Jo
 
     def on_session_open(self, session: Session) -> None:
         self.session = session
-
-    def save_open_state(self) -> Any:
-        """Nothing but the session (SessionCache)."""
-        return ()
-
-    def restore_open_state(self, session: Session, state: Any) -> None:
-        """See :meth:`save_open_state`."""
-        self.session = session
-
-    def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
-        """Nothing depends on the jobs (SessionCache)."""
-        return state
 
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
         """Higher task priority first."""
@@ -100,7 +85,7 @@ class PriorityPlugin(Plugin, TaskOrder, JobOrder, Preemptable, GangEvictable, Jo
 
 
 class GangPlugin(
-    Plugin,
+    SharedOpenState,
     JobValid,
     Preemptable,
     Reclaimable,
@@ -119,20 +104,6 @@ class GangPlugin(
 
     def on_session_open(self, session: Session) -> None:
         self.session = session
-
-    def save_open_state(self) -> Any:
-        """Nothing but the session (SessionCache)."""
-        return ()
-
-    def restore_open_state(self, session: Session, state: Any) -> None:
-        """See :meth:`save_open_state`."""
-        self.session = session
-
-    def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
-        """Nothing depends on the jobs (SessionCache)."""
-        return state
 
     def job_valid(self, job: JobInfo) -> Fit | None:
         """Enough pods must exist (per role and in total) to ever satisfy the gang."""
@@ -226,23 +197,10 @@ def _gang_kept_by_releasing(job: JobInfo) -> bool:
 _CRITICAL = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-class ConformancePlugin(Plugin, Preemptable, Reclaimable, GangEvictable):
+class ConformancePlugin(SharedOpenState, Preemptable, Reclaimable, GangEvictable):
     """Never evicts critical pods (system-*-critical priority classes, kube-system)."""
 
     name = "conformance"
-
-    def save_open_state(self) -> Any:
-        """Stateless (SessionCache)."""
-        return ()
-
-    def restore_open_state(self, session: Session, state: Any) -> None:
-        """Stateless."""
-
-    def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
-        """Stateless."""
-        return state
 
     @staticmethod
     def _allowed(candidates: list[TaskInfo]) -> list[TaskInfo]:

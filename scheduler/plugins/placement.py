@@ -19,6 +19,7 @@ from scheduler.framework import (
     NodeOrder,
     Plugin,
     Predicate,
+    SharedOpenState,
     restore_shared_state,
     save_shared_state,
 )
@@ -298,7 +299,7 @@ def _most_requested(requested: FloatArray, alloc: FloatArray, safe: FloatArray) 
     return np.where(alloc > 0, score, 0.0)
 
 
-class NodeOrderPlugin(Plugin, NodeOrder):
+class NodeOrderPlugin(SharedOpenState, NodeOrder):
     """Kubernetes scores: least/most requested, balanced allocation, preferred node affinity,
     PreferNoSchedule taints; each 0-100 score times its weight, summed."""
 
@@ -339,20 +340,6 @@ class NodeOrderPlugin(Plugin, NodeOrder):
         self.any_prefer = any(self.prefer_taints)
         self._affinity_cache: dict[tuple[Any, ...], FloatArray] = {}
         self._taint_cache: dict[tuple[Any, ...], FloatArray] = {}
-
-    def save_open_state(self) -> Any:
-        """Everything depends only on the nodes: shared (SessionCache)."""
-        return save_shared_state(self)
-
-    def restore_open_state(self, session: Session, state: Any) -> None:
-        """See :meth:`save_open_state`."""
-        restore_shared_state(self, session, state)
-
-    def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
-        """Depends only on the nodes and dimensions, which did not change (SessionCache)."""
-        return state
 
     def _affinity_raw(self, task: TaskInfo) -> FloatArray | None:
         terms = task.task.preferred_affinity
@@ -518,7 +505,7 @@ def _nonneg(weight: Any) -> float:
     return float(weight) if weight >= 0 else 1.0
 
 
-class BinpackPlugin(Plugin, NodeOrder):
+class BinpackPlugin(SharedOpenState, NodeOrder):
     """Prefers fuller nodes: Σ weight x (used + request) / allocatable over requested
     resources, normalised to 0-100 and times ``binpack.weight``."""
 
@@ -545,20 +532,6 @@ class BinpackPlugin(Plugin, NodeOrder):
             if d is not None:
                 weights[d] = _nonneg(w)
         self.weights = weights
-
-    def save_open_state(self) -> Any:
-        """Weights only: shared (SessionCache)."""
-        return save_shared_state(self)
-
-    def restore_open_state(self, session: Session, state: Any) -> None:
-        """See :meth:`save_open_state`."""
-        restore_shared_state(self, session, state)
-
-    def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
-        """Depends only on the nodes and dimensions, which did not change (SessionCache)."""
-        return state
 
     def node_score_key(self, task: TaskInfo) -> Any:
         """The score of a node depends only on the task's requests and the node's column."""

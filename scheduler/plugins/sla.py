@@ -11,10 +11,9 @@ else (or without a waiting time) ABSTAIN. ``now`` is :attr:`Snapshot.now`, given
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from scheduler.framework import ArgSpec, JobEnqueueable, JobOrder, JobPipelined, Plugin, Vote, save_shared_state
+from scheduler.framework import ArgSpec, JobEnqueueable, JobOrder, JobPipelined, SharedOpenState, Vote
 from scheduler.quantity import SLA_ANNOTATION, parse_duration
 
 if TYPE_CHECKING:
@@ -32,7 +31,7 @@ def _check_waiting_time(value: Any) -> str | None:
     return None if seconds > 0 else f"must be a positive duration, got {value!r}"
 
 
-class SlaPlugin(Plugin, JobOrder, JobEnqueueable, JobPipelined):
+class SlaPlugin(SharedOpenState, JobOrder, JobEnqueueable, JobPipelined):
     """Job order by SLA deadline; permits enqueueing and pipelining of jobs past their SLA."""
 
     name = "sla"
@@ -54,19 +53,10 @@ class SlaPlugin(Plugin, JobOrder, JobEnqueueable, JobPipelined):
         self.default_wait: float | None = parse_duration(raw) if raw else None
         self.now = session.snapshot.now
 
-    save_open_state = save_shared_state
-
     def restore_open_state(self, session: Session, state: Any) -> None:
-        """See :func:`scheduler.framework.restore_shared_state` (the clock is per snapshot)."""
-        self.__dict__.update(state)
-        self.session = session
+        """Shared, as :class:`SharedOpenState`, but the clock is per snapshot."""
+        super().restore_open_state(session, state)
         self.now = session.snapshot.now
-
-    def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
-        """Nothing depends on the jobs."""
-        return state
 
     def _wait(self, job: JobInfo) -> float | None:
         own = job.job.sla_waiting_time
