@@ -437,6 +437,29 @@ class Plugin:
         return None
 
 
+def intersect_victims(tiers: Sequence[Sequence[Any]], choose: Callable[[Any], list[TaskInfo] | None]) -> list[TaskInfo]:
+    """Volcano's victim rule over plugin tiers (preemptable, reclaimable, the gang actions' evictable):
+    in each tier, intersect the choices of the plugins that answer (``choose(plugin)``; None = abstain);
+    a plugin answering an empty list vetoes the tier; the first tier with victims decides."""
+    for tier in tiers:
+        victims: list[TaskInfo] | None = None
+        for plugin in tier:
+            chosen = choose(plugin)
+            if chosen is None:
+                continue
+            if not chosen:
+                victims = None
+                break
+            if not victims:
+                victims = list(chosen)
+            else:
+                keep = {t.uid for t in chosen}
+                victims = [v for v in victims if v.uid in keep]
+        if victims:
+            return victims
+    return []
+
+
 def save_shared_state(plugin: Plugin) -> dict[str, Any]:
     """``save_open_state`` for plugins whose attributes are never modified after open (lazily
     filled caches that depend only on the opened state are fine): they are shared."""

@@ -43,6 +43,7 @@ from scheduler.framework import (
     TaskOrder,
     VictimQueueOrder,
     Vote,
+    intersect_victims,
 )
 from scheduler.info import JobInfo, QueueInfo, TaskInfo
 from scheduler.model import TaskStatus
@@ -337,23 +338,7 @@ class Session(SessionState):
     def _victims(
         self, point: ExtensionPoint, method: str, actor: TaskInfo, candidates: list[TaskInfo]
     ) -> list[TaskInfo]:
-        victims: list[TaskInfo] | None = None
-        for tier in self._points[point]:
-            for p in tier:
-                chosen = getattr(p, method)(actor, candidates)
-                if chosen is None:
-                    continue
-                if not chosen:
-                    victims = None
-                    break
-                if not victims:
-                    victims = list(chosen)
-                else:
-                    keep = {t.uid for t in chosen}
-                    victims = [v for v in victims if v.uid in keep]
-            if victims:
-                return victims
-        return []
+        return intersect_victims(self._points[point], lambda p: getattr(p, method)(actor, candidates))
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Victims for ``preemptor`` among ``candidates`` (tier intersection rule)."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 from scheduler import vec
 from scheduler.actions.common import prioritize
 from scheduler.actions.evict import collect_starving
-from scheduler.framework import Action, ArgSpec, GangEvictable
+from scheduler.framework import Action, ArgSpec, GangEvictable, intersect_victims
 from scheduler.info import JobInfo, QueueInfo, TaskInfo
 from scheduler.model import TaskStatus
 from scheduler.pq import PriorityQueue
@@ -59,25 +59,9 @@ class _Bundle:
 def gang_evictable(ssn: Session, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
     """Volcano's ``UnifiedEvictable``: the preemptable combine rule over the configured plugins
     implementing :class:`GangEvictable` (no switch), tier by tier."""
-    for tier in ssn.tiers:
-        victims: list[TaskInfo] | None = None
-        for p in tier:
-            if not isinstance(p, GangEvictable):
-                continue
-            chosen = p.gang_evictable(action, job, candidates)
-            if chosen is None:
-                continue
-            if not chosen:
-                victims = None
-                break
-            if not victims:
-                victims = list(chosen)
-            else:
-                keep = {t.uid for t in chosen}
-                victims = [v for v in victims if v.uid in keep]
-        if victims:
-            return victims
-    return []
+    return intersect_victims(
+        ssn.tiers, lambda p: p.gang_evictable(action, job, candidates) if isinstance(p, GangEvictable) else None
+    )
 
 
 def _pending(ssn: Session, job: JobInfo) -> list[TaskInfo]:
