@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -383,19 +384,7 @@ def apply_podgroup(
         "annotations": meta.annotations,
     }
     if existing is not None:
-        if all(getattr(existing, k) == v for k, v in fields.items()):
-            return Outcome("unchanged", info.kind, meta.name, namespace.name, render.podgroup(existing))
-        before = render.podgroup(existing)
-        spec_changed = existing.spec != spec
-        for key, value in fields.items():
-            setattr(existing, key, value)
-        existing.save(update_fields=[*fields, *bump(existing, spec_changed=spec_changed)])
-        after = render.podgroup(existing)
-        audit.record(
-            access.user, "update", info.kind, existing.key, tenant=namespace.tenant, before=before, after=after
-        )
-        notify.changed(info.kind, existing, "update")
-        return Outcome("configured", info.kind, meta.name, namespace.name, after)
+        return _update_fields(access, info, namespace, existing, fields, render.podgroup)
     podgroup = PodGroup.objects.create(
         namespace=namespace.name,
         name=meta.name,
@@ -614,6 +603,29 @@ def _quota_writer(access: Access, info: parse.KindInfo, namespace: Any, verb: st
         raise forbidden(access, verb, info, namespace.name, name)
 
 
+def _update_fields(
+    access: Access,
+    info: parse.KindInfo,
+    namespace: Any,
+    existing: Any,
+    fields: dict[str, Any],
+    rendered: Callable[[Any], dict[str, Any]],
+) -> Outcome:
+    """The update half of an apply for a kind stored as plain fields (PodGroup, ResourceQuota): unchanged
+    when every field is equal, else save those fields (and the version bump), audit, notify."""
+    if all(getattr(existing, k) == v for k, v in fields.items()):
+        return Outcome("unchanged", info.kind, existing.name, namespace.name, rendered(existing))
+    before = rendered(existing)
+    spec_changed = existing.spec != fields["spec"]
+    for key, value in fields.items():
+        setattr(existing, key, value)
+    existing.save(update_fields=[*fields, *bump(existing, spec_changed=spec_changed)])
+    after = rendered(existing)
+    audit.record(access.user, "update", info.kind, existing.key, tenant=namespace.tenant, before=before, after=after)
+    notify.changed(info.kind, existing, "update")
+    return Outcome("configured", info.kind, existing.name, namespace.name, after)
+
+
 @transaction.atomic
 def apply_resourcequota(
     access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
@@ -631,19 +643,7 @@ def apply_resourcequota(
     raise_if(errors, info, meta.name)
     fields = {"hard": spec["hard"], "spec": spec, "labels": meta.labels, "annotations": meta.annotations}
     if existing is not None:
-        if all(getattr(existing, k) == v for k, v in fields.items()):
-            return Outcome("unchanged", info.kind, meta.name, namespace.name, render.resourcequota(existing))
-        before = render.resourcequota(existing)
-        spec_changed = existing.spec != spec
-        for key, value in fields.items():
-            setattr(existing, key, value)
-        existing.save(update_fields=[*fields, *bump(existing, spec_changed=spec_changed)])
-        after = render.resourcequota(existing)
-        audit.record(
-            access.user, "update", info.kind, existing.key, tenant=namespace.tenant, before=before, after=after
-        )
-        notify.changed(info.kind, existing, "update")
-        return Outcome("configured", info.kind, meta.name, namespace.name, after)
+        return _update_fields(access, info, namespace, existing, fields, render.resourcequota)
     quota = ResourceQuota.objects.create(namespace=namespace.name, name=meta.name, tenant=namespace.tenant, **fields)
     after = render.resourcequota(quota)
     audit.record(access.user, "create", info.kind, quota.key, tenant=namespace.tenant, after=after)
