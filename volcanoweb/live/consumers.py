@@ -107,8 +107,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def disconnect(self, code: int) -> None:
         for name in getattr(self, "joined", []):
             await self.channel_layer.group_discard(name, self.channel_name)
-        if getattr(self, "flusher", None):
-            self.flusher.cancel()
+        flusher = getattr(self, "flusher", None)
+        if flusher:
+            flusher.cancel()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         """Answer ``{"kind": "ping"}``; anything else gets an error frame, and repeated abuse a policy close."""

@@ -180,7 +180,7 @@ def _scan_yaml(text: str) -> None:
             if event.anchor is not None:
                 sizes[event.anchor] = 1
         elif isinstance(event, yaml.AliasEvent):
-            count = sizes.get(event.anchor, 1)
+            count = sizes.get(event.anchor, 1) if event.anchor is not None else 1
         else:
             continue
         if open_nodes:
