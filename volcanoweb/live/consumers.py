@@ -71,7 +71,7 @@ def _groups_for(user: Any) -> list[str]:
     return names
 
 
-class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channels has no types: an Any base
     """Forward live change messages for the caller's tenants and the cluster, coalesced per object."""
 
     revoked = False

@@ -85,9 +85,9 @@ def access_for(user: Any) -> Access:
     """Return the caller's :class:`Access` (one query, cached on the user object)."""
     if user is None:
         return SYSTEM
-    cached = getattr(user, "_volcanoweb_access", None)
+    cached: Access | None = getattr(user, "_volcanoweb_access", None)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     access = Access(user=user, platform_admin=is_platform_admin(user))
     if getattr(user, "is_authenticated", False):
         for membership in Membership.objects.filter(user=user).select_related("tenant"):
