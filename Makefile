@@ -51,7 +51,7 @@ lint: $(STAMP)  ## ruff, formatting and import contracts
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-type: $(STAMP)  ## mypy (strict on scheduler/)
+type: $(STAMP)  ## mypy (strict on scheduler/ and volcanoweb/, with the Django and DRF stubs)
 	$(BIN)/mypy
 
 check: lint type  ## lint, types, Django system checks and migrations

@@ -116,6 +116,7 @@ ASGI_DB_POOL_SIZE = env_int("ASGI_DB_POOL_SIZE", 10, minimum=0)
 # --- redis, channels, celery ---------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")
 EMBEDDED = not REDIS_URL
+CHANNEL_LAYERS: dict[str, dict[str, object]]
 if EMBEDDED:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -9,6 +10,7 @@ from django.conf import settings
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
+from rest_framework.schemas.inspectors import ViewInspector
 from rest_framework.views import APIView
 
 from volcanoweb.api.schema import ApiSchema
@@ -23,7 +25,10 @@ class RawBodyParser(BaseParser):
 
     media_type = "application/json"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> bytes:
+    # The stubs allow a parser only a mapping; DRF takes any value as ``request.data`` (here the raw bytes).
+    def parse(  # type: ignore[override]
+        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> bytes:
         if stream is None:
             return b""
         data = stream.read(settings.MAX_MANIFEST_BYTES + 1)
@@ -74,7 +79,7 @@ class YamlRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(
-        self, data: Any, accepted_media_type: str | None = None, renderer_context: dict[str, Any] | None = None
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None
     ) -> bytes:
         if data is None:
             return b""
@@ -97,7 +102,7 @@ class ApiView(APIView):
 
     renderer_classes = [JSONRenderer, YamlRenderer]
     parser_classes = MANIFEST_PARSERS
-    schema = ApiSchema()
+    schema: ViewInspector | None = ApiSchema()
 
     def access(self, request: Request) -> Access:
         """Return the caller's rights."""
@@ -124,7 +129,7 @@ class ApiView(APIView):
 
     def body(self, request: Request) -> bytes:
         """Return the raw request body."""
-        data = request.data
+        data: object = request.data  # the raw bytes of RawBodyParser (typed as a dict in the stubs)
         if isinstance(data, bytes):
             return data
         return b""

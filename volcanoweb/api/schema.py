@@ -18,7 +18,7 @@ FIELD_VALIDATION = OpenApiParameter(
 )
 
 
-class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
+class BearerTokenScheme(OpenApiAuthenticationExtension):
     """Describe ``Authorization: Bearer <token>`` (tokens from /api/v1/tokens or ``manage.py create_token``)."""
 
     target_class = "volcanoweb.tenancy.authentication.BearerTokenAuthentication"
@@ -28,7 +28,7 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
         return {"type": "http", "scheme": "bearer", "description": "A volcanoweb API token."}
 
 
-class ApiSchema(AutoSchema):  # type: ignore[misc]
+class ApiSchema(AutoSchema):
     """Name collection GETs ``..._list`` and object GETs ``..._retrieve``; every write takes ``fieldValidation``."""
 
     def get_override_parameters(self) -> list[Any]:

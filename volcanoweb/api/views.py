@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -57,7 +58,8 @@ def _list(request: Request, queryset: Any, resource: Resource, default_order: li
 
 
 def _check_url_identity(doc: dict[str, Any], namespace: str | None, name: str | None) -> None:
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    given = doc.get("metadata")
+    meta: dict[str, Any] = given if isinstance(given, dict) else {}
     if namespace and meta.get("namespace") not in (None, "", namespace):
         raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
     if name and meta.get("name") not in (None, "", name):
@@ -229,7 +231,7 @@ class QueueCollectionView(ApiView):
     )
     def get(self, request: Request) -> Response:
         access = self.access(request)
-        queryset = Queue.objects.filter(visible_queue_filter(access)).distinct().select_related("parent")
+        queryset: QuerySet[Any] = Queue.objects.filter(visible_queue_filter(access)).distinct().select_related("parent")
         queryset = apply_filters(
             queryset, request.query_params, {"state": "state", "parent": "parent__name"}, ("name",)
         )
@@ -552,7 +554,9 @@ class TokenCollectionView(ApiView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 401: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
-        items = [token_manifest(t) for t in ApiToken.objects.filter(user=request.user).order_by("-created_at")[:100]]
+        user = request.user
+        assert user.is_authenticated  # the view's IsAuthenticated permission answered anonymous callers with 401
+        items = [token_manifest(t) for t in ApiToken.objects.filter(user=user).order_by("-created_at")[:100]]
         return Response({"kind": "ApiTokenList", "items": items})
 
     @extend_schema(request={"application/json": OpenApiTypes.OBJECT}, responses={201: OpenApiTypes.OBJECT, **ERRORS})

@@ -25,12 +25,12 @@ def bulk_update_rows(
     meta = model._meta
     pk = meta.pk
     assert pk is not None
-    columns = [meta.get_field(name) for name in fields]
+    columns = [_column(meta.get_field(name)) for name in fields]
     pk_type = pk.rel_db_type(connection) if hasattr(pk, "rel_db_type") else pk.db_type(connection)
     types = [pk_type] + [str(c.db_type(connection)) for c in columns]
     placeholder = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
-    names = ", ".join(['"pk"'] + [f'"{c.column}"' for c in columns])  # type: ignore[attr-defined]
-    assignments = ", ".join(f'"{c.column}" = v."{c.column}"' for c in columns)  # type: ignore[attr-defined]
+    names = ", ".join(['"pk"'] + [f'"{c.column}"' for c in columns])
+    assignments = ", ".join(f'"{c.column}" = v."{c.column}"' for c in columns)
     table = meta.db_table
     with connection.cursor() as cursor:
         for start in range(0, len(objs), batch_size):
@@ -39,10 +39,16 @@ def bulk_update_rows(
             for obj in chunk:
                 params.append(obj.pk)
                 for column in columns:
-                    params.append(column.get_db_prep_save(getattr(obj, column.attname), connection))  # type: ignore[attr-defined]
+                    params.append(column.get_db_prep_save(getattr(obj, column.attname), connection))
             values = ", ".join([placeholder] * len(chunk))
             cursor.execute(
                 f'UPDATE "{table}" AS t SET {assignments} FROM (VALUES {values}) AS v({names}) '
                 f'WHERE t."{pk.column}" = v."pk"',
                 params,
             )
+
+
+def _column(field: Any) -> models.Field[Any, Any]:
+    """The field as a concrete column (``get_field`` may also answer a relation's reverse side)."""
+    assert isinstance(field, models.Field), f"{field} is not a column"
+    return field

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -198,7 +198,7 @@ def _controller_view(pod: Pod) -> tuple[Any, ...]:
     )
 
 
-def _new_pod_row(info: PodInfo, tenants: dict[str, int | None]) -> Pod:
+def _new_pod_row(info: PodInfo, tenants: Mapping[str, int | None]) -> Pod:
     """A mirror row for a pod created directly in the cluster (another operator's pod)."""
     spec: dict[str, Any] = {"schedulerName": info.scheduler_name, "containers": []}
     if info.priority_class_name:
@@ -238,8 +238,8 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
     for ns, names in names_by_ns.items():
         # only what the mirror reads and writes: a pod's spec, labels and annotations are large JSON documents,
         # and decoding them for every event of a cycle's thousands of binds was most of the mirror's time
-        for pod in Pod.objects.filter(namespace=ns, name__in=names).only(*MIRROR_FIELDS):
-            rows[(ns, pod.name)] = pod
+        for row in Pod.objects.filter(namespace=ns, name__in=names).only(*MIRROR_FIELDS):
+            rows[(ns, row.name)] = row
     tenants = dict(Namespace.objects.filter(name__in=list(names_by_ns)).values_list("name", "tenant_id"))
     now = timezone.now()
     updated: list[Pod] = []

@@ -12,6 +12,7 @@ def ensure_database() -> bool:
         return False
     import psycopg
     from psycopg import sql
+    from psycopg.conninfo import make_conninfo
 
     params = {
         "host": cfg.get("HOST") or "127.0.0.1",
@@ -19,10 +20,9 @@ def ensure_database() -> bool:
         "user": cfg.get("USER") or None,
         "password": cfg.get("PASSWORD") or None,
         "dbname": "postgres",
-        "autocommit": True,
         "connect_timeout": 5,
     }
-    with psycopg.connect(**params) as conn:
+    with psycopg.connect(make_conninfo("", **params), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [cfg["NAME"]]).fetchone()
         if exists:
             return False

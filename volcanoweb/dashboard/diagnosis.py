@@ -322,7 +322,8 @@ def _holders(job: Job, queue: Queue | None, short: list[str], readable: list[int
     if not ranked:
         return None
     jobs = {j.pk: j for j in Job.objects.filter(pk__in=[job_id for _, job_id in ranked[:20]])}
-    parts, others = [], 0
+    parts: list[str] = []
+    others = 0
     for amount, job_id in ranked:
         holder = jobs.get(job_id)
         if holder is None or (readable is not None and holder.tenant_id not in readable):

@@ -85,7 +85,8 @@ class QueueEditForm(forms.Form):
         return cls(initial=initial)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what Form.clean returns
         for key, name, label, _hint in FIELDS:
             for kind in ("guarantee", "capability"):
                 value = (data.get(f"{kind}_{key}") or "").strip()

@@ -245,7 +245,7 @@ def queue_tree(
         row.editable = scope.can_manage_queue(row.queue)
     parents = {q.parent_id for q in all_queues}
     leaves = [r for r in rows.values() if r.queue.name != ROOT_QUEUE]
-    demand = [
+    demands = [
         QueueDemand(r.queue.name, r.queue.weight, r.capability, r.guarantee, requested[r.queue.name])
         for r in leaves
         if r.queue.name in requested
@@ -256,10 +256,10 @@ def queue_tree(
         if r.queue.pk not in parents
     ]
     guarantees = sum_maps(r.guarantee for r in rows.values())  # the scheduler counts every queue's
-    now = deserved_shares(capacity, demand, guarantees) if capacity else {}
+    now = deserved_shares(capacity, demands, guarantees) if capacity else {}
     if_busy = deserved_shares(capacity, busy, guarantees) if capacity else {}
     for name, row in rows.items():
-        spec_deserved = parse_map(row.queue.deserved)
+        spec_deserved: dict[str, float] = dict(parse_map(row.queue.deserved))
         row.deserved = spec_deserved or now.get(name, {})
         row.deserved_busy = spec_deserved or if_busy.get(name, {})
     ordered = _tree_order(rows)
@@ -274,7 +274,7 @@ def _bound_by_ancestors(ordered: list[QueueRow]) -> None:
     bounding ancestor's, and name that ancestor (``ordered`` is in tree order, parents first)."""
     by_pk = {r.queue.pk: r for r in ordered}
     for row in ordered:
-        parent = by_pk.get(row.queue.parent_id)
+        parent = by_pk.get(row.queue.parent_id) if row.queue.parent_id is not None else None
         if parent is None:
             continue
         for name, limit in parent.capability.items():

@@ -73,9 +73,9 @@ class Scope:
 
 def get_scope(request: HttpRequest) -> Scope:
     """Return (and cache on the request) the caller's Scope."""
-    cached = getattr(request, "_dashboard_scope", None)
+    cached: Scope | None = getattr(request, "_dashboard_scope", None)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     access = access_for(request.user)
     if access.platform_admin:
         tenants = list(Tenant.objects.order_by("name").values_list("id", "name"))
@@ -87,7 +87,7 @@ def get_scope(request: HttpRequest) -> Scope:
     if raw is None and len(tenants) == 1 and not access.platform_admin:
         selected = tenants[0][0]
     scope = Scope(access=access, tenants=tenants, selected=selected)
-    request._dashboard_scope = scope  # type: ignore[attr-defined]
+    request._dashboard_scope = scope  # type: ignore[attr-defined]  # a per-request cache on the request
     return scope
 
 

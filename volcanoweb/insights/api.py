@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpResponse
@@ -28,13 +29,14 @@ class CsvRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(
-        self, data: Any, accepted_media_type: str | None = None, renderer_context: dict[str, Any] | None = None
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None
     ) -> bytes:
         if isinstance(data, str):
             return data.encode()
         if isinstance(data, dict) and data.get("kind") == "QueueHistory":
             return history_csv(data).encode()
-        return JSONRenderer().render(data)
+        rendered: bytes = JSONRenderer().render(data)
+        return rendered
 
 
 class QueueHistoryView(ApiView):

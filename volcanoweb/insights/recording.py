@@ -224,7 +224,7 @@ def record_timeline(run_id: int, info: SnapshotInfo, result: CycleResult, now: d
 
     for key, reason in sorted(opening.items()):
         numbers: dict[str, Any] = dict(reason.numbers)
-        queue = groups_by_key.get(key, {}).get("queue_name")
+        queue = groups_by_key[key]["queue_name"] if key in groups_by_key else None
         if reason.kind in QUEUE_REASONS and queue in holders:
             numbers["holders"] = [h for h in holders[queue] if h["podgroup"] != key]
         if reason.fit_errors:

@@ -131,8 +131,8 @@ def _mean(rows: list[QueueSample], name: str) -> dict[str, float]:
     return {k: round(v / weight, 3) for k, v in sorted(total.items()) if v}
 
 
-FINER = {Resolution.HOUR: Resolution.MINUTE, Resolution.MINUTE: Resolution.CYCLE}
-SPAN = {Resolution.MINUTE: timedelta(minutes=1), Resolution.HOUR: timedelta(hours=1)}
+FINER: dict[str, str] = {Resolution.HOUR: Resolution.MINUTE, Resolution.MINUTE: Resolution.CYCLE}
+SPAN: dict[str, timedelta] = {Resolution.MINUTE: timedelta(minutes=1), Resolution.HOUR: timedelta(hours=1)}
 
 
 def _samples(queue: str, resolution: str, start: datetime, end: datetime) -> list[QueueSample]:

@@ -312,7 +312,7 @@ def _median_runtime(queue: str) -> float | None:
         .order_by("-finished_at")
         .values_list("started_at", "finished_at")[:200]
     )
-    values = [(b - a).total_seconds() for a, b in rows]
+    values = [(b - a).total_seconds() for a, b in rows if a is not None and b is not None]  # filtered above
     return statistics.median(values) if values else None
 
 

@@ -49,7 +49,8 @@ def _bad(index: int, message: str) -> BadRequest:
     )
 
 
-def _parent(doc: Any, path: str, index: int) -> tuple[Any, str]:
+# ``path`` is the operation's value as sent: _parent checks that it is a pointer, the others only quote it.
+def _parent(doc: Any, path: object, index: int) -> tuple[Any, str]:
     if not isinstance(path, str) or not path.startswith("/"):
         raise _bad(index, f"path must be a JSON pointer starting with '/', got {path!r}")
     tokens = [_unescape(t) for t in path[1:].split("/")]
@@ -64,7 +65,7 @@ def _parent(doc: Any, path: str, index: int) -> tuple[Any, str]:
     return node, tokens[-1]
 
 
-def _get(node: Any, key: str, path: str, index: int) -> Any:
+def _get(node: Any, key: str, path: object, index: int) -> Any:
     if isinstance(node, dict) and key in node:
         return node[key]
     if isinstance(node, list) and key.isdigit() and int(key) < len(node):
@@ -72,7 +73,7 @@ def _get(node: Any, key: str, path: str, index: int) -> Any:
     raise _bad(index, f"path {path!r} does not exist")
 
 
-def _remove(node: Any, key: str, path: str, index: int) -> Any:
+def _remove(node: Any, key: str, path: object, index: int) -> Any:
     value = _get(node, key, path, index)
     if isinstance(node, dict):
         del node[key]
@@ -81,7 +82,7 @@ def _remove(node: Any, key: str, path: str, index: int) -> Any:
     return value
 
 
-def _add(node: Any, key: str, value: Any, path: str, index: int) -> None:
+def _add(node: Any, key: str, value: Any, path: object, index: int) -> None:
     if isinstance(node, dict):
         node[key] = value
     elif isinstance(node, list):
@@ -109,30 +110,30 @@ def json_patch(target: Any, operations: Any) -> Any:
         if path == "" and kind in ("add", "replace"):
             doc = copy.deepcopy(op["value"])
             continue
-        node, key = _parent(doc, path, index)  # type: ignore[arg-type]
+        node, key = _parent(doc, path, index)
         if kind == "add":
-            _add(node, key, copy.deepcopy(op["value"]), path, index)  # type: ignore[arg-type]
+            _add(node, key, copy.deepcopy(op["value"]), path, index)
         elif kind == "remove":
-            _remove(node, key, path, index)  # type: ignore[arg-type]
+            _remove(node, key, path, index)
         elif kind == "replace":
-            _get(node, key, path, index)  # type: ignore[arg-type]
+            _get(node, key, path, index)
             if isinstance(node, dict):
                 node[key] = copy.deepcopy(op["value"])
             else:
                 node[int(key)] = copy.deepcopy(op["value"])
         elif kind == "test":
-            if _get(node, key, path, index) != op["value"]:  # type: ignore[arg-type]
+            if _get(node, key, path, index) != op["value"]:
                 raise _bad(index, f"test failed: the value at {path!r} is not the expected one")
         elif kind in ("move", "copy"):
             source = op.get("from")
-            src_node, src_key = _parent(doc, source, index)  # type: ignore[arg-type]
+            src_node, src_key = _parent(doc, source, index)
             value = (
-                _remove(src_node, src_key, source, index)  # type: ignore[arg-type]
+                _remove(src_node, src_key, source, index)
                 if kind == "move"
-                else copy.deepcopy(_get(src_node, src_key, source, index))  # type: ignore[arg-type]
+                else copy.deepcopy(_get(src_node, src_key, source, index))
             )
-            node, key = _parent(doc, path, index)  # type: ignore[arg-type]
-            _add(node, key, value, path, index)  # type: ignore[arg-type]
+            node, key = _parent(doc, path, index)
+            _add(node, key, value, path, index)
         else:
             raise _bad(index, f"unsupported op {kind!r}")
     return doc

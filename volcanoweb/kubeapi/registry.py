@@ -99,7 +99,8 @@ def _queues(access: Access) -> QuerySet[Any]:
 
 def _everyone(model: type[Any]) -> Callable[[Access], QuerySet[Any]]:
     def base(access: Access) -> QuerySet[Any]:
-        return model.objects.all()
+        everything: QuerySet[Any] = model.objects.all()
+        return everything
 
     return base
 

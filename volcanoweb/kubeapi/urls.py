@@ -6,6 +6,9 @@ request (``views.core_dispatch``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from django.http import HttpResponseBase
 from django.urls import path
 
 from volcanoweb.api import views as rest
@@ -16,8 +19,8 @@ app_name = "kubeapi"
 resource = views.ResourceView.as_view()
 
 
-def _core(plural: str, rest_view: object) -> object:
-    return views.core_dispatch(resource, rest_view)  # type: ignore[arg-type]
+def _core(plural: str, rest_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    return views.core_dispatch(resource, rest_view)
 
 
 _NS = "api/v1/namespaces/<str:namespace>"

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from django.core.handlers.asgi import ASGIRequest
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
 from rest_framework.request import Request
@@ -328,7 +328,7 @@ class ResourceView(KubeView):
 
     # -- reads ---------------------------------------------------------------------------------------------------
 
-    def get(self, request: Request, **kwargs: Any) -> HttpResponse:
+    def get(self, request: Request, **kwargs: Any) -> HttpResponseBase:
         resource, namespace, name, subresource = self.kwargs_of(kwargs)
         access = self.access(request)
         params = request.query_params
@@ -359,7 +359,7 @@ class ResourceView(KubeView):
 
     def watch(
         self, request: Request, access: Access, resource: KubeResource, namespace: str | None, name: str | None
-    ) -> HttpResponse:
+    ) -> StreamingHttpResponse:
         params = request.query_params
         selector = clean_text(params.get("fieldSelector"), "fieldSelector", 2000) or ""
         if name is not None:
@@ -453,8 +453,9 @@ class ResourceView(KubeView):
         self.identity(doc, resource, namespace, None)
         if resource.plural == "commands":
             return Response(self.create_command(access, doc, namespace, dry_run), status=status.HTTP_201_CREATED)
-        assert resource.apply is not None
-        outcome = _run(lambda: resource.apply(access, doc, namespace, mode="create"), dry_run=dry_run)
+        apply = resource.apply
+        assert apply is not None
+        outcome = _run(lambda: apply(access, doc, namespace, mode="create"), dry_run=dry_run)
         return Response(outcome.object, status=status.HTTP_201_CREATED)
 
     def create_command(self, access: Access, doc: dict[str, Any], namespace: str | None, dry_run: bool) -> Any:
@@ -489,8 +490,9 @@ class ResourceView(KubeView):
         if not doc["metadata"].get("resourceVersion"):
             # Kubernetes requires a resourceVersion on an update of a custom resource.
             raise _invalid_update(resource, name)
-        assert resource.apply is not None
-        outcome = _run(lambda: resource.apply(access, doc, namespace, mode="update"), dry_run=dry_run)
+        apply = resource.apply
+        assert apply is not None
+        outcome = _run(lambda: apply(access, doc, namespace, mode="update"), dry_run=dry_run)
         return Response(outcome.object)
 
     def patch(self, request: Request, **kwargs: Any) -> Response:
@@ -695,11 +697,13 @@ def is_kube_request(request: HttpRequest) -> bool:
     return query.wants_table(request.headers.get("Accept", ""))
 
 
-def core_dispatch(kube: Callable[..., HttpResponse], rest: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def core_dispatch(
+    kube: Callable[..., HttpResponseBase], rest: Callable[..., HttpResponseBase]
+) -> Callable[..., HttpResponseBase]:
     """Return a view that sends Kubernetes-only requests to ``kube`` and the others to ``rest``."""
 
     @csrf_exempt
-    def view(request: HttpRequest, **kwargs: Any) -> HttpResponse:
+    def view(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
         if is_kube_request(request):
             return kube(request, **kwargs)
         rest_kwargs = {k: v for k, v in kwargs.items() if k in ("namespace", "name")}

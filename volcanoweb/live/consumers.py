@@ -71,7 +71,7 @@ def _groups_for(user: Any) -> list[str]:
     return names
 
 
-class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channels has no types: an Any base
     """Forward live change messages for the caller's tenants and the cluster, coalesced per object."""
 
     revoked = False
@@ -107,8 +107,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def disconnect(self, code: int) -> None:
         for name in getattr(self, "joined", []):
             await self.channel_layer.group_discard(name, self.channel_name)
-        if getattr(self, "flusher", None):
-            self.flusher.cancel()
+        flusher = getattr(self, "flusher", None)
+        if flusher:
+            flusher.cancel()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         """Answer ``{"kind": "ping"}``; anything else gets an error frame, and repeated abuse a policy close."""

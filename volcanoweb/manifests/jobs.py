@@ -354,7 +354,7 @@ def check_job_spec(errors: Errors, spec: Any, name: str) -> dict[str, Any] | Non
             errors.add(f"spec.{key}", message)
     if errors:
         return None
-    spec = default_job_spec(spec)
+    spec = defaulted = default_job_spec(spec)  # `spec` is Any (the input); `defaulted` is the typed result
     plugins = spec.get("plugins") or {}
     if "mpi" in plugins:
         master = "master"
@@ -394,7 +394,7 @@ def check_job_spec(errors: Errors, spec: Any, name: str) -> dict[str, Any] | Non
     _check_volumes(errors, spec.get("volumes") or [])
     if not _is_dag(spec["tasks"]):
         errors.add("spec.tasks", "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG);")
-    return spec
+    return defaulted
 
 
 def check_job_name(errors: Errors, name: str) -> None:

@@ -126,7 +126,7 @@ def _mapping(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
 _YamlLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_YamlLoader):  # type: ignore[misc, valid-type]
+class _Loader(_YamlLoader):  # type: ignore[misc, valid-type]  # a base chosen at import (C or Python loader)
     """PyYAML's safe loader whose mappings remember repeated keys (see :class:`_Mapping`)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -180,7 +180,7 @@ def _scan_yaml(text: str) -> None:
             if event.anchor is not None:
                 sizes[event.anchor] = 1
         elif isinstance(event, yaml.AliasEvent):
-            count = sizes.get(event.anchor, 1)
+            count = sizes.get(event.anchor, 1) if event.anchor is not None else 1
         else:
             continue
         if open_nodes:

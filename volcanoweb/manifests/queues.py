@@ -234,13 +234,13 @@ def check_hierarchy(
     if children:
         for child in children:
             worst = subtree_capabilities.get(child.name, {})
-            resource = next(
+            exceeded = next(
                 (r for r in sorted(worst) if r in queue.capability and worst[r] > queue.capability[r]), None
             )
-            if resource is not None:
+            if exceeded is not None:
                 errors.add(
                     "spec.capability",
-                    f"queue {queue.name} capability[{resource}] is less than the capability of its "
+                    f"queue {queue.name} capability[{exceeded}] is less than the capability of its "
                     f"descendant in the subtree of {child.name}",
                 )
         for label, attr, path in (

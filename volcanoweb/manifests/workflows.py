@@ -61,7 +61,7 @@ def check_cronjob(errors: Errors, name: str, spec: Any) -> dict[str, Any] | None
             errors.add(f"spec.jobTemplate.{cause.field}", cause.message, cause.reason)
     if errors:
         return None
-    defaulted = copy.deepcopy(spec)
+    defaulted: dict[str, Any] = copy.deepcopy(spec)
     defaulted.setdefault("concurrencyPolicy", "Allow")
     defaulted.setdefault("suspend", False)
     defaulted.setdefault("successfulJobsHistoryLimit", 3)
@@ -123,7 +123,8 @@ def check_jobflow(errors: Errors, spec: Any) -> dict[str, Any] | None:
     if _has_cycle(graph):
         errors.add("spec.flows", "jobflow Flow is not DAG")
         return None
-    return copy.deepcopy(spec)
+    checked: dict[str, Any] = copy.deepcopy(spec)
+    return checked
 
 
 def _has_cycle(graph: dict[str, list[str]]) -> bool:
@@ -179,7 +180,7 @@ def check_podgroup(errors: Errors, spec: Any) -> dict[str, Any] | None:
             )
     if errors:
         return None
-    defaulted = copy.deepcopy(spec)
+    defaulted: dict[str, Any] = copy.deepcopy(spec)
     if not defaulted.get("queue"):
         defaulted["queue"] = "default"
     defaulted.setdefault("minMember", 0)

@@ -165,7 +165,7 @@ class QueueAdmin(admin.ModelAdmin):
     def get_form(self, request: HttpRequest, obj: Queue | None = None, change: bool = False, **kwargs: Any) -> Any:
         form_class = super().get_form(request, obj, change=change, **kwargs)
 
-        class RequestForm(form_class):  # type: ignore[misc, valid-type]
+        class RequestForm(form_class):  # type: ignore[misc, valid-type]  # a subclass of the form Django built
             def clean(self) -> dict[str, Any]:
                 cleaned: dict[str, Any] = super().clean()
                 if not self.errors:

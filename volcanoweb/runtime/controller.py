@@ -257,7 +257,7 @@ class JobController:
 
     def _observe(self, pod: Pod, rec: PodRecord | None, by_task: dict[str, list[Pod]]) -> P.Request | None:
         restarts = restart_count(pod)
-        base = {
+        base: dict[str, Any] = {
             "task_name": pod.task_name,
             "pod_name": pod.name,
             "pod_uid": str(pod.uid),
@@ -466,8 +466,8 @@ class JobController:
         counts = dict.fromkeys(COUNTERS, 0)
         task_counts: dict[str, dict[str, int]] = {}
         existing: dict[str, list[Pod]] = {}
-        for pod in self.pods():
-            existing.setdefault(pod.task_name, []).append(pod)
+        for current in self.pods():
+            existing.setdefault(current.task_name, []).append(current)
         to_delete: list[Pod] = []
         for task in job.spec.get("tasks") or []:
             pods = {p.name: p for p in existing.pop(task["name"], [])}
@@ -485,8 +485,8 @@ class JobController:
             to_delete.extend(pods.values())  # scale down: indexes ≥ replicas
             if missing and self._dependencies_ready(task):
                 for index in missing:
-                    created = self.create_pod(task, index, podgroup)
-                    self._count(created.phase, task["name"], counts, task_counts)
+                    new_pod = self.create_pod(task, index, podgroup)
+                    self._count(new_pod.phase, task["name"], counts, task_counts)
         for pod in to_delete:
             if self.delete_pod(pod):
                 counts["terminating"] += 1

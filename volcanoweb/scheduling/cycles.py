@@ -397,8 +397,13 @@ def apply_result(info: SnapshotInfo, result: CycleResult, run: SchedulingRun, to
             # Volcano's job controller watches PodGroups: an admitted (Inqueue) gang gets its pods now,
             # not at the next periodic resync.
             admitted, changed = sorted(stats.admitted), sorted(stats.job_ids)
+
             # robust: the decisions are committed; a notification lost here is found by the drift resync
-            transaction.on_commit(lambda: (request_sync(admitted, urgent=True), request_sync(changed)), robust=True)
+            def notify() -> None:
+                request_sync(admitted, urgent=True)
+                request_sync(changed)
+
+            transaction.on_commit(notify, robust=True)
     return stats
 
 

@@ -46,7 +46,7 @@ def collect_queue_metrics() -> Iterable[Metric]:
     # Deserved as Volcano reports it: the share the fair-share plugin computed in the last cycle
     # (scheduler units: cpu in millicores, memory in bytes); the spec's deserved when none ran.
     latest = SchedulingRun.objects.filter(status=RunStatus.SUCCEEDED).order_by("-id").values("decisions").first()
-    computed = ((latest or {}).get("decisions") or {}).get("queueDeserved") or {}
+    computed = ((latest["decisions"] if latest is not None else None) or {}).get("queueDeserved") or {}
     for row in rows:
         name = row["name"]
         for kind in ("allocated", "deserved", "capability"):
@@ -66,7 +66,7 @@ def collect_queue_metrics() -> Iterable[Metric]:
     age = GaugeMetricFamily(
         "volcanoweb_scheduling_last_cycle_age_seconds", "Seconds since the last scheduling cycle ended."
     )
-    if last is not None:
+    if last is not None and last["finished_at"] is not None:  # never None: filtered above
         age.add_metric([], (timezone.now() - last["finished_at"]).total_seconds())
     yield from families.values()
     yield age
@@ -96,7 +96,7 @@ def cycle_age_check() -> dict[str, Any]:
         .first()
     )
     limit = cycle_age_limit()
-    if last is None:
+    if last is None or last["finished_at"] is None:  # never None: filtered above
         return {"ok": True, "lastCycle": None, "limitSeconds": limit}
     age = (timezone.now() - last["finished_at"]).total_seconds()
     return {

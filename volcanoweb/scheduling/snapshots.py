@@ -263,11 +263,11 @@ def resource_quotas(pod_rows: list[dict[str, Any]]) -> list[ResourceQuota]:
     if not rows:
         return []
     usage: dict[str, dict[str, int]] = {}
-    for r in pod_rows:
-        if r["phase"] in FINISHED or (r["status"] or {}).get("deleted"):
+    for pod in pod_rows:
+        if pod["phase"] in FINISHED or (pod["status"] or {}).get("deleted"):
             continue
-        ns = usage.setdefault(r["namespace"], {})
-        for k, v in (r["requests"] or {}).items():
+        ns = usage.setdefault(pod["namespace"], {})
+        for k, v in (pod["requests"] or {}).items():
             ns[k] = ns.get(k, 0) + int(v)
         ns["pods"] = ns.get("pods", 0) + 1
     out = []

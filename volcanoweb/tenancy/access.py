@@ -85,9 +85,9 @@ def access_for(user: Any) -> Access:
     """Return the caller's :class:`Access` (one query, cached on the user object)."""
     if user is None:
         return SYSTEM
-    cached = getattr(user, "_volcanoweb_access", None)
+    cached: Access | None = getattr(user, "_volcanoweb_access", None)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     access = Access(user=user, platform_admin=is_platform_admin(user))
     if getattr(user, "is_authenticated", False):
         for membership in Membership.objects.filter(user=user).select_related("tenant"):
@@ -142,9 +142,9 @@ def queue_readers(queue: Any) -> frozenset[int] | None:
     The same rule as :func:`visible_queue_filter`, for one queue (live messages). A deleted queue answers what
     was computed before its rows went (``live_readers``, set by the service that deletes it).
     """
-    cached = getattr(queue, "live_readers", False)
-    if cached is not False:
-        return cached  # type: ignore[no-any-return]
+    if hasattr(queue, "live_readers"):
+        cached: frozenset[int] | None = queue.live_readers
+        return cached
     allowed = {tenant.pk for tenant in queue.allowed_tenants.all()} if queue.pk else set()  # uses a prefetch
     if queue.tenant_id is None and not allowed:
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -92,7 +93,7 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         return f"{self.user} {self.name} ({self.prefix}…)"
 
-    def is_usable(self, now: timezone.datetime | None = None) -> bool:
+    def is_usable(self, now: datetime | None = None) -> bool:
         """Return True unless the token is revoked or expired."""
         now = now or timezone.now()
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)

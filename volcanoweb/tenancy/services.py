@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from volcanoweb.audit import services as audit
@@ -98,12 +99,13 @@ def save_namespace(actor: Any, namespace: Namespace, *, source: str = "admin") -
     namespace.save()
     if not created:
         for model in (Job, Pod, PodGroup, CronJob, JobFlow, JobTemplate):
-            model.objects.filter(namespace=namespace.name).exclude(tenant_id=namespace.tenant_id).update(
+            # Q: a None tenant is an ``IS NULL`` lookup here (the typed keyword form does not take None)
+            model.objects.filter(namespace=namespace.name).exclude(Q(tenant_id=namespace.tenant_id)).update(
                 tenant_id=namespace.tenant_id
             )
-        for model in (Event, Command):
-            field = "namespace" if model is Event else "target_namespace"
-            model.objects.filter(**{field: namespace.name}).update(tenant_id=namespace.tenant_id)
+        for log_model in (Event, Command):
+            field = "namespace" if log_model is Event else "target_namespace"
+            log_model.objects.filter(**{field: namespace.name}).update(tenant_id=namespace.tenant_id)
     audit.record(
         actor,
         "create" if created else "update",

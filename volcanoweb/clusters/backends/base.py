@@ -29,10 +29,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scheduler.manifests import GROUP_ANNOTATION as GROUP_NAME_ANNOTATION  # the key the scheduler reads
+from scheduler.manifests import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity, parse_resource
 from volcanoweb.core import errors
 
+#: Pod annotation: the PodGroup of a pod (the key the scheduler reads).
+GROUP_NAME_ANNOTATION = GROUP_ANNOTATION
 #: Pod annotation: simulated run time ("30s", "5m", "1h30m", or seconds).
 SIM_DURATION_ANNOTATION = "sim.volcanoweb.io/duration"
 #: Pod annotation: simulated exit code of the main container (default 0).

@@ -163,7 +163,8 @@ class KubernetesBackend(ClusterBackend):
         """``read_namespaced_pod_log`` (tail, previous container); a 400 for a missing instance is NotFound."""
         what = f"read log of pod {namespace}/{name}"
         try:
-            response = self.core.read_namespaced_pod_log(
+            # Annotated ``str`` by the client; with _preload_content=False it is the urllib3 response.
+            response: Any = self.core.read_namespaced_pod_log(
                 name,
                 namespace,
                 _preload_content=False,
@@ -185,7 +186,7 @@ class KubernetesBackend(ClusterBackend):
         """``read_namespaced_pod_log(follow=True)``: lines as the kubelet streams them, until the container ends."""
         what = f"follow log of pod {namespace}/{name}"
         try:
-            response = self.core.read_namespaced_pod_log(
+            response: Any = self.core.read_namespaced_pod_log(  # the urllib3 response, as above
                 name,
                 namespace,
                 follow=True,

@@ -198,11 +198,11 @@ def scheduler_config(request: HttpRequest) -> HttpResponse:
                 if outcome.action == "unchanged":
                     saved = {"title": "Nothing saved", "detail": "the text equals the active version", "diff": []}
                 else:
-                    version = outcome.object.get("version")
+                    new_version = outcome.object.get("version")
                     saved = {
-                        "title": f"Saved version {version}, now active",
+                        "title": f"Saved version {new_version}, now active",
                         "detail": f"was v{previous.version}" if previous else "was the built-in default",
-                        "diff": _diff(before, text, "was active", f"v{version}"),
+                        "diff": _diff(before, text, "was active", f"v{new_version}"),
                     }
         except (ValueError, KeyError):
             error = {"message": "Choose a stored version to roll back to."}

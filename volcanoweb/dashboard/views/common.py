@@ -8,9 +8,16 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
+from django_htmx.middleware import HtmxDetails
 
 from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard.scope import get_scope, select_tenant
+
+
+class HtmxHttpRequest(HttpRequest):
+    """The type of a request through django_htmx's middleware, which sets ``htmx`` (falsy without htmx)."""
+
+    htmx: HtmxDetails
 
 
 def page(

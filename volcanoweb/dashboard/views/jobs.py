@@ -17,7 +17,7 @@ from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard import diagnosis, queries
 from volcanoweb.dashboard.actions import ACTIONS, job_actions, result_message, unavailable_reason, waiting_command
 from volcanoweb.dashboard.scope import get_scope
-from volcanoweb.dashboard.views.common import error_info, page
+from volcanoweb.dashboard.views.common import HtmxHttpRequest, error_info, page
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Event, Job, JobPhase, Pod
 from volcanoweb.manifests import render as manifest_render
@@ -32,7 +32,7 @@ def _filters(request: HttpRequest) -> dict[str, str]:
 
 
 @login_required
-def job_list(request: HttpRequest) -> HttpResponse:
+def job_list(request: HtmxHttpRequest) -> HttpResponse:
     """Render the jobs table: filtered, sorted and paginated on the server."""
     scope = get_scope(request)
     params = _filters(request)
@@ -190,7 +190,7 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def job_action(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+def job_action(request: HtmxHttpRequest, namespace: str, name: str) -> HttpResponse:
     """Suspend, resume, restart or delete a job through the job services."""
     scope = get_scope(request)
     job = _scoped_job(request, namespace, name)

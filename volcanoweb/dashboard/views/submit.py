@@ -64,13 +64,17 @@ def template_queues(text: str) -> set[str]:
     for doc in documents:
         if (doc.get("metadata") or {}).get("namespace") or doc.get("kind") == "Queue":
             continue
-        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
-        template = spec.get("jobTemplate") if isinstance(spec.get("jobTemplate"), dict) else {}  # CronJob
-        inner = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+        spec = _mapping(doc.get("spec"))
+        template = _mapping(spec.get("jobTemplate"))  # CronJob
+        inner = _mapping(template.get("spec"))
         queue = spec.get("queue") or inner.get("queue")
         if isinstance(queue, str) and queue:
             names.add(queue)
     return names
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def namespace_for_queues(scope: Scope, queues: set[str], current: str) -> str:

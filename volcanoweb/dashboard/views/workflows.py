@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -16,8 +17,9 @@ from django.views.decorators.http import require_POST
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard.scope import get_scope
-from volcanoweb.dashboard.views.common import error_info, page
+from volcanoweb.dashboard.views.common import HtmxHttpRequest, error_info, page
 from volcanoweb.jobs.models import FINISHED_JOB_PHASES, Event, Job
+from volcanoweb.tenancy.access import Access
 from volcanoweb.workflows import services as workflow_services
 from volcanoweb.workflows.models import CronJob, JobFlow
 
@@ -91,7 +93,7 @@ def cronjob_history(cron: CronJob, limit: int = 50) -> list[dict[str, Any]]:
     return rows
 
 
-CRON_ACTIONS = {
+CRON_ACTIONS: dict[str, tuple[Callable[[Access, str, str], object], str]] = {
     "suspend": (workflow_services.suspend_cronjob, "Suspended {key}: no new jobs until it is resumed."),
     "resume": (workflow_services.resume_cronjob, "Resumed {key}: it runs on its schedule again."),
     "run": (workflow_services.run_cronjob_now, "Started job {job} from {key}."),
@@ -126,7 +128,7 @@ def cronjob_detail(request: HttpRequest, namespace: str, name: str) -> HttpRespo
 
 @login_required
 @require_POST
-def cronjob_action(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
+def cronjob_action(request: HtmxHttpRequest, namespace: str, name: str) -> HttpResponse:
     """Suspend, resume or run a CronJob now through the workflow services (viewers get the services' 403)."""
     scope = get_scope(request)
     cron = get_object_or_404(scope.filter(CronJob.objects.all()), namespace=namespace, name=name)
