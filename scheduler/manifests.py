@@ -228,7 +228,9 @@ def _pod_terms(
         weight = ctx.integer(p.get("weight"), f"{f}.weight", 1)
         if not 1 <= weight <= 100:
             raise ctx.error(f"{f}.weight", "must be in the range 1-100")
-        preferred.append(WeightedPodAffinityTerm(weight, _pod_term(ctx, p.get("podAffinityTerm"), f"{f}.podAffinityTerm")))
+        preferred.append(
+            WeightedPodAffinityTerm(weight, _pod_term(ctx, p.get("podAffinityTerm"), f"{f}.podAffinityTerm"))
+        )
     return required, tuple(preferred)
 
 
