@@ -224,8 +224,8 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         if not all(bool(f.passed[node]) for f in self._static(task)):
             return False
         if self.anti:
-            gone = removed if self._simulates_removal() else frozenset()
-            for f in (self._affinity_filter(task, gone), self._anti_filter(task, gone)):
+            seen = removed if self._simulates_removal() else frozenset()
+            for f in (self._affinity_filter(task, seen), self._anti_filter(task, seen)):
                 if f is not None and not f.passed[node]:
                     return False
         return True

@@ -332,3 +332,15 @@ def test_bad_terms_name_the_field(affinity: dict[str, Any], field: str) -> None:
     with pytest.raises(ManifestError) as err:
         snapshot_from_manifests(load_manifests(_pod("new", "web", affinity=affinity)))
     assert err.value.field == field
+
+
+def test_a_job_shaped_like_a_failed_one_is_still_tried() -> None:
+    # Same requests, queue and sizes: allocate may skip a job shaped like one that just failed,
+    # but the pods' affinity terms differ, so the second job finds its node.
+    text = "".join(_node(n, z) for n, z in NODES.items())
+    text += _pod("cache", "cache", "d")
+    text += _pod("a-new", "web", affinity=_required(AFF, _term("db", HOST)))
+    text += _pod("b-new", "web", affinity=_required(AFF, _term("cache", HOST)))
+    result = run_cycle(snapshot_from_manifests(load_manifests(text)), FILTER)
+    assert result.binds == {"default/b-new": "d"}
+    assert "default/a-new" in result.unschedulable
