@@ -400,8 +400,9 @@ def _placement(ctx: _Ctx, spec: Mapping[str, Any]) -> PodPlacement:
 
 def pod_placement(spec: Mapping[str, Any], obj: str = "") -> PodPlacement:
     """Return the node affinity, tolerations, pod affinity and anti-affinity (required and
-    preferred) and topology spread constraints of a pod ``spec`` (the one converter of these fields: manifests and the web app's
-    snapshot both use it). Raises :class:`ManifestError` (document 0, object ``obj``) on bad input."""
+    preferred) and topology spread constraints of a pod ``spec`` (the one converter of these
+    fields: manifests and the web app's snapshot both use it). Raises :class:`ManifestError`
+    (document 0, object ``obj``) on bad input."""
     return _placement(_Ctx(0, obj), spec)
 
 

@@ -16,7 +16,6 @@ __all__ = [
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "PodAffinityTerm",
-    "WeightedPodAffinityTerm",
     "PodDisruptionBudget",
     "PreferredSchedulingTerm",
     "PriorityClass",
@@ -29,6 +28,7 @@ __all__ = [
     "TaskStatus",
     "Toleration",
     "TopologySpreadConstraint",
+    "WeightedPodAffinityTerm",
 ]
 
 _NO_SCALARS: Mapping[str, int] = MappingProxyType({})
