@@ -399,8 +399,9 @@ class Plugin:
     #: Its ``overused`` answer (if implemented) depends only on the queue state. Allocate then
     #: records a job's failure to find a node without trying again when an identical job failed
     #: since the last change, and asks whether a queue is overused again only after a change
-    #: (``actions/allocate.py``).
-    failures_repeatable: ClassVar[bool] = False
+    #: (``actions/allocate.py``). A plugin may set it per session (predicates does, off when
+    #: pods have inter-pod terms or spread constraints, which depend on labels the signature lacks).
+    failures_repeatable: bool = False
 
     def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:
         merged = {k: spec.default for k, spec in self.arguments.items()}

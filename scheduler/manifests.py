@@ -29,6 +29,7 @@ from scheduler.model import (
     TaskStatus,
     Toleration,
     TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 )
 from scheduler.quantity import SLA_ANNOTATION, QuantityError, parse_duration, parse_resource
 from scheduler.snapshot import Snapshot
@@ -198,29 +199,39 @@ def _term(ctx: _Ctx, value: Any, field: str) -> NodeSelectorTerm:
     )
 
 
-def _anti_affinity(ctx: _Ctx, spec: Mapping[str, Any]) -> tuple[PodAffinityTerm, ...]:
-    base = "spec.affinity.podAntiAffinity"
-    anti = ctx.mapping(ctx.mapping(spec.get("affinity"), "spec.affinity").get("podAntiAffinity"), base)
+def _pod_term(ctx: _Ctx, raw: Any, f: str) -> PodAffinityTerm:
+    term = ctx.mapping(raw, f)
+    key = ctx.string(term.get("topologyKey"), f"{f}.topologyKey")
+    if not key:
+        raise ctx.error(f"{f}.topologyKey", "required")
+    labels, exprs = _selector(ctx, term.get("labelSelector"), f"{f}.labelSelector")
+    namespaces = tuple(ctx.string(n, f"{f}.namespaces") for n in ctx.seq(term.get("namespaces"), f"{f}.namespaces"))
+    return PodAffinityTerm(key, labels, exprs, namespaces)
+
+
+def _pod_terms(
+    ctx: _Ctx, spec: Mapping[str, Any], kind: str
+) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
+    """Required and preferred terms of ``spec.affinity.<kind>`` (podAffinity or podAntiAffinity)."""
+    base = f"spec.affinity.{kind}"
+    aff = ctx.mapping(ctx.mapping(spec.get("affinity"), "spec.affinity").get(kind), base)
     rf = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
-    terms = []
-    for j, raw in enumerate(ctx.seq(anti.get("requiredDuringSchedulingIgnoredDuringExecution"), rf)):
-        f = f"{rf}[{j}]"
-        term = ctx.mapping(raw, f)
-        key = ctx.string(term.get("topologyKey"), f"{f}.topologyKey")
-        if not key:
-            raise ctx.error(f"{f}.topologyKey", "required")
-        selector = term.get("labelSelector")
-        labels: tuple[tuple[str, str], ...] | None = None
-        exprs: tuple[NodeSelectorRequirement, ...] = ()
-        if selector is not None:
-            sel = ctx.mapping(selector, f"{f}.labelSelector")
-            labels = tuple(sorted(ctx.labels(sel.get("matchLabels"), f"{f}.labelSelector.matchLabels").items()))
-            exprs = _requirements(ctx, sel.get("matchExpressions"), f"{f}.labelSelector.matchExpressions")
-            if any(r.operator in ("Gt", "Lt") for r in exprs):
-                raise ctx.error(f"{f}.labelSelector.matchExpressions", "operators are In, NotIn, Exists, DoesNotExist")
-        namespaces = tuple(ctx.string(n, f"{f}.namespaces") for n in ctx.seq(term.get("namespaces"), f"{f}.namespaces"))
-        terms.append(PodAffinityTerm(key, labels, exprs, namespaces))
-    return tuple(terms)
+    required = tuple(
+        _pod_term(ctx, raw, f"{rf}[{j}]")
+        for j, raw in enumerate(ctx.seq(aff.get("requiredDuringSchedulingIgnoredDuringExecution"), rf))
+    )
+    pf = f"{base}.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred = []
+    for j, raw in enumerate(ctx.seq(aff.get("preferredDuringSchedulingIgnoredDuringExecution"), pf)):
+        f = f"{pf}[{j}]"
+        p = ctx.mapping(raw, f)
+        weight = ctx.integer(p.get("weight"), f"{f}.weight", 1)
+        if not 1 <= weight <= 100:
+            raise ctx.error(f"{f}.weight", "must be in the range 1-100")
+        preferred.append(
+            WeightedPodAffinityTerm(weight, _pod_term(ctx, p.get("podAffinityTerm"), f"{f}.podAffinityTerm"))
+        )
+    return required, tuple(preferred)
 
 
 def _selector(
@@ -361,6 +372,9 @@ class PodPlacement:
     tolerations: tuple[Toleration, ...] = ()
     anti_affinity: tuple[PodAffinityTerm, ...] = ()
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
 
 
 _NO_PLACEMENT = PodPlacement()
@@ -370,13 +384,25 @@ def _placement(ctx: _Ctx, spec: Mapping[str, Any]) -> PodPlacement:
     if not (spec.get("affinity") or spec.get("tolerations") or spec.get("topologySpreadConstraints")):
         return _NO_PLACEMENT
     required, preferred = _affinity(ctx, spec)
-    return PodPlacement(required, preferred, _tolerations(ctx, spec), _anti_affinity(ctx, spec), _spread(ctx, spec))
+    pod_required, pod_preferred = _pod_terms(ctx, spec, "podAffinity")
+    anti_required, anti_preferred = _pod_terms(ctx, spec, "podAntiAffinity")
+    return PodPlacement(
+        required,
+        preferred,
+        _tolerations(ctx, spec),
+        anti_required,
+        _spread(ctx, spec),
+        pod_required,
+        pod_preferred,
+        anti_preferred,
+    )
 
 
 def pod_placement(spec: Mapping[str, Any], obj: str = "") -> PodPlacement:
-    """Return the node affinity, tolerations, required pod anti-affinity and topology spread
-    constraints of a pod ``spec`` (the one converter of these fields: manifests and the web app's
-    snapshot both use it). Raises :class:`ManifestError` (document 0, object ``obj``) on bad input."""
+    """Return the node affinity, tolerations, pod affinity and anti-affinity (required and
+    preferred) and topology spread constraints of a pod ``spec`` (the one converter of these
+    fields: manifests and the web app's snapshot both use it). Raises :class:`ManifestError`
+    (document 0, object ``obj``) on bad input."""
     return _placement(_Ctx(0, obj), spec)
 
 
@@ -470,6 +496,9 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         creation=creation,
         labels=labels,
         anti_affinity=placement.anti_affinity,
+        pod_affinity=placement.pod_affinity,
+        preferred_pod_affinity=placement.preferred_pod_affinity,
+        preferred_anti_affinity=placement.preferred_anti_affinity,
         topology_spread=placement.topology_spread,
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")

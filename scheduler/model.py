@@ -28,6 +28,7 @@ __all__ = [
     "TaskStatus",
     "Toleration",
     "TopologySpreadConstraint",
+    "WeightedPodAffinityTerm",
 ]
 
 _NO_SCALARS: Mapping[str, int] = MappingProxyType({})
@@ -256,7 +257,7 @@ class NodeSelectorTerm:
 
 @dataclass(frozen=True, slots=True)
 class PodAffinityTerm:
-    """A required inter-pod (anti-)affinity term: pods matching the label selector (in
+    """An inter-pod (anti-)affinity term: pods matching the label selector (in
     ``namespaces``, default the pod's own) within the same ``topology_key`` domain.
 
     ``match_labels`` None means a nil selector (matches no pod); an empty one matches every pod.
@@ -277,6 +278,15 @@ class PodAffinityTerm:
         return all(labels.get(k) == v for k, v in self.match_labels) and all(
             r.matches(labels) for r in self.match_expressions
         )
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    """A preferred inter-pod (anti-)affinity term with its weight (1-100), scored by nodeorder's
+    ``podaffinity.weight``."""
+
+    weight: int
+    term: PodAffinityTerm
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,10 +359,16 @@ class Task:
     scheduling_gated: bool = False
     nominated_node: str = ""
     creation: int = 0
-    #: Pod labels (inter-pod anti-affinity selects pods by them).
+    #: Pod labels (inter-pod affinity and anti-affinity select pods by them).
     labels: Mapping[str, str] = field(default_factory=dict)
     #: ``spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution``.
     anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    #: ``spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution``.
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    #: ``spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution``.
+    preferred_pod_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    #: ``spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution``.
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     #: ``spec.topologySpreadConstraints``.
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
 

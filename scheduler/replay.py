@@ -44,6 +44,7 @@ from scheduler.model import (
     TaskStatus,
     Toleration,
     TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 )
 from scheduler.snapshot import Snapshot
 
@@ -104,6 +105,10 @@ def _anti(a: PodAffinityTerm) -> list[Any]:
     return [a.topology_key, _pairs(a.match_labels), [_req(r) for r in a.match_expressions], list(a.namespaces)]
 
 
+def _weighted(w: WeightedPodAffinityTerm) -> list[Any]:
+    return [w.weight, _anti(w.term)]
+
+
 def _spread(c: TopologySpreadConstraint) -> list[Any]:
     return [
         c.max_skew,
@@ -160,6 +165,12 @@ def encode_task(t: Task) -> dict[str, Any]:
         out["labels"] = dict(t.labels)
     if t.anti_affinity:
         out["anti_affinity"] = [_anti(a) for a in t.anti_affinity]
+    if t.pod_affinity:
+        out["pod_affinity"] = [_anti(a) for a in t.pod_affinity]
+    if t.preferred_pod_affinity:
+        out["preferred_pod_affinity"] = [_weighted(w) for w in t.preferred_pod_affinity]
+    if t.preferred_anti_affinity:
+        out["preferred_anti_affinity"] = [_weighted(w) for w in t.preferred_anti_affinity]
     if t.topology_spread:
         out["topology_spread"] = [_spread(c) for c in t.topology_spread]
     return out
@@ -345,6 +356,11 @@ def _danti(value: Any) -> PodAffinityTerm:
     return PodAffinityTerm(str(key), _dpairs(labels), tuple(_dreq(r) for r in exprs), tuple(str(n) for n in namespaces))
 
 
+def _dweighted(value: Any) -> WeightedPodAffinityTerm:
+    weight, term = value
+    return WeightedPodAffinityTerm(int(weight), _danti(term))
+
+
 def _dspread(value: Any) -> TopologySpreadConstraint:
     skew, key, when, labels, exprs = value
     return TopologySpreadConstraint(int(skew), str(key), str(when), _dpairs(labels), tuple(_dreq(r) for r in exprs))
@@ -400,6 +416,9 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         creation=int(d.get("creation", 0)),
         labels={str(k): str(v) for k, v in (d.get("labels") or {}).items()},
         anti_affinity=tuple(_danti(a) for a in d.get("anti_affinity") or ()),
+        pod_affinity=tuple(_danti(a) for a in d.get("pod_affinity") or ()),
+        preferred_pod_affinity=tuple(_dweighted(w) for w in d.get("preferred_pod_affinity") or ()),
+        preferred_anti_affinity=tuple(_dweighted(w) for w in d.get("preferred_anti_affinity") or ()),
         topology_spread=tuple(_dspread(c) for c in d.get("topology_spread") or ()),
     )
 

@@ -105,16 +105,19 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         self._open_anti(session)
 
     def _open_anti(self, session: Session) -> None:
-        """Inter-pod anti-affinity: on when some pod of the snapshot has required terms. Its
-        filter depends on pods in the whole topology domain, so node-local caching is off then."""
+        """Inter-pod affinity and anti-affinity: on when some pod of the snapshot has required
+        terms. Their filter depends on pods in the whole topology domain, so node-local caching
+        is off then, and so is allocate's skipping of a job that looks like one that failed
+        (pods of one shape may differ in labels and terms)."""
         self.pod_affinity = bool(self.args["predicate.PodAffinityEnable"])
         # One pass over the pods; only sessions that have such pods look closer.
-        placed = [t for t in session.snapshot.tasks if t.anti_affinity or t.topology_spread]
-        self.anti = self.pod_affinity and any(t.anti_affinity for t in placed)
+        placed = [t for t in session.snapshot.tasks if t.anti_affinity or t.pod_affinity or t.topology_spread]
+        self.anti = self.pod_affinity and any(t.anti_affinity or t.pod_affinity for t in placed)
         self.spread = bool(self.args["predicate.PodTopologySpreadEnable"]) and any(
             c.when_unsatisfiable == "DoNotSchedule" for t in placed for c in t.topology_spread
         )
         self.node_local_filters = not (self.anti or self.spread)
+        self.failures_repeatable = self.node_local_filters
 
     def save_open_state(self) -> Any:
         """Static filters are shared (they depend only on nodes and pod signatures); the pod-count
@@ -177,10 +180,14 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
 
     def predicate(self, task: TaskInfo) -> Sequence[Filter]:
         """Pod count first (resolvable), then the cached static filters (unresolvable), then
-        required inter-pod anti-affinity (resolvable) when the session has such terms."""
+        required inter-pod affinity (unresolvable) and anti-affinity (resolvable) when the
+        session has such terms."""
         static = self._static(task)
         extra: list[Filter] = []
         if self.anti:
+            affinity = self._affinity_filter(task)
+            if affinity is not None:
+                extra.append(affinity)
             anti = self._anti_filter(task)
             if anti is not None:
                 extra.append(anti)
@@ -218,9 +225,10 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         if not all(bool(f.passed[node]) for f in self._static(task)):
             return False
         if self.anti:
-            anti = self._anti_filter(task, removed if self._simulates_removal() else frozenset())
-            if anti is not None and not anti.passed[node]:
-                return False
+            seen = removed if self._simulates_removal() else frozenset()
+            for f in (self._affinity_filter(task, seen), self._anti_filter(task, seen)):
+                if f is not None and not f.passed[node]:
+                    return False
         return True
 
     def _simulates_removal(self) -> bool:
@@ -233,6 +241,44 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
                 if opt.name == self.name:
                     return opt.enabled(ExtensionPoint.PREEMPTABLE) or opt.enabled(ExtensionPoint.ALLOCATABLE)
         return True
+
+    def _affinity_filter(self, task: TaskInfo, removed: frozenset[str] = frozenset()) -> Filter | None:
+        """Kubernetes' InterPodAffinity filter, affinity half: a node passes when it has every
+        term's topology key and, for each term, its domain holds a pod that matches all of the
+        task's terms. When no pod anywhere matches them all and the task matches its own terms,
+        it may start its group: every node with all the keys passes."""
+        me = task.task
+        terms = me.pod_affinity
+        if not terms:
+            return None
+        table = self.session.nodes
+        nodes = table.nodes
+        found: set[tuple[str, str]] = set()
+        for i, placed in enumerate(table.tasks):
+            if not placed:
+                continue
+            labels = nodes[i].labels
+            for other in placed.values():
+                if other is task or other.uid in removed:
+                    continue
+                if all(term.selects(other.task, me.namespace) for term in terms):
+                    for term in terms:
+                        value = labels.get(term.topology_key)
+                        if value is not None:
+                            found.add((term.topology_key, value))
+        first = not found and all(term.selects(me, me.namespace) for term in terms)
+        keys = [term.topology_key for term in terms]
+        passed = np.fromiter(
+            (
+                all(k in n.labels for k in keys) and (first or all((k, n.labels[k]) in found for k in keys))
+                for n in nodes
+            ),
+            dtype=np.bool_,
+            count=len(nodes),
+        )
+        if passed.all():
+            return None
+        return Filter(self.name, passed, "node(s) didn't match pod affinity rules")
 
     def _anti_filter(self, task: TaskInfo, removed: frozenset[str] = frozenset()) -> Filter | None:
         """Kubernetes' InterPodAffinity filter, anti-affinity half: a node fails when its
@@ -301,7 +347,8 @@ def _most_requested(requested: FloatArray, alloc: FloatArray, safe: FloatArray) 
 
 class NodeOrderPlugin(SharedOpenState, NodeOrder):
     """Kubernetes scores: least/most requested, balanced allocation, preferred node affinity,
-    PreferNoSchedule taints; each 0-100 score times its weight, summed."""
+    PreferNoSchedule taints, topology spread, preferred inter-pod affinity; each 0-100 score
+    times its weight, summed."""
 
     name = "nodeorder"
     arguments: ClassVar[Mapping[str, ArgSpec]] = {
@@ -310,7 +357,7 @@ class NodeOrderPlugin(SharedOpenState, NodeOrder):
         "balancedresource.weight": ArgSpec("int", 1),
         "nodeaffinity.weight": ArgSpec("int", 2),
         "tainttoleration.weight": ArgSpec("int", 3),
-        "podaffinity.weight": ArgSpec("int", 2, "accepted, no effect (no pod affinity model)"),
+        "podaffinity.weight": ArgSpec("int", 2, "preferred inter-pod affinity and anti-affinity"),
         "imagelocality.weight": ArgSpec("int", 1, "accepted, no effect (no images)"),
         "podtopologyspread.weight": ArgSpec("int", 2, "ScheduleAnyway topology spread constraints"),
         "selectorspread.weight": ArgSpec("int", 0, "accepted, no effect"),
@@ -340,6 +387,21 @@ class NodeOrderPlugin(SharedOpenState, NodeOrder):
         self.any_prefer = any(self.prefer_taints)
         self._affinity_cache: dict[tuple[Any, ...], FloatArray] = {}
         self._taint_cache: dict[tuple[Any, ...], FloatArray] = {}
+        self._open_pod_affinity(session)
+
+    def _open_pod_affinity(self, session: Session) -> None:
+        """Preferred inter-pod affinity is scored only when some pod of the snapshot has such
+        terms (with Volcano's empty InterPodAffinityArgs, required terms of existing pods weigh 0)."""
+        self.w_pod = float(self.args["podaffinity.weight"])
+        self.pod_preferences = bool(self.w_pod) and any(
+            t.preferred_pod_affinity or t.preferred_anti_affinity for t in session.snapshot.tasks
+        )
+
+    def restore_open_state(self, session: Session, state: Any) -> None:
+        """Shared from the last cycle (SessionCache); whether pods have preferred pod affinity depends on
+        this snapshot's pods, so it is looked up again."""
+        super().restore_open_state(session, state)
+        self._open_pod_affinity(session)
 
     def _affinity_raw(self, task: TaskInfo) -> FloatArray | None:
         terms = task.task.preferred_affinity
@@ -442,6 +504,66 @@ class NodeOrderPlugin(SharedOpenState, NodeOrder):
         spread = self._spread_score(task, nodes)
         if spread is not None:
             out = spread * self.w_spread if out is None else out + spread * self.w_spread
+        pod = self._pod_affinity_score(task, nodes)
+        if pod is not None:
+            out = pod * self.w_pod if out is None else out + pod * self.w_pod
+        return out
+
+    def _pod_affinity_score(self, task: TaskInfo, nodes: IntArray) -> FloatArray | None:
+        """Kubernetes' InterPodAffinity score: every placed pod adds, to the domain (topology
+        key and value of its node) of each term that matches, +weight for the task's preferred
+        affinity terms selecting it, -weight for the task's preferred anti-affinity terms, and
+        the same for its own preferred terms selecting the task. A node scores the sum over the
+        domains it belongs to, normalised over ``nodes`` to 0..100 (max-min); None when nothing
+        matched (all zero)."""
+        if not self.pod_preferences or not len(nodes):
+            return None
+        me = task.task
+        mine = [(w.term, w.weight) for w in me.preferred_pod_affinity]
+        mine += [(w.term, -w.weight) for w in me.preferred_anti_affinity]
+        table = self.session.nodes
+        table_nodes = table.nodes
+        domains: dict[tuple[str, str], int] = {}
+
+        def add(key: str, labels: Mapping[str, str], weight: int) -> None:
+            value = labels.get(key)
+            if value is not None:
+                domain = (key, value)
+                domains[domain] = domains.get(domain, 0) + weight
+
+        for i, placed in enumerate(table.tasks):
+            if not placed:
+                continue
+            labels = table_nodes[i].labels
+            if not labels:
+                continue
+            for other in placed.values():
+                if other is task:
+                    continue
+                o = other.task
+                for term, weight in mine:
+                    if term.selects(o, me.namespace):
+                        add(term.topology_key, labels, weight)
+                for w in o.preferred_pod_affinity:
+                    if w.term.selects(me, o.namespace):
+                        add(w.term.topology_key, labels, w.weight)
+                for w in o.preferred_anti_affinity:
+                    if w.term.selects(me, o.namespace):
+                        add(w.term.topology_key, labels, -w.weight)
+        if not domains:
+            return None
+        keys = sorted({k for k, _ in domains})
+        raw = np.array(
+            [
+                sum(domains.get((k, table_nodes[i].labels[k]), 0) for k in keys if k in table_nodes[i].labels)
+                for i in nodes.tolist()
+            ],
+            dtype=np.float64,
+        )
+        low, top = float(raw.min()), float(raw.max())
+        if top == low:
+            return np.zeros(len(nodes), dtype=np.float64)
+        out: FloatArray = np.floor(100.0 * ((raw - low) / (top - low)))
         return out
 
     def _spread_score(self, task: TaskInfo, nodes: IntArray) -> FloatArray | None:

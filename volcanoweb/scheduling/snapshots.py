@@ -246,6 +246,9 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
         creation=_creation(row["created_at"]),
         labels=dict(labels),
         anti_affinity=where.anti_affinity,
+        pod_affinity=where.pod_affinity,
+        preferred_pod_affinity=where.preferred_pod_affinity,
+        preferred_anti_affinity=where.preferred_anti_affinity,
         topology_spread=where.topology_spread,
     )
 

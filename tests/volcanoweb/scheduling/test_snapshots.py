@@ -132,7 +132,7 @@ def test_the_scheduling_loop_reuses_its_session_when_the_rows_did_not_change(sim
     assert cycles._cache.hits >= hits + 1  # the cycles after the first reuse the opened session
 
 
-def test_snapshot_reads_anti_affinity_spread_labels_and_sla(sim: Any, cast: Any) -> None:
+def test_snapshot_reads_pod_affinity_anti_affinity_spread_labels_and_sla(sim: Any, cast: Any) -> None:
     group, (pod,) = make_gang("fid", 1, tenant=cast.team_a)
     pod.labels = {"app": "fid"}
     pod.spec = {
@@ -141,8 +141,25 @@ def test_snapshot_reads_anti_affinity_spread_labels_and_sla(sim: Any, cast: Any)
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
                     {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "fid"}}}
-                ]
-            }
+                ],
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 4,
+                        "podAffinityTerm": {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "x"}}},
+                    }
+                ],
+            },
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "db"}}, "namespaces": ["data"]}
+                ],
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 9,
+                        "podAffinityTerm": {"topologyKey": "rack", "labelSelector": {"matchLabels": {"app": "y"}}},
+                    }
+                ],
+            },
         },
         "topologySpreadConstraints": [
             {
@@ -164,6 +181,10 @@ def test_snapshot_reads_anti_affinity_spread_labels_and_sla(sim: Any, cast: Any)
     assert task.labels == {"app": "fid"}
     (term,) = task.anti_affinity
     assert (term.topology_key, term.match_labels, term.namespaces) == ("kubernetes.io/hostname", (("app", "fid"),), ())
+    (needs,) = task.pod_affinity
+    assert (needs.topology_key, needs.match_labels, needs.namespaces) == ("zone", (("app", "db"),), ("data",))
+    assert [(w.weight, w.term.topology_key) for w in task.preferred_pod_affinity] == [(9, "rack")]
+    assert [(w.weight, w.term.topology_key) for w in task.preferred_anti_affinity] == [(4, "zone")]
     (spread,) = task.topology_spread
     assert (spread.max_skew, spread.topology_key, spread.when_unsatisfiable) == (2, "zone", "ScheduleAnyway")
     assert spread.match_expressions[0].operator == "Exists"
