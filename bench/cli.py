@@ -238,6 +238,16 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ws-messages", type=int, default=50)
     p.add_argument("--ws-interval", type=float, default=0.1, help="seconds between broadcasts")
     p.add_argument("--keep-db", action="store_true", help="keep the bench database and Redis DB")
+    p.add_argument("--apply-batch", type=int, default=1, help="jobs per POST /api/v1/apply (a List, all or nothing)")
+    p.add_argument("--embedded", action="store_true", help="the embedded mode (SQLite, loops in-process) instead")
+    p.add_argument("--controller-workers", type=int, default=1, help="Celery worker processes for the controllers")
+    p.add_argument(
+        "--ws-phase",
+        choices=("during", "after"),
+        default="during",
+        help="WebSocket fan-out during the run (first request to last bind) or after it",
+    )
+    p.add_argument("--no-profile", action="store_true", help="no per-stage CPU counters in the stack's processes")
 
 
 def main(argv: list[str] | None = None) -> int:
