@@ -287,8 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     y.add_argument("--nodes", type=int, default=500)
     y.add_argument("--running", type=int, default=2000, help="pods that bind and keep running (gangs of 4)")
     y.add_argument("--pending", type=int, default=400, help="pods that never fit (gangs of 4)")
+    y.add_argument("--running-cpu", type=int, default=4000, help="CPU request of a running pod, millicores")
     y.add_argument("--cycles", type=int, default=15, help="timed cycles per mode")
     y.add_argument("--warmup", type=int, default=3)
+    y.add_argument(
+        "--bind-batch", type=int, default=0, help="then add this many pending pods that fit and time the binding cycle"
+    )
+    y.add_argument("--bind-rounds", type=int, default=3, help="binding cycles (each with --bind-batch new pods)")
     y.add_argument("--out", default=None)
     y.set_defaults(func=cmd_cycle)
     e = sub.add_parser("e2e", help="end-to-end on the stack: REST API to bound pods, WebSocket fan-out")
