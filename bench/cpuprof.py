@@ -72,6 +72,21 @@ class Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn: Any = None
+        self.samples = 0
+        self.activity: dict[str, int] = {}  # "state / wait" -> samples (non-idle backends)
+        self.lock_waits: dict[str, int] = {}  # "waiting query <- blocker's last query" -> samples
+
+    def waits(self) -> dict[str, Any]:
+        """What the bench database's backends were doing, summed over the samples (every 0.5 s)."""
+
+        def top(d: dict[str, int], n: int) -> dict[str, int]:
+            return dict(sorted(d.items(), key=lambda kv: -kv[1])[:n])
+
+        return {
+            "samples": self.samples,
+            "backends_by_state": top(self.activity, 12),
+            "lock_waits": top(self.lock_waits, 10),
+        }
 
     def _stack_now(self) -> dict[int, float]:
         out = {}
@@ -94,8 +109,20 @@ class Sampler:
 
                 self._conn = psycopg.connect(**self.pg_dsn, autocommit=True)
             rows = self._conn.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [self.db_name]
+                "SELECT a.pid, a.state, a.wait_event_type, a.wait_event, left(a.query, 70),"
+                " (SELECT left(b.query, 70) FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1])"
+                " FROM pg_stat_activity a WHERE a.datname = %s AND a.pid <> pg_backend_pid()",
+                [self.db_name],
             ).fetchall()
+            self.samples += 1
+            for _pid, state, wtype, wevent, query, blocker in rows:
+                if state == "idle":
+                    continue
+                key = f"{state} / {wtype or 'CPU'}{':' + wevent if wevent else ''}"
+                self.activity[key] = self.activity.get(key, 0) + 1
+                if wtype == "Lock":
+                    pair = f"{' '.join((query or '').split())[:70]}  <- held by: {' '.join((blocker or '').split())}"
+                    self.lock_waits[pair] = self.lock_waits.get(pair, 0) + 1
             return [int(r[0]) for r in rows]
         except Exception:
             self._conn = None

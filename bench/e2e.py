@@ -628,6 +628,7 @@ def run(args: Any) -> dict[str, Any]:
                 "progress": progress[:: max(1, len(progress) // 60)],
                 "uptime_after_bind": _uptime(),
                 "bench_process_cpu_ms_per_job": round(bench_cpu * 1000 / n, 2),
+                "postgres_activity": sampler.waits(),
                 "cpu_profile": cpuprof.breakdown(
                     n,
                     stack_cpu,
