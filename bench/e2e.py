@@ -323,6 +323,7 @@ def submit(
     errors: list[str] = []
     lock = threading.Lock()
     next_i = iter(range(0, n, max(1, batch)))
+    accepted = [0]  # jobs in applies answered 2xx
 
     def worker() -> None:
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -332,8 +333,9 @@ def submit(
                     i = next(next_i, None)
                 if i is None:
                     return
+                size = min(n, i + batch) - i
                 if batch > 1:
-                    items = [job_manifest(j, cpu, memory) for j in range(i, min(n, i + batch))]
+                    items = [job_manifest(j, cpu, memory) for j in range(i, i + size)]
                     body = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
                 else:
                     body = json.dumps(job_manifest(i, cpu, memory))
@@ -351,6 +353,8 @@ def submit(
                 with lock:
                     latencies.append(dt)
                     statuses[code] = statuses.get(code, 0) + 1
+                    if code.startswith("2"):
+                        accepted[0] += size
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
     start = time.perf_counter()
@@ -359,7 +363,14 @@ def submit(
     for t in threads:
         t.join()
     end = time.perf_counter()
-    return {"start": start, "end": end, "latencies": latencies, "statuses": statuses, "errors": errors}
+    return {
+        "start": start,
+        "end": end,
+        "latencies": latencies,
+        "statuses": statuses,
+        "errors": errors,
+        "accepted": accepted[0],
+    }
 
 
 def wait_bound(n: int, deadline_s: float, progress: list[tuple[float, int]], t0: float) -> float | None:
@@ -595,7 +606,8 @@ def run(args: Any) -> dict[str, Any]:
         t_sub.start()
         t_sub.join()
         print(f"  e2e: submitted {n} jobs in {sub_result['end'] - t0:.1f} s", file=sys.stderr)
-        t_bound = wait_bound(n, args.bind_timeout, progress, t0)
+        accepted = int(sub_result["accepted"])  # refused applies (5xx, timeouts) are reported, not waited for
+        t_bound = wait_bound(accepted, args.bind_timeout, progress, t0)
         ws_until.set()
         time.sleep(1.0)  # the stage files are written every 0.5 s
         stack_cpu, pg_cpu = sampler.stop()
@@ -606,10 +618,10 @@ def run(args: Any) -> dict[str, Any]:
         wall = (t_bound - start) if t_bound else None
         submit_wall = sub_result["end"] - start
         ok_requests = sum(v for k, v in sub_result["statuses"].items() if k.startswith("2"))
-        lost = n - final["jobs"]
+        lost = max(0, accepted - final["jobs"])
         report.update(
             {
-                "jobs_per_second": (n / wall) if wall else None,
+                "jobs_per_second": (accepted / wall) if wall else None,
                 "seconds_first_request_to_last_bound": wall,
                 "submission": {
                     "seconds": submit_wall,
@@ -622,6 +634,8 @@ def run(args: Any) -> dict[str, Any]:
                 "api_latency": _summary(sub_result["latencies"]),
                 "counts": final,
                 "lost_jobs": lost,
+                "refused_jobs": n - accepted,
+                "jobs_of_refused_applies_present": max(0, final["jobs"] - accepted),
                 "duplicated": final["jobs_with_several_pods"] + max(0, final["pods"] - final["jobs"]),
                 "unbound_pods": final["pods"] - final["bound_pods"],
                 "all_bound": t_bound is not None,
@@ -639,7 +653,7 @@ def run(args: Any) -> dict[str, Any]:
                 ),
             }
         )
-        report["ok"] = bool(t_bound) and lost == 0 and report["duplicated"] == 0 and final["pods"] == n
+        report["ok"] = bool(t_bound) and lost == 0 and report["duplicated"] == 0 and final["pods"] == n == accepted
         if ws_thread is not None:
             ws_thread.join(30)
             report["websocket"] = ws_result
