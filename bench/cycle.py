@@ -58,6 +58,9 @@ def populate(nodes: int, running: int, pending: int, running_cpu: int = 4000) ->
             ],
             batch_size=1000,
         )
+    # The mirror creates at most 2,000 plain pods in the cluster per sync: create them all before timing.
+    while cluster_services.create_plain_pods_in_backend(backend):
+        pass
     cluster_services.sync_from_backend(backend)
     return backend
 
@@ -114,6 +117,8 @@ def bind_rounds(backend: Any, batch: int, rounds: int) -> dict[str, Any]:
             ],
             batch_size=1000,
         )
+        while cluster_services.create_plain_pods_in_backend(backend):
+            pass
         cluster_services.sync_from_backend(backend)
         run = run_cycle(backend=backend)
         assert run is not None
