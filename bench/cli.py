@@ -238,6 +238,16 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ws-messages", type=int, default=50)
     p.add_argument("--ws-interval", type=float, default=0.1, help="seconds between broadcasts")
     p.add_argument("--keep-db", action="store_true", help="keep the bench database and Redis DB")
+    p.add_argument("--apply-batch", type=int, default=1, help="jobs per POST /api/v1/apply (a List, all or nothing)")
+    p.add_argument("--embedded", action="store_true", help="the embedded mode (SQLite, loops in-process) instead")
+    p.add_argument("--controller-workers", type=int, default=1, help="Celery worker processes for the controllers")
+    p.add_argument(
+        "--ws-phase",
+        choices=("during", "after"),
+        default="during",
+        help="WebSocket fan-out during the run (first request to last bind) or after it",
+    )
+    p.add_argument("--no-profile", action="store_true", help="no per-stage CPU counters in the stack's processes")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,8 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     y.add_argument("--nodes", type=int, default=500)
     y.add_argument("--running", type=int, default=2000, help="pods that bind and keep running (gangs of 4)")
     y.add_argument("--pending", type=int, default=400, help="pods that never fit (gangs of 4)")
+    y.add_argument("--running-cpu", type=int, default=4000, help="CPU request of a running pod, millicores")
     y.add_argument("--cycles", type=int, default=15, help="timed cycles per mode")
     y.add_argument("--warmup", type=int, default=3)
+    y.add_argument(
+        "--bind-batch", type=int, default=0, help="then add this many pending pods that fit and time the binding cycle"
+    )
+    y.add_argument("--bind-rounds", type=int, default=3, help="binding cycles (each with --bind-batch new pods)")
     y.add_argument("--out", default=None)
     y.set_defaults(func=cmd_cycle)
     e = sub.add_parser("e2e", help="end-to-end on the stack: REST API to bound pods, WebSocket fan-out")

@@ -19,7 +19,7 @@ from typing import Any
 from bench.pages import _drop, _setup
 
 
-def populate(nodes: int, running: int, pending: int) -> Any:
+def populate(nodes: int, running: int, pending: int, running_cpu: int = 4000) -> Any:
     """Create the cluster, the queues and the pods; return the sim backend."""
     from scheduler.manifests import GROUP_ANNOTATION
     from volcanoweb.clusters import backend as backend_module
@@ -34,7 +34,7 @@ def populate(nodes: int, running: int, pending: int) -> Any:
     backend_module.set_backend(backend)
     cluster_services.sync_from_backend(backend)
     spec = {"schedulerName": "volcano", "containers": [{"name": "m", "image": "x"}]}
-    for prefix, count, cpu in (("run", running, 4000), ("big", pending, 32000)):
+    for prefix, count, cpu in (("run", running, running_cpu), ("big", pending, 32000)):
         groups = PodGroup.objects.bulk_create(
             [
                 PodGroup(namespace="bench", name=f"{prefix}{i}", queue_name="default", min_member=4)
@@ -58,8 +58,74 @@ def populate(nodes: int, running: int, pending: int) -> Any:
             ],
             batch_size=1000,
         )
+    # The mirror creates at most 2,000 plain pods in the cluster per sync: create them all before timing.
+    while cluster_services.create_plain_pods_in_backend(backend):
+        pass
     cluster_services.sync_from_backend(backend)
     return backend
+
+
+def _split(runs: Any) -> dict[str, Any]:
+    """Median snapshot / decide (core) / apply / bind / whole-cycle milliseconds of the given runs."""
+    rows = list(runs.values("snapshot_ms", "core_ms", "apply_ms", "bind_ms", "duration_ms", "binds"))
+    if not rows:
+        return {}
+    out: dict[str, Any] = {
+        key: round(statistics.median(r[key] or 0.0 for r in rows), 2)
+        for key in ("snapshot_ms", "core_ms", "apply_ms", "bind_ms", "duration_ms")
+    }
+    out["snapshot_plus_apply_ms"] = round(
+        statistics.median((r["snapshot_ms"] or 0) + (r["apply_ms"] or 0) + (r["bind_ms"] or 0) for r in rows), 2
+    )
+    out["binds"] = [r["binds"] for r in rows]
+    out["cycles"] = len(rows)
+    return out
+
+
+def bind_rounds(backend: Any, batch: int, rounds: int) -> dict[str, Any]:
+    """Add ``batch`` pending pods that fit (gangs of 4, 1 CPU), time the cycle that binds them; ``rounds`` times."""
+    from volcanoweb.clusters import services as cluster_services
+    from volcanoweb.clusters.backends.base import GROUP_NAME_ANNOTATION
+    from volcanoweb.jobs.models import Pod, PodGroup
+    from volcanoweb.scheduling.models import SchedulingRun
+    from volcanoweb.scheduling.services import run_cycle
+
+    spec = {"schedulerName": "volcano", "containers": [{"name": "m", "image": "x"}]}
+    ids = []
+    for r in range(rounds):
+        prefix = f"fit{r}-"
+        groups = PodGroup.objects.bulk_create(
+            [
+                PodGroup(namespace="bench", name=f"{prefix}{i}", queue_name="default", min_member=4)
+                for i in range(batch // 4)
+            ]
+        )
+        Pod.objects.bulk_create(
+            [
+                Pod(
+                    namespace="bench",
+                    name=f"{prefix}{g}-{i}",
+                    group_name=f"{prefix}{g}",
+                    podgroup=group,
+                    scheduler_name="volcano",
+                    annotations={GROUP_NAME_ANNOTATION: f"{prefix}{g}"},
+                    requests={"cpu": 1000, "memory": 1024**3},
+                    spec=spec,
+                )
+                for g, group in enumerate(groups)
+                for i in range(4)
+            ],
+            batch_size=1000,
+        )
+        while cluster_services.create_plain_pods_in_backend(backend):
+            pass
+        cluster_services.sync_from_backend(backend)
+        run = run_cycle(backend=backend)
+        assert run is not None
+        assert run.status == "succeeded", run.error
+        ids.append(run.pk)
+        cluster_services.sync_from_backend(backend)
+    return {"pods_per_round": batch, **_split(SchedulingRun.objects.filter(pk__in=ids))}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -71,29 +137,39 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         from volcanoweb.clusters import services as cluster_services
         from volcanoweb.insights.models import CycleInput
+        from volcanoweb.jobs.models import Pod
+        from volcanoweb.scheduling.models import SchedulingRun
         from volcanoweb.scheduling.services import run_cycle
 
-        backend = populate(args.nodes, args.running, args.pending)
+        backend = populate(args.nodes, args.running, args.pending, args.running_cpu)
         for _ in range(args.warmup):
             run_cycle(backend=backend)
             cluster_services.sync_from_backend(backend)
         times: dict[str, list[float]] = {"on": [], "off": []}
         record_ms: list[float] = []
+        run_ids: dict[str, list[int]] = {"recording": [], "no_recording": []}
         for i in range(args.cycles):
             for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
                 settings.INSIGHTS_RECORD = mode == "on"
                 run = run_cycle(backend=backend)
                 assert run is not None
                 assert run.status == "succeeded", run.error
+                run_ids["recording" if mode == "on" else "no_recording"].append(run.pk)
                 times[mode].append(run.duration_ms)
                 if mode == "on":
                     row = CycleInput.objects.filter(run_id=run.pk).only("record_ms").first()
                     record_ms.append(row.record_ms if row else 0.0)
         on, off = statistics.median(times["on"]), statistics.median(times["off"])
+        binding = bind_rounds(backend, args.bind_batch, args.bind_rounds) if args.bind_batch else None
         return {
+            "split_median_ms": {
+                mode: _split(SchedulingRun.objects.filter(pk__in=ids)) for mode, ids in run_ids.items()
+            },
+            "binding_cycles": binding,
             "nodes": args.nodes,
             "running_pods": args.running,
             "pending_pods": args.pending,
+            "pods_in_db": Pod.objects.count(),
             "cycles_per_mode": args.cycles,
             "median_cycle_ms": {"recording": round(on, 2), "no_recording": round(off, 2)},
             "median_record_ms": round(statistics.median(record_ms), 2) if record_ms else None,

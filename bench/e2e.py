@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from volcanoweb.core import stageprof
+
 ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE = "bench"
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -121,23 +123,50 @@ def job_manifest(i: int, cpu: str, memory: str) -> dict[str, Any]:
 class Stack:
     """A fresh database + Redis DB, and ``manage.py runstack`` in its own process group."""
 
-    def __init__(self, nodes: int, period: float, log_dir: Path) -> None:
-        base_db = os.environ.get("DATABASE_URL", "")
-        base_redis = os.environ.get("REDIS_URL", "")
-        if not base_db.startswith("postgres") or not base_redis:
-            raise SystemExit("bench e2e needs DATABASE_URL (PostgreSQL) and REDIS_URL (scripts/with-services.sh)")
-        self.db_name = f"volcanoweb_bench_{os.getpid()}"
-        self.database_url = _with_db(base_db, self.db_name)
-        self.redis_url = _free_redis_db(base_redis)
+    def __init__(
+        self,
+        nodes: int,
+        period: float,
+        log_dir: Path,
+        *,
+        embedded: bool = False,
+        controller_workers: int = 1,
+        max_documents: int = 100,
+        profile: bool = True,
+    ) -> None:
+        self.embedded = embedded
         self.port = _free_port()
         self.log_dir = log_dir
+        self.profile_dir = log_dir / "stageprof" if profile else None
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_URL", "CHANNELS_", "CELERY_"))}
+        if embedded:  # as `make run`: SQLite, in-memory channel layer, eager Celery, loops in the web process
+            self.db_name = str(log_dir / "bench.sqlite3")
+            self.database_url = f"sqlite:///{self.db_name}"
+            self.redis_url = ""
+            services: dict[str, str] = {"DATABASE_URL": self.database_url}
+            os.environ.pop("REDIS_URL", None)
+        else:
+            base_db = os.environ.get("DATABASE_URL", "")
+            base_redis = os.environ.get("REDIS_URL", "")
+            if not base_db.startswith("postgres") or not base_redis:
+                raise SystemExit("bench e2e needs DATABASE_URL (PostgreSQL) and REDIS_URL (scripts/with-services.sh)")
+            self.db_name = f"volcanoweb_bench_{os.getpid()}"
+            self.database_url = _with_db(base_db, self.db_name)
+            self.redis_url = _free_redis_db(base_redis)
+            services = {
+                "DATABASE_URL": self.database_url,
+                "REDIS_URL": self.redis_url,
+                "CHANNELS_REDIS_URL": self.redis_url,
+                "CELERY_BROKER_URL": self.redis_url,
+                "CELERY_RESULT_BACKEND": self.redis_url,
+            }
         self.env = {
-            **os.environ,
-            "DATABASE_URL": self.database_url,
-            "REDIS_URL": self.redis_url,
-            "CHANNELS_REDIS_URL": self.redis_url,
-            "CELERY_BROKER_URL": self.redis_url,
-            "CELERY_RESULT_BACKEND": self.redis_url,
+            **base,
+            **services,
+            "CONTROLLER_WORKERS": str(controller_workers),
+            "MAX_MANIFEST_DOCUMENTS": str(max(100, max_documents)),
+            "MAX_MANIFEST_BYTES": str(max(1_048_576, max_documents * 2048)),
+            **({stageprof.ENV: str(self.profile_dir)} if self.profile_dir else {}),
             "DEBUG": "false",
             "SECRET_KEY": "bench-only-" + os.urandom(16).hex(),
             "VAR_DIR": str(log_dir),
@@ -152,7 +181,9 @@ class Stack:
 
     def setup_django(self) -> None:
         """Point this process's Django at the bench database, create and migrate it."""
-        os.environ.update({k: self.env[k] for k in ("DATABASE_URL", "REDIS_URL", "DEBUG", "SECRET_KEY", "VAR_DIR")})
+        os.environ.update({k: self.env[k] for k in ("DATABASE_URL", "DEBUG", "SECRET_KEY", "VAR_DIR")})
+        if self.redis_url:
+            os.environ["REDIS_URL"] = self.redis_url
         os.environ.update({k: self.env[k] for k in ("SIM_NODE_POOL", "SIM_DEFAULT_DURATION", "SIM_CLOCK_SPEED")})
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "volcanoweb.settings")
         sys.path.insert(0, str(ROOT))
@@ -168,8 +199,13 @@ class Stack:
 
     def start(self) -> None:
         log = open(self.log_dir / "stack.log", "w")  # noqa: SIM115 - closed with the process
+        command = (
+            ["runembedded", "--no-seed", "--https-port", "0", "--port", str(self.port)]
+            if self.embedded
+            else ["runstack", "--port", str(self.port)]
+        )
         self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", "runstack", "--port", str(self.port)],
+            [sys.executable, "manage.py", *command],
             cwd=ROOT,
             env=self.env,
             stdout=log,
@@ -206,10 +242,16 @@ class Stack:
 
     def drop(self) -> None:
         """Drop the bench database and flush the Redis DB."""
-        import redis
         from django.db import connections
 
         connections.close_all()
+        if self.embedded:
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    Path(self.db_name + suffix).unlink()
+            return
+        import redis
+
         with contextlib.suppress(Exception):
             redis.Redis.from_url(self.redis_url).flushdb()
         import psycopg
@@ -269,15 +311,19 @@ def counts() -> dict[str, int]:
     }
 
 
-def submit(base: str, token: str, n: int, clients: int, cpu: str, memory: str, timeout: float) -> dict[str, Any]:
-    """Submit n jobs from ``clients`` threads; return latencies, statuses and start/end times."""
+def submit(
+    base: str, token: str, n: int, clients: int, cpu: str, memory: str, timeout: float, batch: int = 1
+) -> dict[str, Any]:
+    """Submit n jobs from ``clients`` threads, ``batch`` jobs per apply (a ``List``: all or nothing);
+    return latencies, statuses and start/end times."""
     import httpx
 
     latencies: list[float] = []
     statuses: dict[str, int] = {}
     errors: list[str] = []
     lock = threading.Lock()
-    next_i = iter(range(n))
+    next_i = iter(range(0, n, max(1, batch)))
+    accepted = [0]  # jobs in applies answered 2xx
 
     def worker() -> None:
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -287,7 +333,12 @@ def submit(base: str, token: str, n: int, clients: int, cpu: str, memory: str, t
                     i = next(next_i, None)
                 if i is None:
                     return
-                body = json.dumps(job_manifest(i, cpu, memory))
+                size = min(n, i + batch) - i
+                if batch > 1:
+                    items = [job_manifest(j, cpu, memory) for j in range(i, i + size)]
+                    body = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+                else:
+                    body = json.dumps(job_manifest(i, cpu, memory))
                 t0 = time.perf_counter()
                 try:
                     r = client.post("/api/v1/apply", content=body)
@@ -302,6 +353,8 @@ def submit(base: str, token: str, n: int, clients: int, cpu: str, memory: str, t
                 with lock:
                     latencies.append(dt)
                     statuses[code] = statuses.get(code, 0) + 1
+                    if code.startswith("2"):
+                        accepted[0] += size
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
     start = time.perf_counter()
@@ -310,7 +363,14 @@ def submit(base: str, token: str, n: int, clients: int, cpu: str, memory: str, t
     for t in threads:
         t.join()
     end = time.perf_counter()
-    return {"start": start, "end": end, "latencies": latencies, "statuses": statuses, "errors": errors}
+    return {
+        "start": start,
+        "end": end,
+        "latencies": latencies,
+        "statuses": statuses,
+        "errors": errors,
+        "accepted": accepted[0],
+    }
 
 
 def wait_bound(n: int, deadline_s: float, progress: list[tuple[float, int]], t0: float) -> float | None:
@@ -335,8 +395,21 @@ def wait_bound(n: int, deadline_s: float, progress: list[tuple[float, int]], t0:
     return None
 
 
-def websocket_fanout(stack: Stack, users: list[Any], clients: int, messages: int, interval: float) -> dict[str, Any]:
-    """Connect ``clients`` WebSockets, publish ``messages`` broadcasts to the cluster group, measure delivery."""
+def websocket_fanout(
+    stack: Stack,
+    users: list[Any],
+    clients: int,
+    messages: int,
+    interval: float,
+    *,
+    connected: threading.Event | None = None,
+    until: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Connect ``clients`` WebSockets, publish broadcasts to the cluster group, measure delivery.
+
+    Without ``until``: ``messages`` broadcasts every ``interval``. With it (fan-out during the run): sets
+    ``connected`` once the clients are connected, then publishes every ``interval`` until ``until`` is set.
+    """
     import websocket
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
@@ -350,6 +423,7 @@ def websocket_fanout(stack: Stack, users: list[Any], clients: int, messages: int
         c.force_login(user)
         cookies.append(f"sessionid={c.cookies['sessionid'].value}")
     received: list[list[float]] = [[] for _ in range(clients)]
+    collapsed = [0] * clients
     other: list[str] = []
     conns = []
     connect_errors = 0
@@ -379,7 +453,9 @@ def websocket_fanout(stack: Stack, users: list[Any], clients: int, messages: int
             now = time.time()
             with contextlib.suppress(ValueError, TypeError):
                 doc = json.loads(raw)
-                if doc.get("kind") == "bench-fanout":
+                if doc.get("kind") == "bench-fanout" and "sent" not in doc:
+                    collapsed[k] += 1  # the consumer folded a burst into {"kind", "id": "*", "count"}
+                elif doc.get("kind") == "bench-fanout":
                     received[k].append(now - float(doc["sent"]))
                 elif len(other) < 20:
                     other.append(str(raw)[:200])
@@ -390,12 +466,17 @@ def websocket_fanout(stack: Stack, users: list[Any], clients: int, messages: int
     time.sleep(1.0)
     layer = get_channel_layer()
     send = async_to_sync(layer.group_send)
-    for i in range(messages):
+    if connected is not None:
+        connected.set()
+    i = 0
+    while (i < messages) if until is None else not until.is_set():
         send(
             groups.cluster_group(),
             {"type": "live.message", "payload": {"kind": "bench-fanout", "id": i, "sent": time.time()}},
         )
+        i += 1
         time.sleep(interval)
+    messages = i
     time.sleep(3.0)
     stop.set()
     for t in threads:
@@ -414,32 +495,69 @@ def websocket_fanout(stack: Stack, users: list[Any], clients: int, messages: int
         "deliveries_expected": expected,
         "deliveries": len(lat),
         "delivery_latency": _summary(lat),
+        "collapsed_frames": sum(collapsed),
         "other_messages_sample": other[:20],
+        "phase": "during the run (first request to last bind)" if until is not None else "after the run",
         "note": "includes the consumer's 200 ms coalescing window (volcanoweb.live.consumers.COALESCE_WINDOW)",
+    }
+
+
+def _pg_dsn() -> dict[str, Any]:
+    from django.conf import settings
+
+    cfg = settings.DATABASES["default"]
+    return {
+        "host": cfg.get("HOST") or "127.0.0.1",
+        "port": cfg.get("PORT") or 5432,
+        "user": cfg.get("USER") or None,
+        "password": cfg.get("PASSWORD") or None,
+        "dbname": "postgres",
     }
 
 
 def run(args: Any) -> dict[str, Any]:
     """Run the end-to-end benchmark and return its report section."""
+    from bench import cpuprof
+
     n = args.jobs if not args.quick else min(args.jobs, 300)
     nodes = args.nodes or max(20, -(-n // 100))  # 100 pods per node at most (110 pod slots)
+    batch = max(1, getattr(args, "apply_batch", 1))
+    embedded = bool(getattr(args, "embedded", False))
+    workers = max(1, getattr(args, "controller_workers", 1))
+    ws_phase = getattr(args, "ws_phase", "during")
     tmp = Path(tempfile.mkdtemp(prefix="volcanoweb-bench-e2e-"))
-    stack = Stack(nodes, args.period, tmp)
+    stack = Stack(
+        nodes,
+        args.period,
+        tmp,
+        embedded=embedded,
+        controller_workers=workers,
+        max_documents=batch,
+        profile=not getattr(args, "no_profile", False),
+    )
     stack.setup_django()
+    ws_clients = 0 if embedded else args.ws_clients  # the in-memory layer is not reachable from the bench
     report: dict[str, Any] = {
         "status": "measured",
         "params": {
             "jobs": n,
             "clients": args.clients,
+            "jobs_per_request": batch,
             "sim_nodes": nodes,
             "node_shape": "64 CPU / 256 GiB / 110 pods",
             "pod_request": {"cpu": args.cpu, "memory": args.memory},
             "schedule_period_seconds": args.period,
             "database": stack.db_name,
             "redis": stack.redis_url,
+            "mode": "embedded" if embedded else "stack",
+            "controller_workers": None if embedded else workers,
+            "stage_profile": stack.profile_dir is not None,
+            "websocket_phase": ws_phase if ws_clients else None,
             "stack": (
-                f"manage.py runstack: {os.environ.get('WEB_SERVER') or 'uvicorn'}"
-                f" (workers: {os.environ.get('WEB_WORKERS') or 2}) + celery worker -Q celery (threads x4)"
+                "manage.py runembedded: daphne, SQLite, in-memory channel layer, eager Celery, loops in-process"
+                if embedded
+                else f"manage.py runstack: {os.environ.get('WEB_SERVER') or 'uvicorn'}"
+                f" (workers: {os.environ.get('WEB_WORKERS') or 2}) + {workers} x celery worker -Q celery (threads x4)"
                 " + celery worker -Q periodic (threads x3) + beat, DEBUG=false"
             ),
         },
@@ -448,32 +566,67 @@ def run(args: Any) -> dict[str, Any]:
     try:
         users = make_users()
         stack.start()
+        assert stack.proc is not None
         report["uptime_stack_up"] = _uptime()
         sub_result: dict[str, Any] = {}
         progress: list[tuple[float, int]] = []
+        ws_result: dict[str, Any] = {}
+        ws_connected, ws_until = threading.Event(), threading.Event()
+        ws_thread = None
+        if ws_clients and ws_phase == "during":
+
+            def do_ws() -> None:
+                ws_result.update(
+                    websocket_fanout(
+                        stack,
+                        users["ws_users"],
+                        ws_clients,
+                        0,
+                        args.ws_interval,
+                        connected=ws_connected,
+                        until=ws_until,
+                    )
+                )
+
+            ws_thread = threading.Thread(target=do_ws, daemon=True)
+            ws_thread.start()
+            ws_connected.wait(120)
 
         def do_submit() -> None:
-            sub_result.update(submit(stack.base, users["token"], n, args.clients, args.cpu, args.memory, 120.0))
+            sub_result.update(
+                submit(stack.base, users["token"], n, args.clients, args.cpu, args.memory, 300.0, batch=batch)
+            )
 
+        sampler = cpuprof.Sampler(stack.proc.pid, None if embedded else _pg_dsn(), stack.db_name)
+        stages_before = cpuprof.read_stages(stack.profile_dir)
+        sampler.start()
+        bench_cpu0 = time.process_time()
         t_sub = threading.Thread(target=do_submit)
         t0 = time.perf_counter()
         t_sub.start()
         t_sub.join()
         print(f"  e2e: submitted {n} jobs in {sub_result['end'] - t0:.1f} s", file=sys.stderr)
-        t_bound = wait_bound(n, args.bind_timeout, progress, t0)
+        accepted = int(sub_result["accepted"])  # refused applies (5xx, timeouts) are reported, not waited for
+        t_bound = wait_bound(accepted, args.bind_timeout, progress, t0)
+        ws_until.set()
+        time.sleep(1.0)  # the stage files are written every 0.5 s
+        stack_cpu, pg_cpu = sampler.stop()
+        bench_cpu = time.process_time() - bench_cpu0
+        stages_after = cpuprof.read_stages(stack.profile_dir)
         final = counts()
         start = sub_result["start"]
         wall = (t_bound - start) if t_bound else None
         submit_wall = sub_result["end"] - start
         ok_requests = sum(v for k, v in sub_result["statuses"].items() if k.startswith("2"))
-        lost = n - final["jobs"]
+        lost = max(0, accepted - final["jobs"])
         report.update(
             {
-                "jobs_per_second": (n / wall) if wall else None,
+                "jobs_per_second": (accepted / wall) if wall else None,
                 "seconds_first_request_to_last_bound": wall,
                 "submission": {
                     "seconds": submit_wall,
-                    "requests_per_second": n / submit_wall if submit_wall else None,
+                    "requests_per_second": len(sub_result["latencies"]) / submit_wall if submit_wall else None,
+                    "jobs_per_second": n / submit_wall if submit_wall else None,
                     "statuses": sub_result["statuses"],
                     "errors_sample": sub_result["errors"],
                     "ok_requests": ok_requests,
@@ -481,17 +634,32 @@ def run(args: Any) -> dict[str, Any]:
                 "api_latency": _summary(sub_result["latencies"]),
                 "counts": final,
                 "lost_jobs": lost,
+                "refused_jobs": n - accepted,
+                "jobs_of_refused_applies_present": max(0, final["jobs"] - accepted),
                 "duplicated": final["jobs_with_several_pods"] + max(0, final["pods"] - final["jobs"]),
                 "unbound_pods": final["pods"] - final["bound_pods"],
                 "all_bound": t_bound is not None,
                 "progress": progress[:: max(1, len(progress) // 60)],
                 "uptime_after_bind": _uptime(),
+                "bench_process_cpu_ms_per_job": round(bench_cpu * 1000 / n, 2),
+                "postgres_activity": sampler.waits(),
+                "cpu_profile": cpuprof.breakdown(
+                    n,
+                    stack_cpu,
+                    sampler.cmd,
+                    None if embedded else pg_cpu,
+                    cpuprof.stage_diff(stages_before, stages_after) if stack.profile_dir else None,
+                    (time.perf_counter() - start),
+                ),
             }
         )
-        report["ok"] = bool(t_bound) and lost == 0 and report["duplicated"] == 0 and final["pods"] == n
-        if args.ws_clients:
+        report["ok"] = bool(t_bound) and lost == 0 and report["duplicated"] == 0 and final["pods"] == n == accepted
+        if ws_thread is not None:
+            ws_thread.join(30)
+            report["websocket"] = ws_result
+        elif ws_clients:
             report["websocket"] = websocket_fanout(
-                stack, users["ws_users"], args.ws_clients, args.ws_messages, args.ws_interval
+                stack, users["ws_users"], ws_clients, args.ws_messages, args.ws_interval
             )
             report["uptime_after_ws"] = _uptime()
     finally:

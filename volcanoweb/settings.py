@@ -170,6 +170,8 @@ RUN_LOOPS_IN_PROCESS = env_bool("RUN_LOOPS_IN_PROCESS", EMBEDDED)
 # The stack's ASGI server (runstack, docker-compose.yml): uvicorn with WEB_WORKERS processes, or daphne (one).
 WEB_SERVER = env_choice("WEB_SERVER", ("uvicorn", "daphne"), "uvicorn")
 WEB_WORKERS = env_int("WEB_WORKERS", 2, minimum=1)
+# runstack: Celery worker processes consuming the controllers' queue (worker, worker2, ...; issue 17's bench).
+CONTROLLER_WORKERS = env_int("CONTROLLER_WORKERS", 1, minimum=1)
 # Periodic work: (name, Celery task, period in seconds). Celery beat runs these in the stack
 # mode; the embedded mode calls the same tasks from in-process loops (volcanoweb.core.loops).
 CRONJOB_TICK_PERIOD = env_float("CRONJOB_TICK_PERIOD", 10.0, positive=True)
@@ -206,6 +208,8 @@ PERIODIC_QUEUE = "periodic"
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {task: {"queue": PERIODIC_QUEUE} for _name, task, _period in PERIODIC_TASKS}
 MAX_MANIFEST_BYTES = env_int("MAX_MANIFEST_BYTES", 1_048_576, minimum=1024)
+# Objects one apply may carry (at least manifests.parse.MAX_DOCUMENTS = 100; the issue-17 bench applies 500).
+MAX_MANIFEST_DOCUMENTS = env_int("MAX_MANIFEST_DOCUMENTS", 100, minimum=1)
 # The Kubernetes-shaped API (docs/kubernetes-api.md): kubectl sends tokens only over HTTPS. The embedded server
 # listens on HTTPS_PORT (default PORT+443; 0 = no HTTPS) with a self-signed certificate under TLS_DIR;
 # KUBE_API_URL is the server URL written into generated kubeconfigs (default: that HTTPS listener).

@@ -140,9 +140,7 @@ def test_gangs_are_bound_all_or_nothing(data: tuple[Snapshot, dict[str, int]], c
         running = sum(1 for t in tasks if t.status == TaskStatus.RUNNING)
         bound = sum(1 for t in tasks if t.key in result.binds)
         best_effort_pending = sum(
-            1
-            for t in tasks
-            if t.status == TaskStatus.PENDING and t.key not in result.binds and t.requests.is_empty()
+            1 for t in tasks if t.status == TaskStatus.PENDING and t.key not in result.binds and t.requests.is_empty()
         )
         if bound and running < job.min_member:
             assert running + bound + best_effort_pending >= job.min_member, (job.key, running, bound)

@@ -387,12 +387,21 @@ def pod_spec_from_row(pod: Pod) -> PodSpec:
     )
 
 
+#: Plain pods created in the cluster per call of :func:`create_plain_pods_in_backend`.
+PLAIN_POD_BATCH = 2000
+
+
 def create_plain_pods_in_backend(backend: ClusterBackend) -> int:
-    """Create in the cluster the plain pods submitted through the API (rows not yet in the cluster)."""
-    candidates = Pod.objects.filter(
-        job__isnull=True, phase=PodPhase.PENDING, node_name="", deletion_timestamp__isnull=True
+    """Create in the cluster the plain pods submitted through the API (rows not yet in the cluster).
+
+    The rows already in the cluster (``status.backendUid``) are left out by the query, so more than
+    :data:`PLAIN_POD_BATCH` pending plain pods never hide the rest from later calls."""
+    candidates = (
+        Pod.objects.filter(job__isnull=True, phase=PodPhase.PENDING, node_name="", deletion_timestamp__isnull=True)
+        .exclude(status__has_key="backendUid")
+        .order_by("id")
     )
-    pods = [pod for pod in candidates[:2000] if not (pod.status or {}).get("backendUid")]
+    pods = [pod for pod in candidates[:PLAIN_POD_BATCH] if not (pod.status or {}).get("backendUid")]
     if not pods:
         return 0
     create_many = getattr(backend, "create_pods", None)

@@ -13,3 +13,7 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         # Create the Celery app in every Django process, so that shared tasks bind to it.
         import volcanoweb.celery  # noqa: F401
+        from volcanoweb.core import stageprof
+
+        if stageprof.enabled():  # the end-to-end benchmark's CPU counters (bench/e2e.py), never otherwise
+            stageprof.install()

@@ -282,8 +282,9 @@ def parse_documents(
             documents.append(doc)
     if not documents:
         raise BadRequest("the manifest contains no objects")
-    if len(documents) > MAX_DOCUMENTS:
-        raise BadRequest(f"too many objects in one request: {len(documents)}, the limit is {MAX_DOCUMENTS}")
+    max_documents = max(MAX_DOCUMENTS, settings.MAX_MANIFEST_DOCUMENTS)
+    if len(documents) > max_documents:
+        raise BadRequest(f"too many objects in one request: {len(documents)}, the limit is {max_documents}")
     for index, doc in enumerate(documents):
         if not isinstance(doc, dict):
             raise BadRequest(f"document {index + 1}: expected a mapping, got {type(doc).__name__}")

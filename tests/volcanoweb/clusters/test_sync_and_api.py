@@ -184,3 +184,23 @@ def test_a_pod_is_broadcast_only_when_its_phase_or_node_changes(
     backend.tick()
     services.sync_from_backend()  # gone: broadcast
     assert len([f for kind, _, f in published if kind == "pod"]) > len(before)
+
+
+def test_plain_pods_beyond_one_batch_are_all_created_in_the_cluster(
+    synced: Any, cast: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend, _clock = synced
+    monkeypatch.setattr(services, "PLAIN_POD_BATCH", 2)
+    for i in range(5):
+        Pod.objects.create(
+            namespace="team-a",
+            name=f"plain-{i}",
+            tenant=cast.team_a,
+            scheduler_name="volcano",
+            requests={"cpu": 500},
+            spec=pod_spec("500m"),
+        )
+    created = [services.create_plain_pods_in_backend(backend) for _ in range(4)]
+    assert created == [2, 2, 1, 0]  # the pending pods already in the cluster do not fill the next batch
+    assert all(backend.get_pod("team-a", f"plain-{i}").phase == "Pending" for i in range(5))
+    assert not Pod.objects.filter(name__startswith="plain-").exclude(status__has_key="backendUid").exists()

@@ -39,13 +39,17 @@ def web_command(bindir: Path, host: str, port: int, server: str, workers: int) -
 def stack_commands(host: str, port: int, var_dir: Path) -> dict[str, list[str]]:
     """Return the command line of each stack process (docker-compose.yml runs the same ones)."""
     bindir = Path(sys.executable).parent
-    return {
+    commands = {
         "web": web_command(bindir, host, port, settings.WEB_SERVER, settings.WEB_WORKERS),
-        # Controller work (job syncs, hooks) on the default queue.
-        "worker": [
-            str(bindir / "celery"), "-A", "volcanoweb", "worker", "--pool=threads", "--concurrency=4",
-            "--loglevel=INFO", "--without-gossip", "--without-mingle", "-n", "worker@%h", "-Q", "celery",
-        ],
+        # Controller work (job syncs, hooks) on the default queue; CONTROLLER_WORKERS processes of it.
+        **{
+            f"worker{n if n > 1 else ''}": [
+                str(bindir / "celery"), "-A", "volcanoweb", "worker", "--pool=threads", "--concurrency=4",
+                "--loglevel=INFO", "--without-gossip", "--without-mingle", "-n", f"worker{n if n > 1 else ''}@%h",
+                "-Q", "celery",
+            ]
+            for n in range(1, settings.CONTROLLER_WORKERS + 1)
+        },
         # Periodic work (scheduling cycle, backend sync, resync) on its own queue and process, so that
         # it never waits behind a burst of controller tasks (settings.CELERY_TASK_ROUTES).
         "scheduler": [
@@ -57,6 +61,7 @@ def stack_commands(host: str, port: int, var_dir: Path) -> dict[str, list[str]]:
             "--schedule", str(var_dir / "celerybeat-schedule"),
         ],
     }  # fmt: skip
+    return commands
 
 
 class Process(Protocol):

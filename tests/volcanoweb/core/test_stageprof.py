@@ -1,0 +1,95 @@
+"""The benchmark's per-stage CPU counters (issue 17): off by default, exclusive of nested stages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from volcanoweb.core import stageprof
+from volcanoweb.core.errors import BadRequest
+from volcanoweb.core.management.commands.runstack import stack_commands
+from volcanoweb.manifests.parse import parse_documents
+from volcanoweb.runtime import services as runtime_services
+
+
+def _busy(n: int) -> int:
+    return sum(i * i for i in range(n))
+
+
+def test_nothing_is_wrapped_without_the_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(stageprof.ENV, raising=False)
+    assert not stageprof.enabled()
+    assert stageprof.install() is False
+    assert not hasattr(runtime_services.sync_jobs, "__stageprof__")
+
+
+def test_a_nested_stage_is_charged_to_the_inner_stage_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stageprof, "_totals", {})
+    inner = stageprof.timed("inner", lambda: _busy(200_000))
+
+    def outer_body() -> int:
+        _busy(50_000)
+        return inner() + inner()
+
+    outer = stageprof.timed("outer", outer_body)
+    import time
+
+    t0 = time.thread_time()
+    outer()
+    total = time.thread_time() - t0
+    stages = stageprof.snapshot()["stages"]
+    assert stages["inner"]["calls"] == 2
+    assert stages["outer"]["calls"] == 1
+    assert stages["inner"]["cpu_seconds"] >= 0
+    assert stages["outer"]["cpu_seconds"] >= 0
+    # exclusive: the two stages together never exceed the CPU the call took
+    assert stages["inner"]["cpu_seconds"] + stages["outer"]["cpu_seconds"] <= total + 1e-6
+
+
+def test_a_stage_that_raises_is_still_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stageprof, "_totals", {})
+
+    def fail() -> None:
+        raise ValueError("x")
+
+    wrapped = stageprof.timed("failing", fail)
+    with pytest.raises(ValueError, match="x"):
+        wrapped()
+    assert stageprof.snapshot()["stages"]["failing"]["calls"] == 1
+    assert stageprof._stack() == []
+
+
+def test_read_all_reads_the_processes_files(tmp_path: Path) -> None:
+    (tmp_path / "12.json").write_text(json.dumps({"pid": 12, "stages": {"a": {"cpu_seconds": 1.5, "calls": 3}}}))
+    (tmp_path / ".13.tmp").write_text("partial")
+    (tmp_path / "14.json").write_text("{not json")
+    assert stageprof.read_all(tmp_path) == {12: {"pid": 12, "stages": {"a": {"cpu_seconds": 1.5, "calls": 3}}}}
+
+
+@pytest.mark.parametrize(("workers", "names"), [(1, ["worker"]), (2, ["worker", "worker2"])])
+def test_runstack_starts_controller_workers_processes(workers: int, names: list[str]) -> None:
+    with override_settings(CONTROLLER_WORKERS=workers):
+        commands = stack_commands("127.0.0.1", 8000, Path("/data"))
+    found = [name for name in commands if name.startswith("worker")]
+    assert found == names
+    nodes: list[Any] = [commands[n][commands[n].index("-n") + 1] for n in names]
+    assert len(set(nodes)) == workers  # distinct Celery node names
+    assert all(commands[n][commands[n].index("-Q") + 1] == "celery" for n in names)
+
+
+def _list_body(n: int) -> str:
+    items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}} for i in range(n)]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+
+def test_the_document_limit_is_a_setting() -> None:
+    with pytest.raises(BadRequest, match="the limit is 100"):
+        parse_documents(_list_body(101))
+    with override_settings(MAX_MANIFEST_DOCUMENTS=500):
+        assert len(parse_documents(_list_body(500))) == 500
+        with pytest.raises(BadRequest, match="the limit is 500"):
+            parse_documents(_list_body(501))
