@@ -231,7 +231,7 @@ def test_scheduler_rollback_asks_then_shows_the_diff(session: Any, demo: None) -
     if start == 0:  # no stored version before: save a second so there is one to roll back to
         page.locator("#cfg-yaml").fill(text.replace(", backfill", ""))
         page.get_by_role("button", name="Save new version").click()
-        page.wait_for_selector("[data-config-saved]")
+        page.locator("[data-config-saved]", has_text=f"Saved version {start + 2}").wait_for()
         new = start + 2
     back_to = new - 1
     button = page.get_by_role("button", name=f"Roll back to v{back_to}")
@@ -245,8 +245,7 @@ def test_scheduler_rollback_asks_then_shows_the_diff(session: Any, demo: None) -
     assert SchedulerProfile.objects.get(active=True).version == new
     page.get_by_role("button", name=f"Roll back to v{back_to}").click()
     _dialog(page).get_by_role("button", name="Roll back").click()
-    page.wait_for_selector("[data-config-saved]")
-    assert f"Version {back_to} is active again" in page.locator("[data-config-saved]").inner_text()
+    page.locator("[data-config-saved]", has_text=f"Version {back_to} is active again").wait_for()  # after the post
     assert SchedulerProfile.objects.get(active=True).version == back_to
     page.locator(f"li[data-version='{new}'] summary").click()
     shot(page, "scheduler-history-diff")

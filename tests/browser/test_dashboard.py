@@ -281,7 +281,7 @@ def test_a_live_refresh_keeps_the_keyboard_focus(session: Any, demo: None) -> No
     page.evaluate(
         "() => new Promise(done => {"
         "  const tree = document.getElementById('queue-tree');"
-        "  tree.addEventListener('htmx:afterSwap', () => done(), { once: true });"
+        "  tree.addEventListener('htmx:afterSettle', () => done(), { once: true });"  # new buttons are wired
         "  window.htmx.trigger(tree, 'live');"
         "})"
     )
