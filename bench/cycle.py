@@ -19,49 +19,56 @@ from typing import Any
 from bench.pages import _drop, _setup
 
 
+def _add_gangs(backend: Any, prefix: str, count: int, cpu: int, memory: int) -> None:
+    """``count`` plain volcano pods in gangs of 4 (``<prefix><g>-<i>``), created in the cluster and mirrored."""
+    from scheduler.manifests import GROUP_ANNOTATION
+    from volcanoweb.clusters import services as cluster_services
+    from volcanoweb.jobs.models import Pod, PodGroup
+
+    spec = {"schedulerName": "volcano", "containers": [{"name": "m", "image": "x"}]}
+    groups = PodGroup.objects.bulk_create(
+        [
+            PodGroup(namespace="bench", name=f"{prefix}{i}", queue_name="default", min_member=4)
+            for i in range(count // 4)
+        ]
+    )
+    Pod.objects.bulk_create(
+        [
+            Pod(
+                namespace="bench",
+                name=f"{prefix}{g}-{i}",
+                group_name=f"{prefix}{g}",
+                podgroup=group,
+                scheduler_name="volcano",
+                annotations={GROUP_ANNOTATION: f"{prefix}{g}"},
+                requests={"cpu": cpu, "memory": memory},
+                spec=spec,
+            )
+            for g, group in enumerate(groups)
+            for i in range(4)
+        ],
+        batch_size=1000,
+    )
+    # The mirror creates at most 2,000 plain pods in the cluster per sync: create them all before timing.
+    while cluster_services.create_plain_pods_in_backend(backend):
+        pass
+    cluster_services.sync_from_backend(backend)
+
+
 def populate(nodes: int, running: int, pending: int, running_cpu: int = 4000) -> Any:
     """Create the cluster, the queues and the pods; return the sim backend."""
-    from scheduler.manifests import GROUP_ANNOTATION
     from volcanoweb.clusters import backend as backend_module
     from volcanoweb.clusters import services as cluster_services
     from volcanoweb.clusters.backends.sim import ManualClock
     from volcanoweb.clusters.simdb import DatabaseSimCluster
-    from volcanoweb.jobs.models import Pod, PodGroup
     from volcanoweb.queues.builtin import ensure_builtin_queues
 
     ensure_builtin_queues()
     backend = DatabaseSimCluster(f"cpu:{nodes}x16c64Gi", default_duration=1e9, clock=ManualClock(0))
     backend_module.set_backend(backend)
     cluster_services.sync_from_backend(backend)
-    spec = {"schedulerName": "volcano", "containers": [{"name": "m", "image": "x"}]}
-    for prefix, count, cpu in (("run", running, running_cpu), ("big", pending, 32000)):
-        groups = PodGroup.objects.bulk_create(
-            [
-                PodGroup(namespace="bench", name=f"{prefix}{i}", queue_name="default", min_member=4)
-                for i in range(count // 4)
-            ]
-        )
-        Pod.objects.bulk_create(
-            [
-                Pod(
-                    namespace="bench",
-                    name=f"{prefix}{g}-{i}",
-                    group_name=f"{prefix}{g}",
-                    podgroup=group,
-                    scheduler_name="volcano",
-                    annotations={GROUP_ANNOTATION: f"{prefix}{g}"},
-                    requests={"cpu": cpu, "memory": 2 * 1024**3},
-                    spec=spec,
-                )
-                for g, group in enumerate(groups)
-                for i in range(4)
-            ],
-            batch_size=1000,
-        )
-    # The mirror creates at most 2,000 plain pods in the cluster per sync: create them all before timing.
-    while cluster_services.create_plain_pods_in_backend(backend):
-        pass
-    cluster_services.sync_from_backend(backend)
+    _add_gangs(backend, "run", running, running_cpu, 2 * 1024**3)
+    _add_gangs(backend, "big", pending, 32000, 2 * 1024**3)
     return backend
 
 
@@ -85,41 +92,12 @@ def _split(runs: Any) -> dict[str, Any]:
 def bind_rounds(backend: Any, batch: int, rounds: int) -> dict[str, Any]:
     """Add ``batch`` pending pods that fit (gangs of 4, 1 CPU), time the cycle that binds them; ``rounds`` times."""
     from volcanoweb.clusters import services as cluster_services
-    from volcanoweb.clusters.backends.base import GROUP_NAME_ANNOTATION
-    from volcanoweb.jobs.models import Pod, PodGroup
     from volcanoweb.scheduling.models import SchedulingRun
     from volcanoweb.scheduling.services import run_cycle
 
-    spec = {"schedulerName": "volcano", "containers": [{"name": "m", "image": "x"}]}
     ids = []
     for r in range(rounds):
-        prefix = f"fit{r}-"
-        groups = PodGroup.objects.bulk_create(
-            [
-                PodGroup(namespace="bench", name=f"{prefix}{i}", queue_name="default", min_member=4)
-                for i in range(batch // 4)
-            ]
-        )
-        Pod.objects.bulk_create(
-            [
-                Pod(
-                    namespace="bench",
-                    name=f"{prefix}{g}-{i}",
-                    group_name=f"{prefix}{g}",
-                    podgroup=group,
-                    scheduler_name="volcano",
-                    annotations={GROUP_NAME_ANNOTATION: f"{prefix}{g}"},
-                    requests={"cpu": 1000, "memory": 1024**3},
-                    spec=spec,
-                )
-                for g, group in enumerate(groups)
-                for i in range(4)
-            ],
-            batch_size=1000,
-        )
-        while cluster_services.create_plain_pods_in_backend(backend):
-            pass
-        cluster_services.sync_from_backend(backend)
+        _add_gangs(backend, f"fit{r}-", batch, 1000, 1024**3)
         run = run_cycle(backend=backend)
         assert run is not None
         assert run.status == "succeeded", run.error
