@@ -18,8 +18,6 @@ from volcanoweb.dashboard.aggregates import request_sums
 from volcanoweb.dashboard.resources import sum_maps
 from volcanoweb.jobs.models import Pod, PodPhase
 
-ACTIONS = {"fail": "Fail node", "recover": "Recover node", "cordon": "Cordon", "uncordon": "Uncordon"}
-
 
 @dataclass
 class NodeView:

@@ -37,14 +37,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Protocol
-
-from scheduler.quantity import parse_duration as go_duration
 
 from .base import BackendEvent, NodeInfo
 from .simengine import (
@@ -67,7 +64,6 @@ __all__ = [
     "MemoryStore",
     "ScaledClock",
     "SimCluster",
-    "parse_duration",
     "parse_pool_spec",
 ]
 
@@ -215,19 +211,6 @@ def _parse_labels(text: str, pool: str) -> dict[str, str]:
             raise ValueError(f"pool {pool!r}: invalid label {item!r}")
         labels[key] = value
     return labels
-
-
-def parse_duration(value: str | int | float) -> float:
-    """Seconds in the sim's duration annotation: a Go duration ("1h30m", "250ms") or a bare number of
-    seconds; the project's one parser (:func:`scheduler.quantity.parse_duration`) does the work."""
-    if isinstance(value, int | float):
-        return float(value)
-    return _parse_duration_text(value)
-
-
-@functools.lru_cache(maxsize=1024)
-def _parse_duration_text(value: str) -> float:
-    return go_duration(value, plain_seconds=True)
 
 
 # ---------------------------------------------------------------- the in-memory store

@@ -46,7 +46,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from scheduler.quantity import parse_resource
+from scheduler.quantity import parse_duration, parse_resource
 
 from .base import (
     SIM_DURATION_ANNOTATION,
@@ -438,12 +438,10 @@ def start(tx: SimTx, pod: PodRecord, at: float) -> None:
 
 def duration(tx: SimTx, pod: PodRecord) -> float:
     """The simulated run time: the duration annotation, else the default."""
-    from .sim import parse_duration  # the sim module imports this one
-
     annotations = pod.spec.get("annotations") or {}
     if SIM_DURATION_ANNOTATION in annotations:
         with contextlib.suppress(ValueError):
-            return parse_duration(annotations[SIM_DURATION_ANNOTATION])
+            return parse_duration(annotations[SIM_DURATION_ANNOTATION], plain_seconds=True)
     return tx.settings.default_duration
 
 

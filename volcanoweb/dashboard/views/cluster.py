@@ -58,7 +58,6 @@ def nodes(request: HttpRequest) -> HttpResponse:
         "nav": "nodes",
         "rows": rows,
         "can_inject": scope.access.platform_admin,
-        "actions": cluster.ACTIONS,
     }
     return page(request, "dashboard/nodes.html", context, {"grid": "dashboard/_node_grid.html"})
 
