@@ -300,16 +300,14 @@ def _position(job: Job, readable: list[int] | None) -> Reason | None:
 
 def _holders(job: Job, queue: Queue | None, short: list[str], readable: list[int] | None) -> Reason | None:
     """Name the running jobs holding the most of the resource the job lacks most: in its queue when jobs of
-    the queue hold it, else across the cluster. Jobs the viewer may not read are only counted.
-
-    One query (bound pods summed per queue and job) whether or not anything is short, so the page's query
-    count does not depend on the cluster's state."""
+    the queue hold it, else across the cluster. Jobs the viewer may not read are only counted. Nothing is
+    read when nothing is short (one grouped query over the bound pods otherwise)."""
     from volcanoweb.dashboard.aggregates import request_sums
 
-    pods = cluster.bound_pods().filter(job__isnull=False).exclude(job=job)
-    sums = request_sums(pods, "job__queue_name", "job_id")
     if not short:
         return None
+    pods = cluster.bound_pods().filter(job__isnull=False).exclude(job=job)
+    sums = request_sums(pods, "job__queue_name", "job_id")
     resource = short[0]
     everywhere = [(row.requests.get(resource, 0), job_id) for (_q, job_id), row in sums.items()]
     in_queue = [

@@ -151,6 +151,7 @@ def _count(client: Any, url: str) -> int:
 def test_query_counts_do_not_grow_with_pods_or_nodes(world: Any, login: Any, url: str, most: int) -> None:
     client = login(world.cast.alice)
     add_pods("team-a", "team-a-q", 2)
+    add_pods("team-b", "team-b-q", 1, node="node-1", cpu=48_000)  # the cluster is full before and after
     before = _count(client, url)
     for node in range(6):
         add_pods("team-a", "team-a-q", 20, node=f"node-{node}")

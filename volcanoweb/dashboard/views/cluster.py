@@ -67,13 +67,12 @@ def node_pods(request: HttpRequest, name: str) -> HttpResponse:
     """The pods bound to one node (Pending or Running, not being deleted): those of the viewer's tenants are
     listed with their job, phase and requests; other tenants' pods are only counted."""
     scope = get_scope(request)
-    pods = cluster.bound_pods().filter(node_name=name).select_related("job").order_by("namespace", "name")
+    on_node = cluster.bound_pods().filter(node_name=name)
     readable = scope.tenant_ids
-    rows, hidden = [], 0
-    for pod in pods[:500]:
-        if readable is not None and pod.tenant_id not in readable:
-            hidden += 1
-            continue
+    shown = on_node if readable is None else on_node.filter(tenant_id__in=readable)
+    hidden = 0 if readable is None else on_node.exclude(tenant_id__in=readable).count()
+    rows = []
+    for pod in shown.select_related("job").order_by("namespace", "name")[:500]:
         requests = pod.requests if isinstance(pod.requests, dict) else {}
         rows.append(
             {
