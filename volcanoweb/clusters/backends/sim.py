@@ -237,7 +237,7 @@ class _MemoryTx(SimTx):
             if any(at is not None and at <= now for at in (p.start_at, p.finish_at, p.remove_at))
         ]
 
-    def fetch_nodes(self, names: Collection[str]) -> Iterable[NodeRecord]:
+    def fetch_nodes(self, names: Collection[str], lock: bool = True) -> Iterable[NodeRecord]:
         nodes = self.store.nodes
         return [copy.copy(nodes[name]) for name in names if name in nodes]
 
@@ -274,8 +274,8 @@ class MemoryStore:
         self._changed = threading.Condition(self._lock)
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[_MemoryTx]:
-        with self._lock:
+    def transaction(self, *, exclusive: bool = False) -> Iterator[_MemoryTx]:
+        with self._lock:  # every change is exclusive here
             tx = _MemoryTx(self, max(self.clock.now(), self.last_now))
             yield tx
             tx.commit()

@@ -7,7 +7,8 @@ The engine is pure code (no Django, no threads): it reads and changes :class:`Po
 * :class:`~volcanoweb.clusters.backends.sim.MemoryStore` (``SimCluster``): dicts under a thread lock, for
   unit tests and tools;
 * :class:`~volcanoweb.clusters.simdb.DatabaseStore` (``DatabaseSimCluster``): the ``Sim*`` tables, shared
-  by every process of the product, each transaction holding the ``SimState`` row lock.
+  by every process of the product; on PostgreSQL a transaction locks the pods and nodes it changes (node-level
+  changes, ``exclusive``, lock the whole cluster), on SQLite the ``SimState`` row.
 
 See ``docs/adr/0014-one-simulated-cluster-engine.md``.
 
@@ -28,8 +29,9 @@ is Succeeded), ``restart_container`` restarts it in place or ends it, per its re
 Clock
 =====
 
-Every transaction reads ``now = max(clock.now(), stored now)`` and stores it back, so the simulated
-time never goes back and every call (not only :meth:`SimEngine.tick`) sees the current time. Timers
+Every transaction reads ``now = max(clock.now(), stored now)`` (the stores keep the time of the changes
+they made), so the simulated time never goes back and every call (not only :meth:`SimEngine.tick`) sees the
+current time. Timers
 (``start_at``/``finish_at``/``remove_at``) fire only in :func:`tick`, due ones in time order (ties by
 pod key, then start/finish/remove), so a run is deterministic for a given sequence of calls and clock
 readings. Resources are the scheduler's integers (cpu in millicores, memory in bytes, counts).
@@ -257,7 +259,8 @@ class SimTx:
     def fetch_due_pods(self, now: float) -> Iterable[PodRecord]:
         raise NotImplementedError
 
-    def fetch_nodes(self, names: Collection[str]) -> Iterable[NodeRecord]:
+    def fetch_nodes(self, names: Collection[str], lock: bool = True) -> Iterable[NodeRecord]:
+        """Nodes by name; ``lock=False``: the change only reads them (a store may then leave them unlocked)."""
         raise NotImplementedError
 
     def commit(self) -> None:
@@ -315,10 +318,11 @@ class SimTx:
     def node(self, name: str) -> NodeRecord | None:
         return self.nodes([name]).get(name)
 
-    def nodes(self, names: Collection[str]) -> dict[str, NodeRecord]:
+    def nodes(self, names: Collection[str], *, lock: bool = True) -> dict[str, NodeRecord]:
+        """The nodes by name; ``lock=False`` when the change only reads them (a bind checks Ready)."""
         missing = [n for n in names if n not in self.node_map and n not in self.gone_nodes]
         if missing:
-            for node in self.fetch_nodes(missing):
+            for node in self.fetch_nodes(missing, lock):
                 self.node_map.setdefault(node.name, node)
         return {name: self.node_map[name] for name in names if name in self.node_map}
 
@@ -334,8 +338,13 @@ class SimTx:
 class SimStore(Protocol):
     """Where a simulated cluster keeps its records, events, time and objects (services etc.)."""
 
-    def transaction(self) -> contextlib.AbstractContextManager[SimTx]:
-        """Lock the cluster, read the time, yield a :class:`SimTx`; commit when the block succeeds."""
+    def transaction(self, *, exclusive: bool = False) -> contextlib.AbstractContextManager[SimTx]:
+        """Open a change, read the time, yield a :class:`SimTx`; commit when the block succeeds.
+
+        ``exclusive``: the change runs alone (node-level changes: add, remove, fail, recover, cordon); other
+        changes may run at the same time when the store locks per record (each one loads its pods first,
+        then its nodes, each kind in one call, which a store can lock in a fixed order).
+        """
 
     def atomic(self) -> contextlib.AbstractContextManager[None]:
         """Group several transactions and event reads (``poll_events``: tick, then take the events)."""
@@ -577,8 +586,8 @@ class SimEngine(ClusterBackend):
         self.store = store
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[SimTx]:
-        with self.store.transaction() as tx:
+    def _tx(self, *, exclusive: bool = False) -> Iterator[SimTx]:
+        with self.store.transaction(exclusive=exclusive) as tx:
             yield tx
 
     # ------------------------------------------------------------ time and settings
@@ -695,7 +704,7 @@ class SimEngine(ClusterBackend):
             return results
         with self._tx() as tx:
             pods = tx.pods({(ns, name) for ns, name, _ in wanted})
-            tx.nodes({node for _, _, node in wanted})
+            tx.nodes({node for _, _, node in wanted}, lock=False)  # a bind reads its node (Ready), never changes it
             for ns, name, node in wanted:
                 results[(ns, name)] = bind_pod(tx, pods.get((ns, name)), (ns, name), node)
         return results
@@ -758,12 +767,12 @@ class SimEngine(ClusterBackend):
 
     def add_node(self, info: NodeInfo) -> None:
         """Add a node (ADDED event); :class:`Conflict` if the name is taken."""
-        with self._tx() as tx:
+        with self._tx(exclusive=True) as tx:
             new_node(tx, info)
 
     def remove_node(self, name: str) -> None:
         """Delete a node; its unfinished pods fail with reason NodeLost."""
-        with self._tx() as tx:
+        with self._tx(exclusive=True) as tx:
             node = self._node(tx, name)
             lose_pods(tx, name, evict=False)
             node_event(tx, "DELETED", node)
@@ -772,7 +781,7 @@ class SimEngine(ClusterBackend):
     def fail_node(self, name: str, evict_pods: bool = True) -> None:
         """Make a node NotReady and unreachable-tainted; its unfinished pods are evicted (deleted, reason
         NodeLost), or with ``evict_pods=False`` marked Failed with reason NodeLost."""
-        with self._tx() as tx:
+        with self._tx(exclusive=True) as tx:
             node = self._node(tx, name)
             unreachable = [Taint(UNREACHABLE_TAINT, "", effect).to_dict() for effect in ("NoSchedule", "NoExecute")]
             taints = [*_without_unreachable(node.info), *unreachable]
@@ -782,7 +791,7 @@ class SimEngine(ClusterBackend):
 
     def recover_node(self, name: str) -> None:
         """Make a failed node Ready again; pods bound to it start."""
-        with self._tx() as tx:
+        with self._tx(exclusive=True) as tx:
             node = self._node(tx, name)
             node.info = {**node.info, "ready": True, "taints": _without_unreachable(node.info)}
             node_event(tx, "MODIFIED", node)
@@ -792,7 +801,7 @@ class SimEngine(ClusterBackend):
 
     def cordon(self, name: str, unschedulable: bool = True) -> None:
         """Set ``spec.unschedulable`` on a node."""
-        with self._tx() as tx:
+        with self._tx(exclusive=True) as tx:
             node = self._node(tx, name)
             node.info = {**node.info, "unschedulable": unschedulable}
             node_event(tx, "MODIFIED", node)
