@@ -52,11 +52,13 @@ class Node(models.Model):
 
 
 class SimState(models.Model):
-    """The simulated cluster's singleton row (pk 1): its clock and counters; also its lock.
+    """The simulated cluster's singleton row (pk 1): its settings and clock; on SQLite its counters and lock.
 
-    Every mutation of the sim locks this row (``SELECT ... FOR UPDATE``), so the sim behaves as one
-    cluster for all processes. The clock is a scaled wall clock anchored at (``wall_start``,
-    ``sim_start``) with ``speed``; ``now`` is the simulated time of the last tick (never goes back).
+    On SQLite every mutation of the sim locks this row (``SELECT ... FOR UPDATE``) and advances
+    ``resource_version``/``seq``; on PostgreSQL a mutation locks the pods and nodes it changes and takes
+    its numbers from a sequence (ADR 0017). The clock is a scaled wall clock anchored at (``wall_start``,
+    ``sim_start``) with ``speed``; ``now`` is a simulated time reached (never goes back; on PostgreSQL
+    written about once a wall second).
     """
 
     speed = models.FloatField(default=1.0)

@@ -456,7 +456,8 @@ def _sync_once(backend: ClusterBackend, result: SyncResult, timeout: float) -> N
         if not Node.objects.exists():
             result.nodes_changed += resync_nodes(backend)
         create_plain_pods_in_backend(backend)
-        # before the poll: with the database-backed sim, polling locks the cluster until this transaction ends
+        # before the poll: with the database-backed sim, polling holds the consumers' lock (and the locks of the
+        # pods its tick changed) until this transaction ends
         result.podgroups_created = ensure_plain_pod_groups(backend)
         events = backend.poll_events(timeout)
         result.events = len(events)
