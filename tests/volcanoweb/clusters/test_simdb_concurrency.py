@@ -19,7 +19,7 @@ from volcanoweb.clusters.backends.base import BackendEvent, Conflict, Container,
 from volcanoweb.clusters.backends.sim import ManualClock
 from volcanoweb.clusters.backends.simengine import pod_event
 from volcanoweb.clusters.models import SimNode
-from volcanoweb.clusters.simdb import DatabaseSimCluster
+from volcanoweb.clusters.simdb import DatabaseSimCluster, LockOrderError, pod_lock_id
 
 pytestmark = [pytest.mark.postgresql_only, pytest.mark.django_db(transaction=True)]
 
@@ -271,3 +271,28 @@ def test_a_change_waiting_for_a_pod_numbers_it_after_the_holder(sim: DatabaseSim
     stored = sim.get_pod("ns", "p")
     assert stored.annotations["by"] == "second"
     assert stored.resource_version == second.resource_version
+
+
+def test_node_level_changes_run_alone(sim: DatabaseSimCluster) -> None:
+    with transaction.atomic():
+        sim.create_pod(spec("p"))  # a change in progress
+        with pytest.raises(OperationalError, match="lock timeout"):
+            in_thread(lambda: sim.fail_node("cpu-1"))  # waits for it (the cluster lock, exclusively)
+    in_thread(lambda: sim.fail_node("cpu-1"))
+    assert not next(n for n in sim.list_nodes() if n.name == "cpu-1").ready
+
+
+def test_locks_out_of_order_are_refused(sim: DatabaseSimCluster) -> None:
+    sim.create_pods([spec("p"), spec("q")])
+    low, high = sorted([("ns", "p"), ("ns", "q")], key=pod_lock_id)
+    with transaction.atomic(), sim.store.transaction() as tx:
+        tx.nodes(["cpu-0"])
+        with pytest.raises(LockOrderError):
+            tx.pods([low])  # pods after nodes
+    with transaction.atomic(), sim.store.transaction() as tx:
+        tx.pods([high])
+        with pytest.raises(LockOrderError):
+            tx.pods([low])  # a lower pod lock after a higher one
+    with transaction.atomic(), sim.store.transaction() as tx:  # the order the engine keeps
+        assert set(tx.pods([low, high])) == {low, high}
+        assert set(tx.nodes(["cpu-0", "cpu-1"])) == {"cpu-0", "cpu-1"}
