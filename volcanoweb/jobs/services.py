@@ -236,8 +236,8 @@ def apply_job(
         return outcome
     job = _new_job(access, meta, namespace, spec)
     job.save(force_insert=True)
-    _sync_tasks(job)
-    _sync_podgroup(job)
+    Task.objects.bulk_create(_new_tasks(job))  # a new job has no tasks nor PodGroup to look up
+    _new_podgroup(job).save(force_insert=True)
     after = render.job(job)
     audit.record(access.user, "create", "Job", job.key, tenant=namespace.tenant, after=after)
     notify.changed("Job", job, "create")

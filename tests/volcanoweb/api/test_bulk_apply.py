@@ -265,3 +265,17 @@ def test_the_api_names_the_failing_document_of_a_bulk_apply(cast, queues, client
     assert any(c["field"].startswith("spec.tasks[0]") for c in body["details"]["causes"]), body
     assert not Job.objects.exists()
     assert not AuditEntry.objects.filter(kind="Job").exists()
+
+
+def test_one_job_is_applied_in_its_own_transaction_without_lookups_of_what_it_creates(access, queues) -> None:
+    doc = builders.job_manifest("solo", queue="ml-training", tasks=[builders.task("a"), builders.task("b")])
+    with CaptureQueriesContext(connection) as ctx:
+        outcomes = apply_documents(access, [doc], default_namespace="team-a")
+    assert [o.action for o in outcomes] == ["created"]
+    statements = [q["sql"] for q in ctx.captured_queries]
+    # The test's own transaction turns the service's transaction into the one savepoint.
+    assert sum(s.startswith("SAVEPOINT") for s in statements) == 1, statements
+    assert not [s for s in statements if s.startswith("SELECT") and ('"jobs_task"' in s or '"jobs_podgroup"' in s)]
+    assert sum(s.startswith('INSERT INTO "jobs_task"') for s in statements) == 1
+    assert Task.objects.filter(job__name="solo").count() == 2
+    assert PodGroup.objects.filter(job__name="solo").count() == 1
