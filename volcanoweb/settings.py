@@ -106,6 +106,8 @@ try:
 except Exception as exc:  # dj_database_url raises several types for bad URLs
     raise ImproperlyConfigured(f"DATABASE_URL: cannot parse {DATABASE_URL!r}: {exc}") from exc
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's backend, with this process's write transactions served in arrival order (core/backends/sqlite3).
+    DATABASES["default"]["ENGINE"] = "volcanoweb.core.backends.sqlite3"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})
     # Writers queue at BEGIN (IMMEDIATE) for at most 20 s (the busy timeout); WAL lets readers go on while one

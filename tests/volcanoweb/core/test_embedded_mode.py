@@ -112,3 +112,54 @@ def test_sqlite_runs_in_wal_mode_with_normal_sync(db) -> None:
         synchronous = cursor.fetchone()[0]
     assert mode == "wal"
     assert synchronous == 1  # NORMAL
+
+
+def test_the_writers_lock_serves_waiters_in_arrival_order_and_times_out() -> None:
+    import threading
+    import time
+
+    from volcanoweb.core.backends.sqlite3.base import FairLock
+
+    lock = FairLock()
+    assert lock.acquire(1.0)
+    order: list[int] = []
+    threads = []
+    for n in range(5):
+        thread = threading.Thread(target=lambda n=n: (lock.acquire(10.0), order.append(n), lock.release()))
+        thread.start()
+        threads.append(thread)
+        while len(lock._waiters) < n + 1:  # each waiter queued before the next one starts
+            time.sleep(0.001)
+    assert not lock.acquire(0.01)  # held, five waiting: a sixth gives up
+    assert len(lock._waiters) == 5
+    lock.release()
+    for thread in threads:
+        thread.join(5)
+    assert order == [0, 1, 2, 3, 4]
+    assert lock.acquire(0.01)  # free again
+    lock.release()
+
+
+@pytest.mark.sqlite_only
+def test_sqlite_transactions_queue_on_the_writers_lock(transactional_db) -> None:
+    from django.db import connections, transaction
+
+    from volcanoweb.core.backends.sqlite3 import base
+
+    assert isinstance(connections["default"], base.DatabaseWrapper)
+    assert not base.WRITERS._held
+    with transaction.atomic():
+        Job.objects.exists()
+        assert base.WRITERS._held
+    assert not base.WRITERS._held
+    held: list[bool] = []
+
+    def fail() -> None:
+        with transaction.atomic():
+            held.append(base.WRITERS._held)
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        fail()
+    assert held == [True]
+    assert not base.WRITERS._held
