@@ -47,7 +47,9 @@ def apply_object(access: Access, doc: dict[str, Any], default_namespace: str | N
 BULK_MIN = 2
 
 
-def _job_runs(documents: list[dict[str, Any]], kinds: list[str]) -> list[tuple[int, int]]:
+def _job_runs(
+    documents: list[dict[str, Any]], kinds: list[str], default_namespace: str | None
+) -> list[tuple[int, int]]:
     """Return the ``[start, end)`` ranges of consecutive Job documents (at least BULK_MIN, distinct names)."""
     runs: list[tuple[int, int]] = []
     start = 0
@@ -55,19 +57,21 @@ def _job_runs(documents: list[dict[str, Any]], kinds: list[str]) -> list[tuple[i
         end = start
         while end < len(documents) and kinds[end] == parse.JOB.kind:
             end += 1
-        if end - start >= BULK_MIN and _distinct_names(documents[start:end]):
+        if end - start >= BULK_MIN and _distinct_names(documents[start:end], default_namespace):
             runs.append((start, end))
         start = max(end, start + 1)
     return runs
 
 
-def _distinct_names(documents: list[dict[str, Any]]) -> bool:
+def _distinct_names(documents: list[dict[str, Any]], default_namespace: str | None) -> bool:
     """Whether no (namespace, name) repeats (a repeat is an update of the job the run creates: one by one)."""
     seen: set[tuple[Any, Any]] = set()
     for doc in documents:
         meta = doc.get("metadata")
-        key = (meta.get("namespace"), meta.get("name")) if isinstance(meta, dict) else (None, None)
-        if not all(isinstance(part, str | None) for part in key) or key in seen:
+        if not isinstance(meta, dict):
+            return False
+        key = (meta.get("namespace") or default_namespace or "default", meta.get("name"))
+        if not all(isinstance(part, str) for part in key) or key in seen:
             return False
         seen.add(key)
     return True
@@ -111,7 +115,7 @@ def apply_documents(
         except Exception:
             notify.discard()
             raise
-    runs = dict(_job_runs(documents, kinds)) if bulk else {}
+    runs = dict(_job_runs(documents, kinds, default_namespace)) if bulk else {}
     total = len(documents)
     outcomes: list[Outcome] = []
     try:

@@ -228,6 +228,17 @@ def test_repeated_names_and_mixed_kinds_leave_the_same_rows(monkeypatch, access,
     assert [o["action"] for o in got["outcomes"]][len(jobs)] == "configured"
 
 
+def test_a_job_named_twice_once_with_the_default_namespace_spelt_out_leaves_the_same_rows(
+    monkeypatch, access, queues
+) -> None:
+    jobs = _jobs(1)[:3]
+    explicit = copy.deepcopy(jobs[1])
+    explicit["metadata"]["namespace"] = "team-a"  # the default namespace of the apply, named
+    explicit["spec"]["tasks"][0]["replicas"] += 1
+    got = _both(monkeypatch, access, [*jobs, explicit])
+    assert [o["action"] for o in got["outcomes"]] == ["created", "created", "created", "configured"]
+
+
 def _queries(access: Any, jobs: int) -> int:
     docs = [builders.job_manifest(f"j{i}", queue="ml-training") for i in range(jobs)]
     with CaptureQueriesContext(connection) as ctx, transaction.atomic():
