@@ -4,6 +4,7 @@ Live messages and controller work for a change are ``live.notify.changed``'s."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from volcanoweb.audit.models import AuditEntry
@@ -22,8 +23,28 @@ def record(
     message: str = "",
 ) -> AuditEntry:
     """Write one audit entry (call inside the service's transaction so it commits or rolls back with it)."""
+    entry_ = entry(
+        actor, action, kind, object_key, tenant=tenant, before=before, after=after, source=source, message=message
+    )
+    entry_.save(force_insert=True)
+    return entry_
+
+
+def entry(
+    actor: Any,
+    action: str,
+    kind: str,
+    object_key: str,
+    *,
+    tenant: Any = None,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    source: str = "api",
+    message: str = "",
+) -> AuditEntry:
+    """Return an unsaved audit entry, as :func:`record` writes it (for :func:`record_many`)."""
     is_user = actor is not None and getattr(actor, "pk", None) is not None
-    return AuditEntry.objects.create(
+    return AuditEntry(
         actor=actor if is_user else None,
         actor_name=getattr(actor, "username", "") or "system",
         tenant=tenant,
@@ -35,3 +56,8 @@ def record(
         source=source,
         message=message,
     )
+
+
+def record_many(entries: Sequence[AuditEntry]) -> list[AuditEntry]:
+    """Write audit entries made by :func:`entry` in one insert, in order (inside the service's transaction)."""
+    return AuditEntry.objects.bulk_create(list(entries)) if entries else []

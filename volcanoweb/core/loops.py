@@ -3,13 +3,16 @@
 In the stack mode Celery beat triggers the periodic work (settings.PERIODIC_TASKS)
 in a worker. In the embedded mode there is no broker, so each entry runs in a
 daemon thread of the web process, calling the very same Celery task in-process.
+The job syncs the stack's drain tasks run (``runtime.dispatch``) run in one more
+thread, :class:`LocalDrain`, so that a request never runs a controller sync.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import close_old_connections
@@ -65,3 +68,81 @@ class LoopRunner:
         self.stop_event.set()
         for thread in self.threads:
             thread.join(timeout)
+
+
+class LocalDrain:
+    """The embedded mode's coalesced job syncs: what ``runtime.dispatch``'s Redis sets and drain tasks are
+    to the stack, in memory and one thread.
+
+    :meth:`request` (registered with ``dispatch.set_local_sink``) queues job ids, each at most once,
+    urgent ones first; the thread calls ``sync`` with batches of at most ``batch`` ids. The request that
+    submitted a job thus only commits its rows: on SQLite (one writer at a time) a request no longer holds
+    the write lock for a controller sync, and the sync's transactions stay one batch long. Ids still
+    queued when the process stops are not lost: the job rows are committed, and the periodic resync
+    (``resync_controllers``: a job never synced has no record) hands them back after a restart.
+    """
+
+    def __init__(self, sync: Callable[[list[int]], object], *, batch: int = 20) -> None:
+        self.sync = sync
+        self.batch = batch
+        self.urgent: dict[int, None] = {}  # insertion-ordered sets
+        self.dirty: dict[int, None] = {}
+        self.condition = threading.Condition()
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def request(self, job_ids: Iterable[int], urgent: bool = False) -> None:
+        """Queue jobs for a sync (a job already queued is not queued twice; urgent ones go first)."""
+        with self.condition:
+            for job_id in job_ids:
+                if urgent:
+                    self.dirty.pop(job_id, None)
+                    self.urgent[job_id] = None
+                elif job_id not in self.urgent:
+                    self.dirty[job_id] = None
+            self.condition.notify()
+
+    def pending(self) -> int:
+        """Return how many jobs wait for a sync."""
+        with self.condition:
+            return len(self.urgent) + len(self.dirty)
+
+    def _pop(self) -> list[int]:
+        with self.condition:
+            source = self.urgent or self.dirty
+            ids = list(itertools.islice(source, self.batch))
+            for job_id in ids:
+                del source[job_id]
+            return ids
+
+    def drain_once(self) -> int:
+        """Sync every queued job in the calling thread (a failing batch is logged; the resync retries it)."""
+        done = 0
+        while ids := self._pop():
+            try:
+                self.sync(ids)
+            except Exception:
+                log.exception("sync of jobs %s failed", ids)
+            done += len(ids)
+        return done
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, name="loop-job-syncs", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop_event.is_set():
+            with self.condition:
+                if not (self.urgent or self.dirty):
+                    self.condition.wait(1.0)
+            try:
+                self.drain_once()
+            finally:
+                close_old_connections()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stop_event.set()
+        with self.condition:
+            self.condition.notify()
+        if self.thread is not None:
+            self.thread.join(timeout)

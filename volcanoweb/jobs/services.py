@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from scheduler.manifests import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity
 from volcanoweb.audit import services as audit
+from volcanoweb.audit.models import AuditEntry
 from volcanoweb.clusters.backend import get_backend
-from volcanoweb.core.errors import BadRequest, Conflict, Errors, Forbidden, invalid, not_found
+from volcanoweb.core.errors import ApiError, BadRequest, Conflict, Errors, Forbidden, invalid, not_found
 from volcanoweb.jobs.models import (
     Command,
     CommandAction,
@@ -27,13 +30,20 @@ from volcanoweb.jobs.models import (
 )
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
-from volcanoweb.manifests.admission import check_priority_class, check_submission_queue
-from volcanoweb.manifests.fields import check_resource_list, expect
+from volcanoweb.manifests.admission import (
+    SubmissionQueue,
+    check_priority_class,
+    check_submission_queue,
+    priority_values,
+    queues_for_submission,
+)
+from volcanoweb.manifests.fields import Metadata, check_metadata, check_resource_list, expect
 from volcanoweb.manifests.jobs import check_job_name, check_job_spec, check_job_update, task_min_resources
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.pods import check_jdb_annotations, check_pod_spec, pod_requests
 from volcanoweb.manifests.workflows import check_podgroup, check_priorityclass
-from volcanoweb.tenancy.access import Access, forbidden, resolve_namespace
+from volcanoweb.tenancy.access import Access, forbidden, namespaces_by_name, resolve_namespace
+from volcanoweb.tenancy.models import Namespace
 
 COMMAND_ALIASES = {
     "abort": CommandAction.ABORT,
@@ -74,18 +84,30 @@ def initial_job_status(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _task_fields(position: int, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "position": position,
+        "replicas": spec.get("replicas", 0),
+        "min_available": spec.get("minAvailable", 0),
+        "max_retry": spec.get("maxRetry", 3),
+        "template": spec.get("template") or {},
+        "policies": spec.get("policies") or [],
+        "depends_on": spec.get("dependsOn"),
+    }
+
+
+def _new_tasks(job: Job) -> list[Task]:
+    """Return the (unsaved) Task rows of a just-created job."""
+    return [
+        Task(job=job, name=spec["name"], **_task_fields(position, spec))
+        for position, spec in enumerate(job.spec.get("tasks", []))
+    ]
+
+
 def _sync_tasks(job: Job) -> None:
     existing = {task.name: task for task in job.tasks.all()}
     for position, spec in enumerate(job.spec.get("tasks", [])):
-        fields = {
-            "position": position,
-            "replicas": spec.get("replicas", 0),
-            "min_available": spec.get("minAvailable", 0),
-            "max_retry": spec.get("maxRetry", 3),
-            "template": spec.get("template") or {},
-            "policies": spec.get("policies") or [],
-            "depends_on": spec.get("dependsOn"),
-        }
+        fields = _task_fields(position, spec)
         task = existing.get(spec["name"])
         if task is None:
             Task.objects.create(job=job, name=spec["name"], **fields)
@@ -116,46 +138,76 @@ def _podgroup_fields(job: Job) -> dict[str, Any]:
     }
 
 
+def _new_podgroup(job: Job) -> PodGroup:
+    """Return the (unsaved) PodGroup ``<job>-<uid>`` of a just-created job (as Volcano's job controller makes it)."""
+    owner = {
+        "apiVersion": parse.JOB.api_version,
+        "kind": "Job",
+        "name": job.name,
+        "uid": str(job.uid),
+        "controller": True,
+    }
+    return PodGroup(
+        job=job,
+        namespace=job.namespace,
+        name=f"{job.name}-{job.uid}",
+        tenant=job.tenant,
+        owner_references=[owner],
+        **_podgroup_fields(job),
+    )
+
+
 def _sync_podgroup(job: Job) -> None:
     """Create or refresh the job's PodGroup ``<job>-<uid>`` (as Volcano's job controller does)."""
-    fields = _podgroup_fields(job)
     podgroup = PodGroup.objects.filter(job=job).first()
     if podgroup is None:
-        owner = {
-            "apiVersion": parse.JOB.api_version,
-            "kind": "Job",
-            "name": job.name,
-            "uid": str(job.uid),
-            "controller": True,
-        }
-        PodGroup.objects.create(
-            job=job,
-            namespace=job.namespace,
-            name=f"{job.name}-{job.uid}",
-            tenant=job.tenant,
-            owner_references=[owner],
-            **fields,
-        )
+        _new_podgroup(job).save(force_insert=True)
         return
+    fields = _podgroup_fields(job)
     for key, value in fields.items():
         setattr(podgroup, key, value)
     podgroup.save(update_fields=[*fields, *bump(podgroup, spec_changed=True)])
 
 
-def _admit_job(access: Access, meta_name: str, spec: Any, tenant: Any, existing: Job | None) -> dict[str, Any]:
+def _check_job_document(meta_name: str, spec: Any) -> tuple[Errors, dict[str, Any] | None]:
+    """The checks of a Job document that need no database: its name, then its spec (defaulted)."""
     errors = Errors()
     check_job_name(errors, meta_name)
     defaulted = check_job_spec(errors, spec, meta_name)
+    return errors, defaulted
+
+
+def _admit_job(
+    access: Access,
+    meta_name: str,
+    spec: Any,
+    tenant: Any,
+    existing: Job | None,
+    *,
+    checked: tuple[Errors, dict[str, Any] | None] | None = None,
+    lookups: _Lookups | None = None,
+) -> dict[str, Any]:
+    errors, defaulted = checked if checked is not None else _check_job_document(meta_name, spec)
     raise_if(errors, parse.JOB, meta_name)
     assert defaulted is not None
     if existing is not None:
         check_job_update(errors, existing.spec, defaulted)
     elif not errors:
-        check_submission_queue(errors, access, tenant, defaulted["queue"])
+        queues = lookups.queues if lookups is not None else None
+        check_submission_queue(errors, access, tenant, defaulted["queue"], queues=queues)
     if existing is None or defaulted.get("priorityClassName") != existing.priority_class_name:
-        check_priority_class(errors, defaulted.get("priorityClassName"), "spec.priorityClassName")
+        values = lookups.priorities if lookups is not None else None
+        check_priority_class(errors, defaulted.get("priorityClassName"), "spec.priorityClassName", values)
     raise_if(errors, parse.JOB, meta_name)
     return defaulted
+
+
+@dataclass
+class _Lookups:
+    """What a bulk apply reads once for all its jobs (see :func:`apply_jobs`)."""
+
+    queues: dict[str, SubmissionQueue | None] = field(default_factory=dict)
+    priorities: dict[str, int | None] = field(default_factory=dict)
 
 
 @transaction.atomic
@@ -177,35 +229,25 @@ def apply_job(
     check_version(parse.JOB, meta, existing)
     spec = _admit_job(access, meta.name, doc.get("spec"), namespace.tenant, existing)
     if existing is not None:
-        if existing.deletion_timestamp is not None:
-            raise Conflict(f'jobs.batch.volcano.sh "{meta.name}" is being deleted', kind="Job", name=meta.name)
-        if (existing.spec, existing.labels, existing.annotations) == (spec, meta.labels, meta.annotations):
-            return Outcome("unchanged", "Job", meta.name, namespace.name, render.job(existing))
-        before = render.job(existing)
-        spec_changed = existing.spec != spec
-        existing.spec, existing.labels, existing.annotations = spec, meta.labels, meta.annotations
-        existing.min_available = spec["minAvailable"]
-        existing.priority_class_name = spec.get("priorityClassName") or ""
-        existing.status = {**existing.status, "minAvailable": spec["minAvailable"]}
-        existing.save(
-            update_fields=[
-                "spec",
-                "labels",
-                "annotations",
-                "min_available",
-                "priority_class_name",
-                "status",
-                *bump(existing, spec_changed=spec_changed),
-            ]
-        )
-        _sync_tasks(existing)
-        _sync_podgroup(existing)
-        after = render.job(existing)
-        audit.record(access.user, "update", "Job", existing.key, tenant=namespace.tenant, before=before, after=after)
-        notify.changed("Job", existing, "update")
-        return Outcome("configured", "Job", meta.name, namespace.name, after)
+        outcome, entry = _update_job(access, existing, meta, namespace, spec)
+        if entry is not None:
+            entry.save(force_insert=True)
+            notify.changed("Job", existing, "update")
+        return outcome
+    job = _new_job(access, meta, namespace, spec)
+    job.save(force_insert=True)
+    Task.objects.bulk_create(_new_tasks(job))  # a new job has no tasks nor PodGroup to look up
+    _new_podgroup(job).save(force_insert=True)
+    after = render.job(job)
+    audit.record(access.user, "create", "Job", job.key, tenant=namespace.tenant, after=after)
+    notify.changed("Job", job, "create")
+    return Outcome("created", "Job", job.name, job.namespace, after)
+
+
+def _new_job(access: Access, meta: Metadata, namespace: Namespace, spec: dict[str, Any]) -> Job:
+    """Return the (unsaved) Job row of an admitted manifest."""
     owner_uid = next((o.get("uid") for o in meta.owner_references if isinstance(o, dict) and o.get("controller")), None)
-    job = Job.objects.create(
+    return Job(
         namespace=namespace.name,
         name=meta.name,
         tenant=namespace.tenant,
@@ -223,12 +265,134 @@ def apply_job(
         finalizers=meta.finalizers,
         created_by=access.user if getattr(access.user, "pk", None) else None,
     )
-    _sync_tasks(job)
-    _sync_podgroup(job)
-    after = render.job(job)
-    audit.record(access.user, "create", "Job", job.key, tenant=namespace.tenant, after=after)
-    notify.changed("Job", job, "create")
-    return Outcome("created", "Job", job.name, job.namespace, after)
+
+
+def _update_job(
+    access: Access, existing: Job, meta: Metadata, namespace: Namespace, spec: dict[str, Any]
+) -> tuple[Outcome, AuditEntry | None]:
+    """Write an admitted update of a locked job (tasks and PodGroup refreshed); return the outcome and its
+    unsaved audit entry (None when nothing changed). Raises Conflict for a job being deleted."""
+    if existing.deletion_timestamp is not None:
+        raise Conflict(f'jobs.batch.volcano.sh "{meta.name}" is being deleted', kind="Job", name=meta.name)
+    if (existing.spec, existing.labels, existing.annotations) == (spec, meta.labels, meta.annotations):
+        return Outcome("unchanged", "Job", meta.name, namespace.name, render.job(existing)), None
+    before = render.job(existing)
+    spec_changed = existing.spec != spec
+    existing.spec, existing.labels, existing.annotations = spec, meta.labels, meta.annotations
+    existing.min_available = spec["minAvailable"]
+    existing.priority_class_name = spec.get("priorityClassName") or ""
+    existing.status = {**existing.status, "minAvailable": spec["minAvailable"]}
+    existing.save(
+        update_fields=[
+            "spec",
+            "labels",
+            "annotations",
+            "min_available",
+            "priority_class_name",
+            "status",
+            *bump(existing, spec_changed=spec_changed),
+        ]
+    )
+    _sync_tasks(existing)
+    _sync_podgroup(existing)
+    after = render.job(existing)
+    entry = audit.entry(access.user, "update", "Job", existing.key, tenant=namespace.tenant, before=before, after=after)
+    return Outcome("configured", "Job", meta.name, namespace.name, after), entry
+
+
+@transaction.atomic
+def apply_jobs(
+    access: Access,
+    docs: list[dict[str, Any]],
+    default_namespace: str | None = None,
+    *,
+    label: Callable[[int, ApiError], None] | None = None,
+) -> list[Outcome]:
+    """Apply many Job manifests (mode ``apply``) as :func:`apply_job` does one after the other, in bulk.
+
+    The same checks run in the same order for each document, and the first failing document (in order)
+    raises the same error (``label(position, error)`` is called first, to name the document); but the
+    namespaces, the existing jobs (locked), the queues and the priority classes are read once for all
+    documents, new jobs, their tasks and PodGroups are inserted with one ``bulk_create`` each, the audit
+    entries with one, and the controller is told about every job in one on-commit call.
+    Names must be distinct (``(namespace, name)``); the caller applies a list with repeats one by one.
+    Writes nothing unless every document passes.
+    """
+    failures: list[Errors | None] = []
+    metas: list[Metadata] = []
+    for doc in docs:
+        meta_errors = Errors()
+        metas.append(check_metadata(meta_errors, doc, namespaced=True, name_check="label"))
+        failures.append(meta_errors if meta_errors else None)
+    names = [m.namespace or default_namespace or "default" for m in metas]
+    namespaces = namespaces_by_name(name for name, f in zip(names, failures, strict=True) if f is None)
+    wanted: dict[str, list[str]] = {}
+    for ns_name, meta, failure in zip(names, metas, failures, strict=True):
+        if failure is None and namespaces.get(ns_name) is not None:
+            wanted.setdefault(ns_name, []).append(meta.name)
+    existing: dict[tuple[str, str], Job] = {}
+    if wanted:
+        where = Q()
+        for ns_name, job_names in wanted.items():
+            where |= Q(namespace=ns_name, name__in=job_names)
+        for job in Job.objects.select_for_update().filter(where).order_by("pk"):
+            existing[(job.namespace, job.name)] = job
+    checked = [
+        _check_job_document(meta.name, doc.get("spec")) if failure is None else None
+        for doc, meta, failure in zip(docs, metas, failures, strict=True)
+    ]
+    lookups = _Lookups(
+        queues=queues_for_submission(c[1]["queue"] for c in checked if c and c[1] and not c[0]),
+        priorities=priority_values(c[1].get("priorityClassName") for c in checked if c and c[1]),
+    )
+    plans: list[tuple[Metadata, Namespace, dict[str, Any], Job | None]] = []
+    for position, (doc, meta, failure, ns_name) in enumerate(zip(docs, metas, failures, names, strict=True)):
+        try:
+            if failure is not None:
+                raise invalid(parse.JOB.kind, parse.JOB.group, meta.name, failure)
+            namespace = resolve_namespace(access, ns_name, "create", parse.JOB, meta.name, namespaces=namespaces)
+            current = existing.get((namespace.name, meta.name))
+            check_version(parse.JOB, meta, current)
+            spec = _admit_job(
+                access,
+                meta.name,
+                doc.get("spec"),
+                namespace.tenant,
+                current,
+                checked=checked[position],
+                lookups=lookups,
+            )
+            if current is not None and current.deletion_timestamp is not None:
+                raise Conflict(f'jobs.batch.volcano.sh "{meta.name}" is being deleted', kind="Job", name=meta.name)
+        except ApiError as exc:
+            if label is not None:
+                label(position, exc)
+            raise
+        plans.append((meta, namespace, spec, current))
+    new_jobs = [_new_job(access, meta, ns, spec) for meta, ns, spec, current in plans if current is None]
+    Job.objects.bulk_create(new_jobs)
+    Task.objects.bulk_create([task for job in new_jobs for task in _new_tasks(job)])
+    PodGroup.objects.bulk_create([_new_podgroup(job) for job in new_jobs])
+    created = iter(new_jobs)
+    outcomes: list[Outcome] = []
+    entries: list[AuditEntry] = []
+    updated: list[Job] = []
+    for meta, namespace, spec, current in plans:
+        if current is None:
+            job = next(created)
+            after = render.job(job)
+            entries.append(audit.entry(access.user, "create", "Job", job.key, tenant=namespace.tenant, after=after))
+            outcomes.append(Outcome("created", "Job", job.name, job.namespace, after))
+            continue
+        outcome, entry = _update_job(access, current, meta, namespace, spec)
+        outcomes.append(outcome)
+        if entry is not None:
+            entries.append(entry)
+            updated.append(current)
+    audit.record_many(entries)
+    notify.changed_many("Job", new_jobs, "create")
+    notify.changed_many("Job", updated, "update")
+    return outcomes
 
 
 def _get_for_write(access: Access, model: type[Any], info: parse.KindInfo, namespace: str, name: str, verb: str) -> Any:

@@ -18,6 +18,7 @@ controllers that write those rows.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
@@ -30,6 +31,20 @@ log = logging.getLogger(__name__)
 def changed(kind: str, obj: Any, action: str) -> None:
     """Announce, once the transaction commits, that ``obj`` (of ``kind``) was created/updated/deleted/..."""
     transaction.on_commit(lambda: _react(kind, obj, action))
+    _publish(kind, obj, action)
+
+
+def changed_many(kind: str, objs: Sequence[Any], action: str) -> None:
+    """:func:`changed` for many objects of one kind (a bulk apply): one on-commit reaction for all of them."""
+    items = list(objs)
+    if not items:
+        return
+    transaction.on_commit(lambda: _react_many(kind, items, action))
+    for obj in items:
+        _publish(kind, obj, action)
+
+
+def _publish(kind: str, obj: Any, action: str) -> None:
     namespace = getattr(obj, "namespace", "") or ""
     name = getattr(obj, "name", "") or str(getattr(obj, "version", ""))
     key = f"{namespace}/{name}" if namespace else name
@@ -57,3 +72,9 @@ def _react(kind: str, obj: Any, action: str) -> None:
     from volcanoweb.runtime import hooks
 
     hooks.on_change(kind, obj, action)
+
+
+def _react_many(kind: str, objs: list[Any], action: str) -> None:
+    from volcanoweb.runtime import hooks
+
+    hooks.on_change_many(kind, objs, action)

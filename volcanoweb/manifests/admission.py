@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 
@@ -54,28 +56,37 @@ class SubmissionQueue:
         return self.tenant_id == tenant.pk or tenant.pk in self.allowed
 
 
-def _queue_for_submission(queue_name: str) -> SubmissionQueue | None:
-    """Return the named queue, its child count and allowed tenants in one plain query (None if missing).
+def queues_for_submission(queue_names: Iterable[str]) -> dict[str, SubmissionQueue | None]:
+    """Return the named queues, their child counts and allowed tenants in one plain query (None if missing).
 
     Submissions check this for every job; a hand-written statement costs a fraction of the ORM's
-    annotated queryset (subqueries and ``Exists``) to build.
+    annotated queryset (subqueries and ``Exists``) to build. A bulk apply reads every queue its jobs
+    name at once and hands the result to :func:`check_submission_queue`.
     """
+    names = sorted(set(queue_names))
+    found: dict[str, SubmissionQueue | None] = dict.fromkeys(names)
+    if not names:
+        return found
     meta = Queue._meta
     through = Queue.allowed_tenants.through._meta
     table, link = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(through.db_table)
+    marks = ", ".join(["%s"] * len(names))
     sql = (
         f"SELECT q.name, q.state, q.tenant_id, "
         f"(SELECT COUNT(*) FROM {table} c WHERE c.parent_id = q.id), a.tenant_id "
-        f"FROM {table} q LEFT JOIN {link} a ON a.queue_id = q.id WHERE q.name = %s"
+        f"FROM {table} q LEFT JOIN {link} a ON a.queue_id = q.id WHERE q.name IN ({marks})"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [queue_name])
+        cursor.execute(sql, names)
         rows = cursor.fetchall()
-    if not rows:
-        return None
-    name, state, tenant_id, children, _ = rows[0]
-    allowed = frozenset(int(row[4]) for row in rows if row[4] is not None)
-    return SubmissionQueue(name, state, tenant_id, int(children), allowed)
+    by_name: dict[str, list[Any]] = {}
+    for row in rows:
+        by_name.setdefault(row[0], []).append(row)
+    for name, group in by_name.items():
+        _, state, tenant_id, children, _ = group[0]
+        allowed = frozenset(int(row[4]) for row in group if row[4] is not None)
+        found[name] = SubmissionQueue(name, state, tenant_id, int(children), allowed)
+    return found
 
 
 def check_submission_queue(
@@ -86,12 +97,16 @@ def check_submission_queue(
     *,
     kind: str = "Job",
     path: str = "spec.queue",
+    queues: Mapping[str, SubmissionQueue | None] | None = None,
 ) -> None:
     """Volcano's job/PodGroup queue rules (exists, Open, not root, leaf) plus ours (the tenant may use it).
 
-    A queue the caller cannot see is reported as not found, so existence does not leak. One query.
+    A queue the caller cannot see is reported as not found, so existence does not leak. One query, or
+    none when ``queues`` (from :func:`queues_for_submission`) holds the name.
     """
-    queue = _queue_for_submission(queue_name)
+    queue = queues[queue_name] if queues is not None and queue_name in queues else None
+    if queues is None or queue_name not in queues:
+        queue = queues_for_submission([queue_name])[queue_name]
     if queue is not None and not queue.visible_to(access):
         queue = None
     if queue is None:
@@ -126,11 +141,28 @@ def check_submission_queue(
         )
 
 
-def check_priority_class(errors: Errors, name: str | None, path: str) -> int | None:
-    """Return the value of a named PriorityClass, recording Kubernetes' message when it does not exist."""
+def priority_values(names: Iterable[str | None]) -> dict[str, int | None]:
+    """Return the value of each named PriorityClass (None when it does not exist) in one query."""
+    wanted = sorted({name for name in names if name})
+    found: dict[str, int | None] = dict.fromkeys(wanted)
+    if wanted:
+        found.update(PriorityClass.objects.filter(name__in=wanted).values_list("name", "value"))
+    return found
+
+
+def check_priority_class(
+    errors: Errors, name: str | None, path: str, values: Mapping[str, int | None] | None = None
+) -> int | None:
+    """Return the value of a named PriorityClass, recording Kubernetes' message when it does not exist.
+
+    ``values`` (from :func:`priority_values`) saves the query when it holds the name.
+    """
     if not name:
         return None
-    value = PriorityClass.objects.filter(name=name).values_list("value", flat=True).first()
+    if values is not None and name in values:
+        value = values[name]
+    else:
+        value = PriorityClass.objects.filter(name=name).values_list("value", flat=True).first()
     if value is None:
         errors.add(path, f"no PriorityClass with name {name} was found", "FieldValueNotFound")
     return value

@@ -17,7 +17,10 @@ status-only syncs of running jobs never delay the next job's pods.
 If a worker dies after popping ids, the periodic resync (``resync_controllers``) finds the jobs whose
 records drifted from the rows and reconciles them.
 
-When Celery runs eagerly (the embedded mode, the tests) each job is synced at once, in order.
+When Celery runs eagerly (the tests) each job is synced at once, in order. The embedded mode
+(``manage.py runembedded``) has no broker either, but registers an in-process drain with
+:func:`set_local_sink` (``core.loops.LocalDrain``: the same coalescing, one thread): the sync then runs
+outside the request that asked for it, as in the stack.
 """
 
 from __future__ import annotations
@@ -42,6 +45,14 @@ DRAIN_TTL = 60
 BATCH = 20
 
 _client: Any = None
+#: The embedded mode's in-process drain: ``sink(ids, urgent)`` queues ids (see :func:`set_local_sink`).
+_local_sink: Callable[[list[int], bool], None] | None = None
+
+
+def set_local_sink(sink: Callable[[list[int], bool], None] | None) -> None:
+    """Hand requested syncs to ``sink(ids, urgent)`` when there is no Redis broker (None: sync eagerly again)."""
+    global _local_sink
+    _local_sink = sink
 
 
 def redis_client() -> Any:
@@ -72,6 +83,9 @@ def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
     if not ids:
         return
     client = redis_client()
+    if client is None and _local_sink is not None:
+        _local_sink(ids, urgent)
+        return
     if client is None:
         for job_id in ids:
             tasks.sync_job.delay(job_id)

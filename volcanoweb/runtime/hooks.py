@@ -28,3 +28,17 @@ def on_change(kind: str, obj: Any, action: str) -> None:
             tasks.sync_queues.delay()
     except Exception:  # a controller hiccup must not break a committed write; the resync catches up
         log.exception("runtime hook failed for %s %s", kind, getattr(obj, "name", ""))
+
+
+def on_change_many(kind: str, objs: list[Any], action: str) -> None:
+    """:func:`on_change` for many committed objects of one kind: submitted jobs go to the controller in one call."""
+    from volcanoweb.runtime import dispatch
+
+    if kind == "Job" and action != "delete":
+        try:
+            dispatch.request_sync([obj.pk for obj in objs], urgent=True)
+        except Exception:  # as in on_change: the resync catches up
+            log.exception("runtime hook failed for %d %s objects", len(objs), kind)
+        return
+    for obj in objs:
+        on_change(kind, obj, action)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -110,12 +111,33 @@ def forbidden(access: Access, verb: str, info: KindInfo, namespace: str | None, 
     )
 
 
-def resolve_namespace(access: Access, name: str, verb: str, info: KindInfo, object_name: str = "") -> Namespace:
+def namespaces_by_name(names: Iterable[str]) -> dict[str, Namespace | None]:
+    """Return the named namespaces with their tenants (None for a missing one) in one query."""
+    wanted = sorted(set(names))
+    found: dict[str, Namespace | None] = dict.fromkeys(wanted)
+    if wanted:
+        found.update((ns.name, ns) for ns in Namespace.objects.select_related("tenant").filter(name__in=wanted))
+    return found
+
+
+def resolve_namespace(
+    access: Access,
+    name: str,
+    verb: str,
+    info: KindInfo,
+    object_name: str = "",
+    *,
+    namespaces: Mapping[str, Namespace | None] | None = None,
+) -> Namespace:
     """Return the namespace if the caller may ``verb`` objects in it; raise Forbidden (or NotFound for admins).
 
     Non-admins get Forbidden whether or not the namespace exists, so existence does not leak.
+    ``namespaces`` (from :func:`namespaces_by_name`) saves the query when it holds the name.
     """
-    namespace = Namespace.objects.select_related("tenant").filter(name=name).first()
+    if namespaces is not None and name in namespaces:
+        namespace = namespaces[name]
+    else:
+        namespace = Namespace.objects.select_related("tenant").filter(name=name).first()
     if namespace is None:
         if access.platform_admin:
             raise NotFound(f'namespaces "{name}" not found', kind="namespaces", name=name)

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from volcanoweb.core.loops import LoopRunner
+from volcanoweb.core.loops import LocalDrain, LoopRunner
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ class Command(BaseCommand):
             seed_demo()
             logins = ["demo logins:", *demo_logins()]
         runner = LoopRunner() if settings.RUN_LOOPS_IN_PROCESS else None
+        drain = start_local_drain() if runner else None
         if runner:
             runner.start()
         host, port = options["host"], options["port"]
@@ -83,4 +84,24 @@ class Command(BaseCommand):
         finally:
             if runner:
                 runner.stop()
+            if drain:
+                stop_local_drain(drain)
             self.stdout.write("stopped.")
+
+
+def start_local_drain() -> LocalDrain:
+    """Run the job syncs that requests and loops ask for in a thread of their own (``core.loops.LocalDrain``)."""
+    from volcanoweb.runtime import dispatch, services
+
+    drain = LocalDrain(lambda ids: services.sync_jobs(ids), batch=dispatch.BATCH)
+    dispatch.set_local_sink(drain.request)
+    drain.start()
+    return drain
+
+
+def stop_local_drain(drain: LocalDrain) -> None:
+    """Stop the drain (ids still queued are picked up by the resync after a restart)."""
+    from volcanoweb.runtime import dispatch
+
+    dispatch.set_local_sink(None)
+    drain.stop()

@@ -1,0 +1,165 @@
+"""The embedded mode (``manage.py runembedded``): controller syncs leave the request, SQLite runs in WAL mode.
+
+A submission only commits its rows; the job's sync is queued to the in-process drain (``core.loops.LocalDrain``),
+and a job whose queued sync was lost with the process is found again by the controllers' resync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from tests.volcanoweb import builders
+from tests.volcanoweb.conftest import post_yaml
+from tests.volcanoweb.runtime.harness import World
+from volcanoweb.clusters import backend as backend_module
+from volcanoweb.core.loops import LocalDrain
+from volcanoweb.core.management.commands.runembedded import start_local_drain, stop_local_drain
+from volcanoweb.jobs.models import Job
+from volcanoweb.runtime import dispatch, services
+from volcanoweb.runtime.models import JobRecord
+
+
+@pytest.fixture
+def world(cast: Any, ml_queues: Any) -> Iterator[World]:
+    made = World()
+    yield made
+    backend_module.set_backend(made.previous_backend)
+
+
+@pytest.fixture
+def drain() -> Iterator[LocalDrain]:
+    """The embedded mode's drain, registered with the dispatcher but not started (the test drains it)."""
+    made = LocalDrain(lambda ids: services.sync_jobs(ids), batch=3)
+    dispatch.set_local_sink(made.request)
+    yield made
+    dispatch.set_local_sink(None)
+
+
+def _submit(client: Any, *names: str) -> None:
+    docs = [builders.job_manifest(name, queue="ml-training") for name in names]
+    response = post_yaml(client, "/api/v1/apply", builders.to_yaml(*docs))
+    assert response.status_code == 200, response.json()
+
+
+def test_a_submission_queues_its_sync_instead_of_running_it(
+    world, drain, cast, client_for, django_capture_on_commit_callbacks
+) -> None:
+    client = client_for(cast.alice, "token")
+    with django_capture_on_commit_callbacks(execute=True):
+        _submit(client, "one")
+        _submit(client, "two", "three", "four", "five")
+    assert Job.objects.count() == 5
+    assert not JobRecord.objects.exists()  # nothing reconciled inside the requests
+    assert drain.pending() == 5
+
+    assert drain.drain_once() == 5  # in batches of 3
+    assert JobRecord.objects.count() == 5
+    assert drain.pending() == 0
+
+
+def test_a_job_whose_queued_sync_was_lost_is_picked_up_by_the_resync(
+    world, drain, cast, client_for, django_capture_on_commit_callbacks
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        _submit(client_for(cast.alice, "token"), "lost")
+    assert drain.pending() == 1
+    # The process stops before the drain ran: the queued id is gone with it, the job row is committed.
+    dispatch.set_local_sink(None)
+    restarted = LocalDrain(lambda ids: services.sync_jobs(ids))
+    dispatch.set_local_sink(restarted.request)
+    assert not JobRecord.objects.exists()
+
+    services.resync_controllers(full=False, drift=True, queue=True)  # what the controller-resync loop runs
+    assert restarted.pending() == 1
+    restarted.drain_once()
+    job = Job.objects.get(name="lost")
+    assert JobRecord.objects.filter(job_id=job.pk).exists()
+
+
+def test_requests_are_coalesced_and_urgent_ones_go_first() -> None:
+    batches: list[list[int]] = []
+    made = LocalDrain(batches.append, batch=2)
+    made.request([5, 6])
+    made.request([1, 5], urgent=True)
+    made.request([1, 7])
+    assert made.pending() == 4
+    assert made.drain_once() == 4
+    assert batches == [[1, 5], [6, 7]]
+
+
+def test_the_runner_registers_and_removes_its_drain() -> None:
+    started = start_local_drain()
+    try:
+        assert dispatch._local_sink == started.request
+        assert started.thread is not None
+        assert started.thread.is_alive()
+    finally:
+        stop_local_drain(started)
+    assert dispatch._local_sink is None
+    assert not started.thread.is_alive()
+
+
+@pytest.mark.sqlite_only
+def test_sqlite_runs_in_wal_mode_with_normal_sync(db) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        mode = cursor.fetchone()[0]
+        cursor.execute("PRAGMA synchronous")
+        synchronous = cursor.fetchone()[0]
+    assert mode == "wal"
+    assert synchronous == 1  # NORMAL
+
+
+def test_the_writers_lock_serves_waiters_in_arrival_order_and_times_out() -> None:
+    import threading
+    import time
+
+    from volcanoweb.core.backends.sqlite3.base import FairLock
+
+    lock = FairLock()
+    assert lock.acquire(1.0)
+    order: list[int] = []
+    threads = []
+    for n in range(5):
+        thread = threading.Thread(target=lambda n=n: (lock.acquire(10.0), order.append(n), lock.release()))
+        thread.start()
+        threads.append(thread)
+        while len(lock._waiters) < n + 1:  # each waiter queued before the next one starts
+            time.sleep(0.001)
+    assert not lock.acquire(0.01)  # held, five waiting: a sixth gives up
+    assert len(lock._waiters) == 5
+    lock.release()
+    for thread in threads:
+        thread.join(5)
+    assert order == [0, 1, 2, 3, 4]
+    assert lock.acquire(0.01)  # free again
+    lock.release()
+
+
+@pytest.mark.sqlite_only
+def test_sqlite_transactions_queue_on_the_writers_lock(transactional_db) -> None:
+    from django.db import connections, transaction
+
+    from volcanoweb.core.backends.sqlite3 import base
+
+    assert isinstance(connections["default"], base.DatabaseWrapper)
+    assert not base.WRITERS._held
+    with transaction.atomic():
+        Job.objects.exists()
+        assert base.WRITERS._held
+    assert not base.WRITERS._held
+    held: list[bool] = []
+
+    def fail() -> None:
+        with transaction.atomic():
+            held.append(base.WRITERS._held)
+            raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        fail()
+    assert held == [True]
+    assert not base.WRITERS._held
