@@ -627,7 +627,7 @@ class JobController:
                 plugin.on_job_update(self.ctx)
         if self.podgroup() is None:
             self.writes.flush()  # the new PodGroup is set on the job's pod rows
-        podgroup, created = ensure_job_podgroup(job, self.podgroup())
+        podgroup, created = ensure_job_podgroup(job, self.podgroup(), self.writes.priority)
         self._podgroup = (podgroup,)
         if created:
             self._pods = None  # their podgroup column was just set
