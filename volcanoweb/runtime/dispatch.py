@@ -17,7 +17,8 @@ status-only syncs of running jobs never delay the next job's pods.
 If a worker dies after popping ids, the periodic resync (``resync_controllers``) finds the jobs whose
 records drifted from the rows and reconciles them.
 
-When Celery runs eagerly (the embedded mode, the tests) each job is synced at once, in order.
+When Celery runs eagerly (the embedded mode, the tests) the jobs are synced at once, in order, in
+batches of :data:`BATCH` (``services.sync_jobs``, set-based: ADR 0022).
 """
 
 from __future__ import annotations
@@ -72,9 +73,9 @@ def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
     if not ids:
         return
     client = redis_client()
-    if client is None:
-        for job_id in ids:
-            tasks.sync_job.delay(job_id)
+    if client is None:  # eager (embedded, tests) or another broker: batches of BATCH, set-based
+        for start in range(0, len(ids), BATCH):
+            tasks.sync_jobs.delay(ids[start : start + BATCH])
         return
     now = time.time()
     client.zadd(URGENT_KEY if urgent else DIRTY_KEY, dict.fromkeys(ids, now), nx=True)

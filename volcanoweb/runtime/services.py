@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 IDLE_PHASES = (*S.FINISHED, S.ABORTED)
 ADMITTED_PG_PHASES = (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING)
 JOB_ACTIONS = (P.ABORT_JOB, P.RESUME_JOB, P.RESTART_JOB, P.TERMINATE_JOB, P.COMPLETE_JOB)
+#: Jobs reconciled together by a resync that is not queued (``sync_jobs``; the drains use dispatch.BATCH).
+RESYNC_BATCH = 20
 
 __all__ = [
     "gc_finished_jobs",
@@ -475,12 +477,13 @@ def resync_controllers(
 
         dispatch.request_sync(job_ids)
         queued, job_ids = len(job_ids), []
-    for job_id in job_ids:
+    for start in range(0, len(job_ids), RESYNC_BATCH):
+        batch = job_ids[start : start + RESYNC_BATCH]
         try:
-            sync_job(job_id, backend=backend, now=now)
-            synced += 1
-        except Exception:  # one broken job must not stop the others
-            log.exception("sync of job %s failed", job_id)
+            sync_jobs(batch, backend=backend, now=now)  # a failing job is rolled back alone
+            synced += len(batch)
+        except Exception:  # one broken batch must not stop the others
+            log.exception("sync of jobs %s failed", batch)
     orphans = JobRecord.objects.exclude(job_id__in=Job.objects.values_list("pk", flat=True))
     cleaned = 0
     for record_id in orphans.values_list("pk", flat=True):
