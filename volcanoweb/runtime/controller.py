@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from volcanoweb.clusters.backends.base import BackendError, ClusterBackend, Conflict, NotFound, PodInfo
+from volcanoweb.clusters.backends.base import BackendError, ClusterBackend, Conflict, NotFound, PodInfo, PodSpec
+from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.jobs.models import EventType, Job, Pod, PodGroup, PodGroupPhase, PriorityClass, Task
 from volcanoweb.jobs.services import record_event
 from volcanoweb.manifests import render
@@ -87,17 +89,177 @@ class Prefetched:
     pod_records: list[PodRecord]
     armed_due: list[ArmedAction]
     queue_exists: bool
+    tasks: list[Task] | None = None
+    has_armed: bool = True
+
+
+class Redo(Exception):
+    """A batch met something its deferred writes do not model: redo it with immediate writes."""
+
+
+@dataclass
+class _Creation:
+    controller: JobController
+    pod: Pod
+    spec: PodSpec
+    predicted_uid: str
+
+
+@dataclass
+class Writes:
+    """The row writes (and pod creations) of a batch of job syncs, made together by :meth:`flush`.
+
+    ``services.sync_jobs`` reconciles many locked jobs in Python with one ``Writes``: the job status,
+    task status, controller records and new pod rows are kept here and written with one statement per
+    kind, and the pods are created in the cluster with one ``create_pods`` call. A new pod's row is
+    built with the values a fresh cluster pod has (Pending, unbound, the backend's uid filled in at the
+    flush); a cluster answer that differs (an existing pod adopted in another phase, an error) raises
+    :class:`Redo` and the caller redoes the batch with immediate writes (``deferred=False``), the
+    per-job path. Any less common write (deleting pods, arming timers, killing a job) flushes first,
+    so it sees the rows it acts on.
+    """
+
+    backend: ClusterBackend
+    deferred: bool = True
+    jobs: dict[int, Job] = field(default_factory=dict)
+    tasks: dict[int, Task] = field(default_factory=dict)
+    new_records: list[JobRecord] = field(default_factory=list)
+    records: dict[int, JobRecord] = field(default_factory=dict)
+    new_pod_records: list[PodRecord] = field(default_factory=list)
+    pod_records: dict[int, PodRecord] = field(default_factory=dict)
+    creations: list[_Creation] = field(default_factory=list)
+    uids: dict[str, str] = field(default_factory=dict)
+    priorities: dict[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        if not callable(getattr(self.backend, "create_pods", None)):
+            self.deferred_pods = False
+        else:
+            self.deferred_pods = self.deferred
+
+    def priority(self, name: str) -> int | None:
+        """A PriorityClass's value (every class read once per batch)."""
+        if self.priorities is None:
+            self.priorities = dict(PriorityClass.objects.values_list("name", "value"))
+        return self.priorities.get(name)
+
+    def save_job(self, job: Job) -> None:
+        if self.deferred:
+            self.jobs[id(job)] = job
+        else:
+            job.save(update_fields=["status", "phase", "resource_version"])
+
+    def save_task(self, task: Task) -> None:
+        if self.deferred:
+            self.tasks[id(task)] = task
+        else:
+            task.save(update_fields=["status"])
+
+    def new_record(self, job: Job) -> JobRecord:
+        """The controller's record of a job that has none (inserted at the flush)."""
+        plugins = sorted(job.spec.get("plugins") or {})
+        record = JobRecord(
+            job_id=job.pk, job_uid=job.uid, namespace=job.namespace, name=job.name, resources={"plugins": plugins}
+        )
+        if self.deferred:
+            self.new_records.append(record)
+        else:
+            record.save(force_insert=True)
+        return record
+
+    def save_record(self, record: JobRecord, fields: list[str]) -> None:
+        if not self.deferred:
+            record.save(update_fields=fields)
+        elif record.pk is not None:
+            self.records[id(record)] = record
+
+    def new_pod_record(self, record: PodRecord) -> None:
+        if self.deferred:
+            self.new_pod_records.append(record)
+        else:
+            record.save(force_insert=True)
+
+    def save_pod_record(self, record: PodRecord) -> None:
+        if not self.deferred:
+            record.save(update_fields=["phase", "restarts"])
+        elif record.pk is not None:
+            self.pod_records[id(record)] = record
+
+    def uid(self, value: str) -> str:
+        """The cluster's uid of a pod created by this batch (its row's uid until the flush)."""
+        return self.uids.get(value, value)
+
+    # ------------------------------------------------------------------ flush
+
+    def flush(self) -> None:
+        """Create the pods in the cluster, then insert and update the rows, one statement per kind."""
+        if not self.deferred:
+            return
+        self._create_pods()
+        if self.new_records:
+            JobRecord.objects.bulk_create(self.new_records)
+            self.new_records = []
+        if self.new_pod_records:
+            for rec in self.new_pod_records:
+                rec.job_record_id = rec.job_record.pk
+                rec.pod_uid = self.uid(rec.pod_uid)
+            PodRecord.objects.bulk_create(self.new_pod_records)
+            self.new_pod_records = []
+        bulk_update_rows(Job, list(self.jobs.values()), ["status", "phase", "resource_version"])
+        bulk_update_rows(Task, list(self.tasks.values()), ["status"])
+        bulk_update_rows(JobRecord, list(self.records.values()), ["podgroup_phase", "resources"])
+        bulk_update_rows(PodRecord, list(self.pod_records.values()), ["phase", "restarts"])
+        self.jobs, self.tasks, self.records, self.pod_records = {}, {}, {}, {}
+
+    def _create_pods(self) -> None:
+        creations, self.creations = self.creations, []
+        if not creations:
+            return
+        taken = Pod.objects.filter(
+            namespace__in={c.pod.namespace for c in creations}, name__in=[c.pod.name for c in creations]
+        ).values_list("namespace", "name")
+        wanted = {(c.pod.namespace, c.pod.name) for c in creations}
+        if any(key in wanted for key in taken):
+            raise Redo("a pod row of that name exists already")
+        results = self.backend.create_pods([c.spec for c in creations])  # type: ignore[attr-defined]
+        for creation in creations:
+            pod = creation.pod
+            outcome = results.get((pod.namespace, pod.name))
+            if isinstance(outcome, Conflict):
+                try:
+                    outcome = self.backend.get_pod(pod.namespace, pod.name)
+                except BackendError as exc:
+                    outcome = exc
+            if not isinstance(outcome, PodInfo):
+                raise Redo(f"creating pod {pod.namespace}/{pod.name}: {outcome}")
+            if (outcome.phase or "Pending") != "Pending" or outcome.node_name or outcome.exit_code is not None:
+                raise Redo(f"pod {pod.namespace}/{pod.name} exists in the cluster in phase {outcome.phase}")
+            pod.annotations = {**pod.annotations, **outcome.annotations}
+            if outcome.uid:
+                self.uids[creation.predicted_uid] = outcome.uid
+                pod.uid = outcome.uid
+        Pod.objects.bulk_create([c.pod for c in creations])
 
 
 class JobController:
     """Drive one locked job through Volcano's lifecycle."""
 
-    def __init__(self, job: Job, backend: ClusterBackend, now: datetime, prefetched: Prefetched | None = None) -> None:
+    def __init__(
+        self,
+        job: Job,
+        backend: ClusterBackend,
+        now: datetime,
+        prefetched: Prefetched | None = None,
+        writes: Writes | None = None,
+    ) -> None:
         self.job = job
         self.backend = backend
         self.now = now
+        self.writes = writes if writes is not None else Writes(backend, deferred=False)
         if prefetched is not None and prefetched.record is not None:
             self.record, created = prefetched.record, False
+        elif prefetched is not None:  # the batch read every record of its jobs: this job has none
+            self.record, created = self.writes.new_record(job), True
         else:
             self.record, created = job_record(job)
         self.plugins = job_plugins(job.spec)
@@ -112,7 +274,11 @@ class JobController:
         self._new_record = created
         self._queue_exists: bool | None = None
         self._armed_due: list[ArmedAction] | None = None
+        self._tasks: list[Task] | None = None
+        self._has_armed = True  # whether the record may have armed actions (a query finds out)
         if prefetched is not None:
+            self._tasks = prefetched.tasks
+            self._has_armed = prefetched.has_armed and not created
             self._pods = sorted(prefetched.pods, key=lambda p: p.name)
             self._podgroup = (prefetched.podgroup,)
             if not created:
@@ -144,11 +310,11 @@ class JobController:
 
     def _forget_pod(self, pod: Pod) -> None:
         if self._pods is not None:
-            self._pods = [p for p in self._pods if p.pk != pod.pk]
+            self._pods = [p for p in self._pods if p.name != pod.name]
 
     def _remember_pod(self, pod: Pod) -> None:
         if self._pods is not None:
-            self._pods = sorted([*(p for p in self._pods if p.pk != pod.pk), pod], key=lambda p: p.name)
+            self._pods = sorted([*(p for p in self._pods if p.name != pod.name), pod], key=lambda p: p.name)
 
     def podgroup(self) -> PodGroup | None:
         """The job's PodGroup (read once per reconcile)."""
@@ -174,7 +340,7 @@ class JobController:
         resources = {**self.record.resources, "plugins": sorted(self.job.spec.get("plugins") or {})}
         if resources != self.record.resources:
             self.record.resources = resources
-            self.record.save(update_fields=["resources"])
+            self.writes.save_record(self.record, ["resources"])
         batch = [*requests, *self.derive()]
         if not batch and default_sync:
             batch = [P.Request(event=P.OUT_OF_SYNC)]
@@ -195,7 +361,7 @@ class JobController:
         pg_phase = podgroup.phase if podgroup is not None else ""
         if pg_phase != self.record.podgroup_phase:
             self.record.podgroup_phase = pg_phase
-            self.record.save(update_fields=["podgroup_phase"])
+            self.writes.save_record(self.record, ["podgroup_phase"])
             if pg_phase:
                 requests.append(P.Request(event=P.UNKNOWN if pg_phase == PodGroupPhase.UNKNOWN else ""))
         records = self.pod_records()
@@ -221,6 +387,7 @@ class JobController:
         for pod in pods:
             if not (pod.status or {}).get("deleted"):
                 continue
+            self.writes.flush()  # the records observed above are rows before they are deleted
             gone = self.pod_records().get(pod.name)
             self._forget_pod(pod)
             pod.delete()
@@ -242,6 +409,7 @@ class JobController:
         self.event("PodEvicted", f"pod {pod.name} was evicted{where} ({cause})", EventType.WARNING)
 
     def _gone(self, rec: PodRecord) -> P.Request:
+        self.writes.flush()
         event = P.OUT_OF_SYNC if rec.out_of_sync else P.POD_EVICTED
         if self._records is not None and rec.name in self._records and self._records[rec.name].pk == rec.pk:
             del self._records[rec.name]
@@ -266,7 +434,7 @@ class JobController:
         }
         out_of_sync = pod.annotations.get(OUT_OF_SYNC) == "true"
         if rec is None:
-            rec = PodRecord.objects.create(
+            rec = PodRecord(
                 job_record=self.record,
                 name=pod.name,
                 pod_uid=str(pod.uid),
@@ -276,6 +444,7 @@ class JobController:
                 restarts=restarts,
                 out_of_sync=out_of_sync,
             )
+            self.writes.new_pod_record(rec)
             if self._records is not None:
                 self._records[rec.name] = rec
             if out_of_sync:
@@ -287,7 +456,7 @@ class JobController:
             return None
         old_phase, old_restarts = rec.phase, rec.restarts
         rec.phase, rec.restarts = pod.phase, restarts
-        rec.save(update_fields=["phase", "restarts"])
+        self.writes.save_pod_record(rec)
         if old_phase == pod.phase:
             if restarts != old_restarts and self._task_restarts_exhausted(pod.task_name, by_task):
                 return P.Request(event=P.TASK_FAILED, **base)
@@ -344,6 +513,7 @@ class JobController:
 
     def run_action(self, action: str, request: P.Request) -> None:
         """Execute a (non-sync) action now, with its event, then cancel armed actions of its scope."""
+        self.writes.flush()
         self.event("ExecuteAction", f"Start to execute action {action} ")
         self.execute(action, request)
         self.executed.append(action)
@@ -357,6 +527,8 @@ class JobController:
             armed.filter(action=action, pod_name=request.pod_name).delete()
 
     def _arm(self, action: str, request: P.Request, delay: float) -> None:
+        self.writes.flush()  # the pod's uid is the cluster's from here on
+        self._has_armed = True
         armed = ArmedAction.objects.filter(job_record=self.record, action=action, pod_name=request.pod_name)
         if armed.exists():
             return
@@ -366,17 +538,17 @@ class JobController:
             event=request.event,
             task_name=request.task_name,
             pod_name=request.pod_name,
-            pod_uid=request.pod_uid,
+            pod_uid=self.writes.uid(request.pod_uid),
             fire_at=self.now + timedelta(seconds=delay),
         )
         self.event("ExecuteAction", f"Execute action {action} after {timedelta(seconds=delay)}")
 
     def _cancel_on_event(self, request: P.Request) -> None:
-        if not request.pod_name:
+        if not request.pod_name or not self._has_armed:
             return
         armed = ArmedAction.objects.filter(job_record=self.record, pod_name=request.pod_name)
         if request.event != P.POD_PENDING:
-            armed.filter(event=P.POD_PENDING, pod_uid=request.pod_uid).delete()
+            armed.filter(event=P.POD_PENDING, pod_uid=self.writes.uid(request.pod_uid)).delete()
         if request.event == P.POD_RUNNING:
             armed.filter(event__in=(P.POD_FAILED, P.POD_EVICTED)).delete()
 
@@ -453,7 +625,9 @@ class JobController:
         else:
             for plugin in self.plugins:
                 plugin.on_job_update(self.ctx)
-        podgroup, created = ensure_job_podgroup(job, self.podgroup())
+        if self.podgroup() is None:
+            self.writes.flush()  # the new PodGroup is set on the job's pod rows
+        podgroup, created = ensure_job_podgroup(job, self.podgroup(), self.writes.priority)
         self._podgroup = (podgroup,)
         if created:
             self._pods = None  # their podgroup column was just set
@@ -540,6 +714,12 @@ class JobController:
         job = self.job
         built = build_pod(job, task, index, podgroup.name, self.plugins, self.ctx)
         spec = to_backend_spec(job, built, self.ctx.config_maps)
+        if self.writes.deferred_pods:  # created in the cluster by the batch's flush, with the others
+            predicted = str(uuid.uuid4())
+            fresh = PodInfo(namespace=spec.namespace, name=spec.name, uid=predicted)
+            pod = self._mirror_created(task, index, built, fresh, podgroup, insert=False)
+            self.writes.creations.append(_Creation(self, pod, spec, predicted))
+            return pod
         try:
             info = self.backend.create_pod(spec)
         except Conflict:
@@ -550,13 +730,21 @@ class JobController:
         return self._mirror_created(task, index, built, info, podgroup)
 
     def _mirror_created(
-        self, task: dict[str, Any], index: int, built: dict[str, Any], info: PodInfo, podgroup: PodGroup
+        self,
+        task: dict[str, Any],
+        index: int,
+        built: dict[str, Any],
+        info: PodInfo,
+        podgroup: PodGroup,
+        *,
+        insert: bool = True,
     ) -> Pod:
+        """The pod's row (``insert=False``: built only, the batch's flush inserts it)."""
         job, meta, spec = self.job, built["metadata"], built["spec"]
         priority_class = spec.get("priorityClassName") or ""
         priority = None
         if priority_class:
-            priority = PriorityClass.objects.filter(name=priority_class).values_list("value", flat=True).first()
+            priority = self.writes.priority(priority_class)
         owner = {
             "apiVersion": "batch.volcano.sh/v1alpha1",
             "kind": "Job",
@@ -585,6 +773,10 @@ class JobController:
             "owner_references": [owner],
             "deletion_timestamp": None,
         }
+        if not insert:
+            built_row = Pod(namespace=job.namespace, name=meta["name"], uid=info.uid, **fields)
+            self._remember_pod(built_row)
+            return built_row
         pod = Pod.objects.filter(namespace=job.namespace, name=meta["name"]).first()
         if pod is None:
             pod = Pod(namespace=job.namespace, name=meta["name"], **fields)
@@ -602,6 +794,7 @@ class JobController:
 
     def delete_pod(self, pod: Pod) -> bool:
         """Delete a pod as the controller does: mark it out of sync first, so its removal is no PodEvicted."""
+        self.writes.flush()
         self._records = None
         PodRecord.objects.update_or_create(
             job_record=self.record,
@@ -723,17 +916,19 @@ class JobController:
         self.job.status = status
         self.job.phase = phase
         self.job.resource_version += 1
-        self.job.save(update_fields=["status", "phase", "resource_version"])
+        self.writes.save_job(self.job)
         self._write_task_status(status)
         _publish_job(self.job)
 
     def _write_task_status(self, status: dict[str, Any]) -> None:
         counts = status.get("taskStatusCount") or {}
-        for task in Task.objects.filter(job=self.job):
+        if self._tasks is None:
+            self._tasks = list(Task.objects.filter(job=self.job))
+        for task in self._tasks:
             value = counts.get(task.name) or {}
             if task.status != value:
                 task.status = value
-                task.save(update_fields=["status"])
+                self.writes.save_task(task)
 
 
 def _comparable(status: dict[str, Any]) -> dict[str, Any]:

@@ -17,10 +17,10 @@ status-only syncs of running jobs never delay the next job's pods.
 If a worker dies after popping ids, the periodic resync (``resync_controllers``) finds the jobs whose
 records drifted from the rows and reconciles them.
 
-When Celery runs eagerly (the tests) each job is synced at once, in order. The embedded mode
-(``manage.py runembedded``) has no broker either, but registers an in-process drain with
-:func:`set_local_sink` (``core.loops.LocalDrain``: the same coalescing, one thread): the sync then runs
-outside the request that asked for it, as in the stack.
+When Celery runs eagerly (the tests) the jobs are synced at once, in order, in batches of :data:`BATCH`
+(``services.sync_jobs``, set-based: ADR 0022). The embedded mode (``manage.py runembedded``) has no broker
+either, but registers an in-process drain with :func:`set_local_sink` (``core.loops.LocalDrain``: the same
+coalescing, one thread): the sync then runs outside the request that asked for it, as in the stack.
 """
 
 from __future__ import annotations
@@ -86,9 +86,9 @@ def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
     if client is None and _local_sink is not None:
         _local_sink(ids, urgent)
         return
-    if client is None:
-        for job_id in ids:
-            tasks.sync_job.delay(job_id)
+    if client is None:  # eager (tests) or another broker: batches of BATCH, set-based
+        for start in range(0, len(ids), BATCH):
+            tasks.sync_jobs.delay(ids[start : start + BATCH])
         return
     now = time.time()
     client.zadd(URGENT_KEY if urgent else DIRTY_KEY, dict.fromkeys(ids, now), nx=True)

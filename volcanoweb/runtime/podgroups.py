@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from scheduler.manifests import GROUP_ANNOTATION
@@ -79,11 +80,20 @@ def resources_text(vector: dict[str, int]) -> dict[str, str]:
     return {name: format_quantity(name, amount) for name, amount in sorted(vector.items()) if amount}
 
 
-def job_podgroup_fields(job: Job) -> dict[str, Any]:
-    """Return the PodGroup columns derived from a job (minMember, minTaskMember, minResources, queue...)."""
+def job_podgroup_fields(job: Job, priority: Callable[[str], int | None] | None = None) -> dict[str, Any]:
+    """Return the PodGroup columns derived from a job (minMember, minTaskMember, minResources, queue...).
+
+    ``priority``: a PriorityClass's value by name (the controller's batch reads them once); else a query
+    when the job's templates name any.
+    """
     spec = job.spec
     names = {((t.get("template") or {}).get("spec") or {}).get("priorityClassName") for t in spec.get("tasks") or []}
-    priorities = dict(PriorityClass.objects.filter(name__in=[n for n in names if n]).values_list("name", "value"))
+    wanted = sorted(n for n in names if n)
+    priorities: dict[str, int] = {}
+    if wanted and priority is not None:
+        priorities = {n: v for n in wanted if (v := priority(n)) is not None}
+    elif wanted:
+        priorities = dict(PriorityClass.objects.filter(name__in=wanted).values_list("name", "value"))
     resources = resources_text(min_resources(spec, priorities))
     pg_spec: dict[str, Any] = {
         "minMember": int(spec.get("minAvailable") or 0),
@@ -121,13 +131,16 @@ def job_podgroup_fields(job: Job) -> dict[str, Any]:
     }
 
 
-def ensure_job_podgroup(job: Job, current: PodGroup | None = None) -> tuple[PodGroup, bool]:
+def ensure_job_podgroup(
+    job: Job, current: PodGroup | None = None, priority: Callable[[str], int | None] | None = None
+) -> tuple[PodGroup, bool]:
     """Create the job's PodGroup (phase Pending) or update its derived fields; return (podgroup, created).
 
     ``current`` is the PodGroup the caller just read: when its derived fields are up to date it is
-    returned as it is (no query); otherwise the row is locked and read again.
+    returned as it is (no query); otherwise the row is locked and read again. ``priority``: as for
+    :func:`job_podgroup_fields`.
     """
-    fields = job_podgroup_fields(job)
+    fields = job_podgroup_fields(job, priority)
     if current is not None and all(getattr(current, key) == value for key, value in fields.items()):
         return current, False
     podgroup = PodGroup.objects.select_for_update().filter(job=job).first()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,7 +27,7 @@ from volcanoweb.queues.models import Queue
 from volcanoweb.runtime import policies as P
 from volcanoweb.runtime import queuecontrol
 from volcanoweb.runtime import state as S
-from volcanoweb.runtime.controller import ControllerError, JobController, Prefetched
+from volcanoweb.runtime.controller import ControllerError, JobController, Prefetched, Writes
 from volcanoweb.runtime.models import ArmedAction, JobRecord, PodRecord
 from volcanoweb.runtime.podgroups import group_bare_pod
 
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 IDLE_PHASES = (*S.FINISHED, S.ABORTED)
 ADMITTED_PG_PHASES = (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING)
 JOB_ACTIONS = (P.ABORT_JOB, P.RESUME_JOB, P.RESTART_JOB, P.TERMINATE_JOB, P.COMPLETE_JOB)
+#: Jobs reconciled together by a resync that is not queued (``sync_jobs``; the drains use dispatch.BATCH).
+RESYNC_BATCH = 20
 
 __all__ = [
     "gc_finished_jobs",
@@ -94,12 +97,16 @@ def _reconcile_locked(
     now: datetime,
     prefetched: Prefetched | None = None,
     commands: list[Command] | None = None,
+    writes: Writes | None = None,
 ) -> list[str]:
-    """Reconcile a locked job row (its rows read here, or ``prefetched`` with its ``commands`` by a batch)."""
+    """Reconcile a locked job row (its rows read here, or ``prefetched`` with its ``commands`` by a batch,
+    whose ``writes`` are made together at its end)."""
     if job.deletion_timestamp is not None:
+        if writes is not None:
+            writes.flush()
         _finalize(job, backend)
         return []
-    controller = JobController(job, backend, now, prefetched)
+    controller = JobController(job, backend, now, prefetched, writes)
     requests = [*_consume_commands(job, commands), *controller.due_actions()]
     default_sync = job.phase not in IDLE_PHASES or (
         _has_live_pods(job)
@@ -117,64 +124,98 @@ def _reconcile_locked(
 def sync_jobs(
     job_ids: list[int], *, backend: ClusterBackend | None = None, now: datetime | None = None
 ) -> dict[int, list[str]]:
-    """Reconcile several jobs as :func:`sync_job` does, in one transaction with their rows read together.
+    """Reconcile several jobs as :func:`sync_job` does, set-based: a fixed number of queries for the batch.
 
     Every job row is locked first (in id order), so nobody else reconciles them meanwhile; then their
-    records, PodGroup, pods, pod records, unconsumed commands and due timers are read in a few queries
-    for all of them, and each job is reconciled in its own savepoint: a job that fails unexpectedly is
-    rolled back (and logged; the resync retries it) without the others. What one sync costs in round
-    trips and query building is shared by the batch.
+    records, tasks, PodGroups, pods, pod records, armed timers and unconsumed commands are read with one
+    query per kind for all of them; each job is reconciled in Python, and what they write (job and task
+    status, records, new pod rows) is written at the end with one statement per kind, the new pods created
+    in the cluster with one ``create_pods`` call (:class:`~volcanoweb.runtime.controller.Writes`).
+
+    If anything unexpected happens (a job's reconcile raises, or the cluster answers a creation in a way
+    the deferred rows do not model), the batch is rolled back and redone the per-job way: immediate writes,
+    each job in its own savepoint, so that a job that fails is rolled back (and logged; the resync retries
+    it) without the others.
     """
     from volcanoweb.live import broadcast
 
     backend = backend or get_backend()
     now = now or timezone.now()
     ids = sorted({int(i) for i in job_ids})
-    out: dict[int, list[str]] = {}
     with transaction.atomic():
         jobs = {j.pk: j for j in Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
-        records = {r.job_id: r for r in JobRecord.objects.filter(job_id__in=list(jobs))}
-        groups = {g.job_id: g for g in PodGroup.objects.filter(job_id__in=list(jobs))}
-        pods: dict[int, list[Pod]] = {}
-        for pod in Pod.objects.filter(job_id__in=list(jobs)).order_by("job_id", "name"):
-            pods.setdefault(pod.job_id or 0, []).append(pod)
-        pod_records: dict[int, list[PodRecord]] = {}
-        for rec in PodRecord.objects.filter(job_record_id__in=[r.pk for r in records.values()]):
-            pod_records.setdefault(rec.job_record_id, []).append(rec)
-        armed: dict[int, list[ArmedAction]] = {}
-        due = ArmedAction.objects.filter(job_record_id__in=[r.pk for r in records.values()], fire_at__lte=now)
-        for action in due.order_by("fire_at", "id"):
+        checkpoint = broadcast.pending_snapshot()
+        try:
+            with transaction.atomic():
+                return _sync_batch(ids, jobs, backend, now, deferred=True)
+        except Exception as exc:  # rolled back: redo with immediate writes and a savepoint per job
+            log.info("batch sync of %d jobs redone job by job: %r", len(ids), exc)
+            broadcast.restore_pending(checkpoint)
+        jobs = {j.pk: j for j in Job.objects.filter(pk__in=ids).order_by("pk")}  # fresh rows, still locked
+        return _sync_batch(ids, jobs, backend, now, deferred=False)
+
+
+def _sync_batch(
+    ids: list[int], jobs: dict[int, Job], backend: ClusterBackend, now: datetime, *, deferred: bool
+) -> dict[int, list[str]]:
+    """Read the batch's rows, reconcile each job; ``deferred``: write at the end (else at once, a savepoint each)."""
+    from volcanoweb.live import broadcast
+
+    out: dict[int, list[str]] = {}
+    job_ids = list(jobs)
+    records = {r.job_id: r for r in JobRecord.objects.filter(job_id__in=job_ids)}
+    record_ids = [r.pk for r in records.values()]
+    groups = {g.job_id: g for g in PodGroup.objects.filter(job_id__in=job_ids)}
+    pods: dict[int, list[Pod]] = {}
+    for pod in Pod.objects.filter(job_id__in=job_ids).order_by("job_id", "name"):
+        pods.setdefault(pod.job_id or 0, []).append(pod)
+    tasks: dict[int, list[Task]] = {}
+    for task in Task.objects.filter(job_id__in=job_ids).order_by("job_id", "id"):
+        tasks.setdefault(task.job_id, []).append(task)
+    pod_records: dict[int, list[PodRecord]] = {}
+    for rec in PodRecord.objects.filter(job_record_id__in=record_ids):
+        pod_records.setdefault(rec.job_record_id, []).append(rec)
+    armed: dict[int, list[ArmedAction]] = {}
+    with_armed: set[int] = set()
+    for action in ArmedAction.objects.filter(job_record_id__in=record_ids).order_by("fire_at", "id"):
+        with_armed.add(action.job_record_id)
+        if action.fire_at <= now:
             armed.setdefault(action.job_record_id, []).append(action)
-        commands: dict[int, list[Command]] = {}
-        pending = Command.objects.select_for_update().filter(job_id__in=list(jobs), consumed_at__isnull=True)
-        for command in pending.order_by("id"):
-            commands.setdefault(command.job_id or 0, []).append(command)
-        queues = set(
-            Queue.objects.filter(name__in={j.queue_name for j in jobs.values()}).values_list("name", flat=True)
-        )
-        for job_id in ids:
-            job = jobs.get(job_id)
-            checkpoint = broadcast.pending_snapshot()
-            try:
-                with transaction.atomic():
-                    if job is None:
-                        _cleanup_records(JobRecord.objects.filter(job_id=job_id), backend)
-                        out[job_id] = []
-                        continue
-                    record = records.get(job_id)
-                    prefetched = Prefetched(
-                        record=record,
-                        podgroup=groups.get(job_id),
-                        pods=pods.get(job_id, []),
-                        pod_records=pod_records.get(record.pk, []) if record is not None else [],
-                        armed_due=armed.get(record.pk, []) if record is not None else [],
-                        queue_exists=job.queue_name in queues,
-                    )
-                    out[job_id] = _reconcile_locked(job, backend, now, prefetched, commands.get(job_id, []))
-            except Exception:  # this job is rolled back to its savepoint; the others go on
-                log.exception("sync of job %s failed", job_id)
-                broadcast.restore_pending(checkpoint)
-                out[job_id] = []
+    commands: dict[int, list[Command]] = {}
+    pending = Command.objects.select_for_update().filter(job_id__in=job_ids, consumed_at__isnull=True)
+    for command in pending.order_by("id"):
+        commands.setdefault(command.job_id or 0, []).append(command)
+    queues = set(Queue.objects.filter(name__in={j.queue_name for j in jobs.values()}).values_list("name", flat=True))
+    writes = Writes(backend, deferred=deferred)
+    for job_id in ids:
+        job = jobs.get(job_id)
+        checkpoint = broadcast.pending_snapshot()
+        try:
+            with transaction.atomic() if not deferred else nullcontext():
+                if job is None:
+                    writes.flush()
+                    _cleanup_records(JobRecord.objects.filter(job_id=job_id), backend)
+                    out[job_id] = []
+                    continue
+                record = records.get(job_id)
+                prefetched = Prefetched(
+                    record=record,
+                    podgroup=groups.get(job_id),
+                    pods=pods.get(job_id, []),
+                    pod_records=pod_records.get(record.pk, []) if record is not None else [],
+                    armed_due=armed.get(record.pk, []) if record is not None else [],
+                    queue_exists=job.queue_name in queues,
+                    tasks=tasks.get(job_id, []),
+                    has_armed=record is not None and record.pk in with_armed,
+                )
+                out[job_id] = _reconcile_locked(job, backend, now, prefetched, commands.get(job_id, []), writes)
+        except Exception:
+            if deferred:
+                raise  # the caller redoes the batch job by job
+            log.exception("sync of job %s failed", job_id)  # rolled back to its savepoint; the others go on
+            broadcast.restore_pending(checkpoint)
+            out[job_id] = []
+    writes.flush()
     return out
 
 
@@ -436,12 +477,13 @@ def resync_controllers(
 
         dispatch.request_sync(job_ids)
         queued, job_ids = len(job_ids), []
-    for job_id in job_ids:
+    for start in range(0, len(job_ids), RESYNC_BATCH):
+        batch = job_ids[start : start + RESYNC_BATCH]
         try:
-            sync_job(job_id, backend=backend, now=now)
-            synced += 1
-        except Exception:  # one broken job must not stop the others
-            log.exception("sync of job %s failed", job_id)
+            sync_jobs(batch, backend=backend, now=now)  # a failing job is rolled back alone
+            synced += len(batch)
+        except Exception:  # one broken batch must not stop the others
+            log.exception("sync of jobs %s failed", batch)
     orphans = JobRecord.objects.exclude(job_id__in=Job.objects.values_list("pk", flat=True))
     cleaned = 0
     for record_id in orphans.values_list("pk", flat=True):

@@ -141,6 +141,25 @@ def test_eager_celery_syncs_at_once(world: World) -> None:
     assert len(world.pods(job)) == 2
 
 
+def test_eager_celery_syncs_many_jobs_as_batches(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    names = [f"eager{i}" for i in range(dispatch.BATCH + 2)]
+    for name in names:
+        job_services.apply_job(SYSTEM, builders.job_manifest(name, queue="ml-training"), NAMESPACE)
+    ids = sorted(Job.objects.filter(name__in=names).values_list("pk", flat=True))
+    PodGroup.objects.filter(job_id__in=ids).update(phase="Inqueue")
+    batches: list[list[int]] = []
+    real = services.sync_jobs
+
+    def sync_jobs(job_ids: list[int], **kwargs: Any) -> Any:
+        batches.append(list(job_ids))
+        return real(job_ids, **kwargs)
+
+    monkeypatch.setattr(services, "sync_jobs", sync_jobs)
+    dispatch.request_sync(reversed(ids))
+    assert batches == [ids[: dispatch.BATCH], ids[dispatch.BATCH :]]
+    assert Pod.objects.filter(job_id__in=ids).count() == 2 * len(ids)
+
+
 def test_periodic_tasks_have_their_own_queue_and_worker() -> None:
     router = app.amqp.router
     for _name, task, _period in settings.PERIODIC_TASKS:
