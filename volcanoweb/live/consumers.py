@@ -16,6 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from volcanoweb.live import groups
+from volcanoweb.live.hub import hub as live_hub
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +210,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
         self.gaps = 0
         self.last_seq: dict[tuple[str, str], int] = {}
         self.joined: list[str] = []
+        self.hub: Any = None
+        self.closing: asyncio.Future[None] | None = None
 
     async def connect(self) -> None:
         self.init_state()
@@ -226,14 +229,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             await self.close(code=CLOSE_UNAUTHORIZED)
             return
         control.append(groups.user_group(user.pk))
-        # Control groups first: a revocation that races with the connect still reaches this socket.
+        # Control groups first, on the socket's own channel: a revocation that races with the connect
+        # still reaches this socket. The live groups are read once per process by the hub.
         self.joined = control
         for name in control:
             await self.channel_layer.group_add(name, self.channel_name)
-        live = await _groups_for(user)
-        self.joined.extend(live)
-        for name in live:
-            await self.channel_layer.group_add(name, self.channel_name)
+        self.hub = live_hub(self.channel_layer)
+        await self.hub.join(self, await _groups_for(user))
         await self.accept()
         self.sender = asyncio.ensure_future(self._send_frames())
 
@@ -244,6 +246,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
         sender = getattr(self, "sender", None)
         if sender is not None:
             sender.cancel()
+        hub = getattr(self, "hub", None)
+        if hub is not None:
+            self.hub = None
+            await hub.leave(self)
         for name in getattr(self, "joined", []):
             await self.channel_layer.group_discard(name, self.channel_name)
         self.joined = []
@@ -280,25 +286,32 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             return
         await self.send_json({"kind": "error", "message": UNEXPECTED})
 
-    async def live_message(self, event: dict[str, Any]) -> None:
-        """Queue one broadcast (a single payload, committed now)."""
-        if not self.revoked:
-            await self._queue([event["payload"]], time.time())
-
-    async def live_batch(self, event: dict[str, Any]) -> None:
-        """Queue the broadcasts of one process's interval for one group (``live.broadcast.Outbox``)."""
+    def enqueue(self, group: str, event: dict[str, Any]) -> None:
+        """(From the hub) queue a message of the live group ``group``: filter, merge, wake the sender."""
         if self.revoked:
             return
-        self._check_sequence(event)
-        t0 = event.get("t0")
-        await self._queue(event["payloads"], float(t0) if isinstance(t0, (int, float)) else time.time())
+        kind = event.get("type")
+        if kind == "live.batch":
+            self._check_sequence(group, event)
+            t0 = event.get("t0")
+            self._queue(event.get("payloads") or [], float(t0) if isinstance(t0, (int, float)) else time.time())
+        elif kind == "live.message":
+            self._queue([event["payload"]], time.time())
 
-    def _check_sequence(self, event: dict[str, Any]) -> None:
+    async def live_message(self, event: dict[str, Any]) -> None:
+        """Queue one broadcast sent to this socket's own channel (a single payload, committed now)."""
+        self.enqueue("", event)
+
+    async def live_batch(self, event: dict[str, Any]) -> None:
+        """Queue a batch sent to this socket's own channel (``live.broadcast.Outbox``)."""
+        self.enqueue(str(event.get("group") or ""), event)
+
+    def _check_sequence(self, group: str, event: dict[str, Any]) -> None:
         """A gap in a publisher's numbering means the channel layer lost a message: refetch everything."""
         src, seq = event.get("src"), event.get("seq")
         if not isinstance(src, str) or not isinstance(seq, int):
             return
-        key = (src, str(event.get("group")))
+        key = (src, group)
         last = self.last_seq.get(key)
         if last is not None and seq > last + 1:
             self.gaps += seq - last - 1
@@ -308,7 +321,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             self.last_seq.clear()
         self.last_seq[key] = seq if last is None else max(last, seq)
 
-    async def _queue(self, payloads: list[dict[str, Any]], committed: float) -> None:
+    def _queue(self, payloads: list[dict[str, Any]], committed: float) -> None:
         added = False
         for payload in payloads:
             if wanted(self.topics, payload):
@@ -320,13 +333,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             self.behind += 1
             if self.behind > MAX_BEHIND:
                 log.info("closing a live socket %d messages behind", self.behind)
-                await self._close_slow()
+                self.revoked = True
+                self.queue = ClientQueue()
+                self.closing = asyncio.ensure_future(self._close_slow())
                 return
         self.wake.set()
 
     async def _close_slow(self) -> None:
-        self.revoked = True
-        self.queue = ClientQueue()
         await self._leave()
         await self.close(code=CLOSE_TOO_SLOW)
 

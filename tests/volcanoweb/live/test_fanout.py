@@ -73,6 +73,8 @@ async def test_a_client_too_far_behind_is_closed_and_nobody_waits(monkeypatch: p
         if step == 4:  # three objects over a limit of two: the kind is folded into one marker
             assert not slow_closed
             assert slow.queue.markers == {"job": 3}
+    assert slow.closing is not None
+    await slow.closing
     assert slow_closed == [consumers.CLOSE_TOO_SLOW]  # the fourth message while one frame was stuck
     assert slow.revoked
     await asyncio.gather(slow.sender, return_exceptions=True)

@@ -20,7 +20,7 @@ from django.test import Client
 
 from tests.volcanoweb import builders
 from tests.volcanoweb.conftest import FAST_HASHERS, Cast, build_cast
-from volcanoweb.live import broadcast, consumers
+from volcanoweb.live import broadcast, consumers, groups
 from volcanoweb.live.routing import websocket_urlpatterns
 from volcanoweb.queues import services as queue_services
 from volcanoweb.queues.builtin import ensure_builtin_queues
@@ -195,6 +195,25 @@ async def test_a_subscription_narrows_what_a_socket_gets_never_widens_it(
         "team-b/other-0",
         "n1",
     }
+
+
+async def test_a_process_reads_each_live_group_once_for_all_its_sockets(
+    world: Cast, sockets: dict[str, WebsocketCommunicator]
+) -> None:
+    """The channel layer holds one member per live group and process (the hub), not one per socket; every
+    socket still gets what it may read, and only that."""
+    second = await open_socket(world.alice)  # alice twice, charlie, root: all in the cluster group
+    layer = channel_layers["default"]
+    assert len(layer.groups["cluster"]) == 1
+    assert len(layer.groups[groups.tenant_group(world.team_a.pk)]) == 1
+    await sync_to_async(broadcast.publish)("node", "n7", ready=True)
+    await sync_to_async(broadcast.publish)("job", "team-a/solo", tenant_id=world.team_a.pk, phase="Running")
+    got = {name: await drain(sockets[name]) for name in ("alice", "charlie", "root")}
+    for frames in got.values():
+        assert "n7" in ids(frames, "node")
+    assert ids(got["charlie"], "job") == set()
+    assert ids(await drain(second), "job") == {"team-a/solo"}
+    await second.disconnect()
 
 
 async def test_a_bad_subscription_is_answered_with_an_error(world: Cast) -> None:
