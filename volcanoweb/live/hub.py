@@ -44,7 +44,9 @@ class Hub:
             for group in group_names:
                 self.members.setdefault(group, set()).add(member)
                 if group not in self.readers:
-                    channel = await self.layer.new_channel(prefix="live-hub")
+                    # The default prefix: channels_redis pops a process's channels from one Redis key per
+                    # prefix under one lock; a channel of another prefix would rarely get that lock.
+                    channel = await self.layer.new_channel()
                     await self.layer.group_add(group, channel)
                     self.readers[group] = (channel, asyncio.ensure_future(self._read(group, channel)))
 

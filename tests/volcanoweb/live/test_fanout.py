@@ -5,6 +5,7 @@ channel message makes the client refetch. Ordering and events only: no clocks.""
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import pytest
@@ -129,3 +130,26 @@ def test_subscriptions_filter_by_kind_and_id_prefix() -> None:
     assert wanted(None, {"kind": "node", "id": "n1"})
     for bad in ({"topics": "job"}, {"topics": [["job"]]}, {"topics": [[1, ""]]}, {"topics": [["job", ""]] * 65}):
         assert parse_topics(bad) is None
+
+
+@pytest.mark.asyncio
+async def test_the_hub_reads_from_the_same_redis_key_as_the_sockets_of_its_process() -> None:
+    """channels_redis pops all of a process's channels of one prefix from one key under one lock: a hub
+    channel with its own prefix was starved by 50 sockets' receive loops (nothing reached the sockets)."""
+    from channels_redis.core import RedisChannelLayer
+
+    from volcanoweb.live.hub import Hub
+
+    layer = RedisChannelLayer(hosts=[os.environ["REDIS_URL"]], prefix="volcanoweb-test-hub")
+    hub = Hub(layer)
+
+    class Member:
+        def enqueue(self, group: str, event: dict[str, Any]) -> None:
+            return None
+
+    member = Member()
+    await hub.join(member, ["cluster"])
+    channel, _ = hub.readers["cluster"]
+    assert layer.non_local_name(channel) == layer.non_local_name(await layer.new_channel())
+    await hub.leave(member)
+    assert hub.readers == {}
