@@ -143,7 +143,7 @@ def send_many(messages: Iterable[tuple[str, dict[str, Any]]], committed: float |
 #: Seconds over which one process's committed changes are merged into one channel message per group. The
 #: first change after a quiet interval goes out at once; under load a group gets at most one message per
 #: interval from each process (a commit waits at most this long before its message leaves).
-PUBLISH_INTERVAL = 0.1
+PUBLISH_INTERVAL = 0.2
 #: Most payloads in one ``live.batch`` channel message.
 BATCH_SIZE = 500
 #: Seconds a flush at process exit, or a revocation, waits for the channel layer.

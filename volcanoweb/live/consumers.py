@@ -34,7 +34,7 @@ UNEXPECTED = 'unexpected frame: send {"kind": "ping"}, {"kind": "subscribe", "to
 CLOSE_TOO_SLOW = 4408
 #: Least seconds between two frames to one client: what arrives meanwhile is merged into the next frame.
 #: The first frame after a quiet spell goes at once.
-FRAME_INTERVAL = 0.1
+FRAME_INTERVAL = 0.2
 #: Objects a client's queue holds before the most numerous kind is folded into one
 #: ``{"kind": k, "id": "*", "count": n}`` marker (pages listing that kind refresh once).
 QUEUE_LIMIT = 100
