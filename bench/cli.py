@@ -236,7 +236,12 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bind-timeout", type=float, default=3600.0, help="seconds to wait for the last bind")
     p.add_argument("--ws-clients", type=int, default=100, help="WebSocket clients (0: skip)")
     p.add_argument("--ws-messages", type=int, default=50)
-    p.add_argument("--ws-interval", type=float, default=0.1, help="seconds between broadcasts")
+    p.add_argument("--ws-interval", type=float, default=0.1, help="seconds between probe broadcasts")
+    p.add_argument(
+        "--ws-subscribe",
+        default=None,
+        help='what every WebSocket client subscribes to, as a page does: "kind[:id prefix],..." (default: all)',
+    )
     p.add_argument("--keep-db", action="store_true", help="keep the bench database and Redis DB")
     p.add_argument("--apply-batch", type=int, default=1, help="jobs per POST /api/v1/apply (a List, all or nothing)")
     p.add_argument("--embedded", action="store_true", help="the embedded mode (SQLite, loops in-process) instead")

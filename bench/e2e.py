@@ -312,7 +312,15 @@ def counts() -> dict[str, int]:
 
 
 def submit(
-    base: str, token: str, n: int, clients: int, cpu: str, memory: str, timeout: float, batch: int = 1
+    base: str,
+    token: str,
+    n: int,
+    clients: int,
+    cpu: str,
+    memory: str,
+    timeout: float,
+    batch: int = 1,
+    responded: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Submit n jobs from ``clients`` threads, ``batch`` jobs per apply (a ``List``: all or nothing);
     return latencies, statuses and start/end times."""
@@ -324,6 +332,7 @@ def submit(
     lock = threading.Lock()
     next_i = iter(range(0, n, max(1, batch)))
     accepted = [0]  # jobs in applies answered 2xx
+    responded = {} if responded is None else responded  # job key -> epoch seconds of its apply's 2xx answer
 
     def worker() -> None:
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -350,11 +359,14 @@ def submit(
                     if len(errors) < 20:
                         errors.append(f"{i}: {exc!r}")
                 dt = time.perf_counter() - t0
+                answered = time.time()
                 with lock:
                     latencies.append(dt)
                     statuses[code] = statuses.get(code, 0) + 1
                     if code.startswith("2"):
                         accepted[0] += size
+                        for j in range(i, i + size):
+                            responded[f"{NAMESPACE}/e2e-{j:06d}"] = answered
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
     start = time.perf_counter()
@@ -404,26 +416,37 @@ def websocket_fanout(
     *,
     connected: threading.Event | None = None,
     until: threading.Event | None = None,
+    responded: dict[str, float] | None = None,
+    topics: list[list[str]] | None = None,
 ) -> dict[str, Any]:
-    """Connect ``clients`` WebSockets, publish broadcasts to the cluster group, measure delivery.
+    """Connect ``clients`` WebSockets and measure what they see: the delay of every change from its commit to
+    its frame, of a probe published every ``interval`` (from this process, as a commit publishes it), and of
+    each bench job from its API answer (``responded``: job key -> epoch seconds) to the first frame naming it.
 
-    Without ``until``: ``messages`` broadcasts every ``interval``. With it (fan-out during the run): sets
-    ``connected`` once the clients are connected, then publishes every ``interval`` until ``until`` is set.
+    Without ``until``: ``messages`` probes every ``interval``. With it (fan-out during the run): sets
+    ``connected`` once the clients are connected, then publishes until ``until`` is set. ``topics``: every
+    client subscribes to these ([kind, id prefix] pairs), as a page does; default everything. Both frame
+    formats are read: ``{"kind": "changes", "t0", "items"}`` and, for the code before ADR 0019, one object
+    per frame.
     """
+    import struct
+
     import websocket
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
     from django.test import Client
 
-    from volcanoweb.live import groups
+    from volcanoweb.live import broadcast, groups
 
     cookies = []
     for user in users:
         c = Client()
         c.force_login(user)
         cookies.append(f"sessionid={c.cookies['sessionid'].value}")
-    received: list[list[float]] = [[] for _ in range(clients)]
-    collapsed = [0] * clients
+    probes: list[list[float]] = [[] for _ in range(clients)]
+    delays: list[list[float]] = [[] for _ in range(clients)]
+    first_seen: list[dict[str, float]] = [{} for _ in range(clients)]
+    counters = [{"frames": 0, "items": 0, "markers": 0, "refresh_all": 0} for _ in range(clients)]
+    stats: list[dict[str, Any]] = [{} for _ in range(clients)]
+    closed: dict[str, int] = {}
     other: list[str] = []
     conns = []
     connect_errors = 0
@@ -435,71 +458,125 @@ def websocket_fanout(
                 origin=stack.base,
                 timeout=30,
             )
+            if topics is not None:
+                ws.send(json.dumps({"kind": "subscribe", "topics": topics}))
             conns.append((k, ws))
         except Exception:
             connect_errors += 1
     stop = threading.Event()
+    lock = threading.Lock()
+
+    def item(k: int, doc: dict[str, Any], now: float) -> None:
+        kind, ident = doc.get("kind"), doc.get("id")
+        if ident == "*" or kind == "*":
+            counters[k]["refresh_all" if kind == "*" else "markers"] += 1
+        elif kind == "bench-fanout" and "sent" in doc:
+            probes[k].append(now - float(doc["sent"]))
+        elif kind == "job" and isinstance(ident, str) and ident not in first_seen[k]:
+            first_seen[k][ident] = now
 
     def reader(k: int, ws: Any) -> None:
         ws.settimeout(1.0)
         while not stop.is_set():
             try:
-                raw = ws.recv()
+                opcode, frame = ws.recv_data_frame(True)
             except websocket.WebSocketTimeoutException:
                 continue
             except Exception as exc:
-                other.append(f"reader stopped: {exc!r}")
+                with lock:
+                    closed[type(exc).__name__] = closed.get(type(exc).__name__, 0) + 1
                 return
             now = time.time()
-            with contextlib.suppress(ValueError, TypeError):
-                doc = json.loads(raw)
-                if doc.get("kind") == "bench-fanout" and "sent" not in doc:
-                    collapsed[k] += 1  # the consumer folded a burst into {"kind", "id": "*", "count"}
-                elif doc.get("kind") == "bench-fanout":
-                    received[k].append(now - float(doc["sent"]))
-                elif len(other) < 20:
-                    other.append(str(raw)[:200])
+            if opcode == websocket.ABNF.OPCODE_CLOSE:
+                code = str(struct.unpack("!H", frame.data[:2])[0]) if len(frame.data) >= 2 else "none"
+                with lock:
+                    closed[code] = closed.get(code, 0) + 1
+                return
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                doc = json.loads(frame.data)
+                counters[k]["frames"] += 1
+                if doc.get("kind") == "changes":
+                    if isinstance(doc.get("t0"), (int, float)):
+                        delays[k].append(now - float(doc["t0"]))
+                    for entry in doc["items"]:
+                        counters[k]["items"] += 1
+                        item(k, entry, now)
+                elif doc.get("kind") == "stats":
+                    stats[k] = doc
+                elif doc.get("kind") in ("pong", "subscribed", "error"):
+                    if doc.get("kind") == "error" and len(other) < 20:
+                        other.append(str(doc)[:200])
+                else:
+                    counters[k]["items"] += 1
+                    item(k, doc, now)
 
     threads = [threading.Thread(target=reader, args=(k, ws), daemon=True) for k, ws in conns]
     for t in threads:
         t.start()
     time.sleep(1.0)
-    layer = get_channel_layer()
-    send = async_to_sync(layer.group_send)
     if connected is not None:
         connected.set()
     i = 0
     while (i < messages) if until is None else not until.is_set():
-        send(
-            groups.cluster_group(),
-            {"type": "live.message", "payload": {"kind": "bench-fanout", "id": i, "sent": time.time()}},
-        )
+        # as a commit does: through this process's outbox (the code before ADR 0019 sends at once)
+        broadcast.send_many([(groups.cluster_group(), {"kind": "bench-fanout", "id": i, "sent": time.time()})])
         i += 1
         time.sleep(interval)
     messages = i
     time.sleep(3.0)
+    for _, ws in conns:
+        with contextlib.suppress(Exception):
+            ws.send(json.dumps({"kind": "stats"}))
+    time.sleep(2.0)
     stop.set()
     for t in threads:
         t.join(3)
     for _, ws in conns:
         with contextlib.suppress(Exception):
             ws.close()
-    lat = [x for r in received for x in r]
+    lat = [x for r in probes for x in r]
     expected = len(conns) * messages
-    return {
+    out: dict[str, Any] = {
         "clients": clients,
         "connected": len(conns),
         "connect_errors": connect_errors,
+        "subscribed_to": topics,
         "messages": messages,
         "interval_seconds": interval,
         "deliveries_expected": expected,
         "deliveries": len(lat),
         "delivery_latency": _summary(lat),
-        "collapsed_frames": sum(collapsed),
+        "commit_to_frame": _summary([x for r in delays for x in r]),
+        "frames": sum(c["frames"] for c in counters),
+        "items": sum(c["items"] for c in counters),
+        "markers": sum(c["markers"] for c in counters),
+        "refresh_all": sum(c["refresh_all"] for c in counters),
+        "closed_by_server": closed,
         "other_messages_sample": other[:20],
         "phase": "during the run (first request to last bind)" if until is not None else "after the run",
-        "note": "includes the consumer's 200 ms coalescing window (volcanoweb.live.consumers.COALESCE_WINDOW)",
+        "note": (
+            "delivery_latency: probes published every interval from the bench process, publish to frame; "
+            "commit_to_frame: per frame, now - t0 (the oldest commit in it); "
+            "job_first_seen: API answer to the first frame naming the job, per client"
+        ),
     }
+    if responded:
+        seen = [first_seen[k][key] - at for k, _ in conns for key, at in responded.items() if key in first_seen[k]]
+        out["job_first_seen"] = _summary(seen)
+        out["job_first_seen"]["not_named"] = len(conns) * len(responded) - len(seen)
+    server = [s for s in stats if s]
+    if server:
+        keys = ("changes", "merged", "collapsed", "refreshes", "frames", "items", "gaps")
+        out["server_stats"] = {key: sum(int(s.get(key) or 0) for s in server) for key in keys}
+        out["server_stats"]["clients_reporting"] = len(server)
+    return out
+
+
+def _topics(spec: str | None) -> list[list[str]] | None:
+    """``--ws-subscribe "job,pod:bench/e2e-0000"`` -> [["job", ""], ["pod", "bench/e2e-0000"]] (None: everything)."""
+    if not spec:
+        return None
+    return [[part.partition(":")[0], part.partition(":")[2]] for part in spec.split(",") if part]
 
 
 def _pg_dsn() -> dict[str, Any]:
@@ -569,10 +646,12 @@ def run(args: Any) -> dict[str, Any]:
         assert stack.proc is not None
         report["uptime_stack_up"] = _uptime()
         sub_result: dict[str, Any] = {}
+        responded: dict[str, float] = {}
         progress: list[tuple[float, int]] = []
         ws_result: dict[str, Any] = {}
         ws_connected, ws_until = threading.Event(), threading.Event()
         ws_thread = None
+        ws_topics = _topics(getattr(args, "ws_subscribe", None))
         if ws_clients and ws_phase == "during":
 
             def do_ws() -> None:
@@ -585,6 +664,8 @@ def run(args: Any) -> dict[str, Any]:
                         args.ws_interval,
                         connected=ws_connected,
                         until=ws_until,
+                        responded=responded,
+                        topics=ws_topics,
                     )
                 )
 
@@ -594,7 +675,17 @@ def run(args: Any) -> dict[str, Any]:
 
         def do_submit() -> None:
             sub_result.update(
-                submit(stack.base, users["token"], n, args.clients, args.cpu, args.memory, 300.0, batch=batch)
+                submit(
+                    stack.base,
+                    users["token"],
+                    n,
+                    args.clients,
+                    args.cpu,
+                    args.memory,
+                    300.0,
+                    batch=batch,
+                    responded=responded,
+                )
             )
 
         sampler = cpuprof.Sampler(stack.proc.pid, None if embedded else _pg_dsn(), stack.db_name)
@@ -659,7 +750,7 @@ def run(args: Any) -> dict[str, Any]:
             report["websocket"] = ws_result
         elif ws_clients:
             report["websocket"] = websocket_fanout(
-                stack, users["ws_users"], ws_clients, args.ws_messages, args.ws_interval
+                stack, users["ws_users"], ws_clients, args.ws_messages, args.ws_interval, topics=ws_topics
             )
             report["uptime_after_ws"] = _uptime()
     finally:

@@ -174,8 +174,8 @@ def evaluate_e2e(section: dict[str, Any]) -> list[dict[str, Any]]:
     if ws:
         out.append(
             _entry(
-                f"WebSocket fan-out to {ws.get('clients')} clients {ws.get('phase', '')}, p99 delivery",
-                ws.get("delivery_latency", {}).get("Perc99"),
+                f"WebSocket fan-out to {ws.get('clients')} clients {ws.get('phase', '')}, p99 commit to frame",
+                _worst_p99(ws),
                 500,
                 "ms",
                 False,
@@ -183,3 +183,10 @@ def evaluate_e2e(section: dict[str, Any]) -> list[dict[str, Any]]:
             )
         )
     return out
+
+
+def _worst_p99(ws: dict[str, Any]) -> float | None:
+    """The worse p99 of the probes and of every frame's oldest change (what a user waits for), if measured."""
+    values = [(ws.get(key) or {}).get("Perc99") for key in ("delivery_latency", "commit_to_frame")]
+    present = [float(v) for v in values if v is not None]
+    return max(present) if present else None

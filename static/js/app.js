@@ -2,8 +2,12 @@
  *
  * Live: every element with data-live="kind kind..." (optionally data-live-id / data-live-prefix)
  * and hx-trigger="live" is refreshed (htmx re-fetches its fragment) when a message about a
- * matching object arrives on /ws/live/. Messages are {"kind", "id", ...}; kinds are compared
- * lower-case; a burst the server collapsed arrives as {"kind", "id": "*", "count"} and matches every id.
+ * matching object arrives on /ws/live/. The server sends frames {"kind": "changes", "t0", "items": [...]}
+ * whose items are {"kind", "id", ...} (latest state per object); kinds are compared lower-case; a burst
+ * the server folded arrives as {"kind", "id": "*", "count"} and matches every id, and {"kind": "*"} (the
+ * server lost track) refreshes every live region. On open the page subscribes to what its live regions
+ * show ({"kind": "subscribe", "topics": [[kind, id or prefix], ...]}), again when a swap changes that set.
+ * A socket closed with 4408 (too far behind) reconnects and refetches every live region.
  * Refreshes are debounced per element and postponed while the user is interacting
  * inside the element (focus or checked boxes), so nothing is lost and nothing needs a reload.
  */
@@ -62,15 +66,44 @@
     }, 250));
   }
 
-  function onMessage(msg) {
+  function onChange(msg) {
     if (!msg || typeof msg !== "object" || !msg.kind) return;
     var kind = String(msg.kind).toLowerCase();
-    if (kind === "pong") return;
     var ids = idsOf(msg);
     document.querySelectorAll("[data-live]").forEach(function (el) {
-      if (matches(el, kind, ids)) refresh(el);
+      if (kind === "*" || matches(el, kind, ids)) refresh(el);
     });
     document.dispatchEvent(new CustomEvent("volcano:live", { detail: msg }));
+  }
+  function onMessage(msg) {
+    if (!msg || typeof msg !== "object" || !msg.kind) return;
+    if (msg.kind === "changes" && Array.isArray(msg.items)) { msg.items.forEach(onChange); return; }
+    if (/^(pong|subscribed|stats|error)$/.test(String(msg.kind))) return;
+    onChange(msg);
+  }
+
+  /* What this page's live regions show, as [kind, id or id prefix] pairs ("" = every id): the same test
+     as matches(), so that the server sends nothing the page would ignore. */
+  function topics() {
+    var seen = {}, out = [];
+    document.querySelectorAll("[data-live]").forEach(function (el) {
+      var keys = [el.dataset.liveId, el.dataset.livePrefix].filter(Boolean);
+      (el.dataset.live || "").toLowerCase().split(/\s+/).filter(Boolean).forEach(function (kind) {
+        (keys.length ? keys : [""]).forEach(function (key) {
+          var t = kind + "\u0000" + key;
+          if (!seen[t]) { seen[t] = 1; out.push([kind, key]); }
+        });
+      });
+    });
+    return out.length > 64 ? [["*", ""]] : out;
+  }
+  var subscribed = null;
+  function subscribe() {
+    if (!ws || ws.readyState !== 1) return;
+    var t = topics(), text = JSON.stringify(t);
+    if (text === subscribed) return;
+    subscribed = text;
+    ws.send(JSON.stringify({ kind: "subscribe", topics: t }));
   }
 
   var ws = null, attempt = 0, pingTimer = null;
@@ -82,6 +115,8 @@
     ws.onopen = function () {
       var wasDown = attempt > 0;
       attempt = 0;
+      subscribed = null;
+      subscribe();
       setStatus("live", "Live");
       clearInterval(pingTimer);
       pingTimer = setInterval(function () { if (ws && ws.readyState === 1) ws.send('{"kind":"ping"}'); }, 25000);
@@ -95,6 +130,7 @@
     ws.onclose = function (ev) {
       clearInterval(pingTimer);
       if (ev.code === 4401) { setStatus("off", "Signed out"); return; }
+      if (ev.code === 4408) attempt = 0; // too far behind: reconnect soon, then refetch every live region
       schedule();
     };
     ws.onerror = function () { try { ws.close(); } catch (e) { /* already closed */ } };
@@ -388,7 +424,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     init(document);
     connect();
-    document.body.addEventListener("htmx:afterSwap", function (e) { keepFocus(e); keepOpen(e); init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); applyTree(); });
+    document.body.addEventListener("htmx:afterSwap", function (e) { keepFocus(e); keepOpen(e); init(e.target); markErrorLine(); focusPanel(e); followLog(); placeUnitHints(e.target); applyTree(); subscribe(); });
     document.addEventListener("keydown", function (e) {
       if (e.key !== "Escape" || document.querySelector("dialog[open]")) return;
       /* Esc cancels an open queue edit from anywhere on the page (not only from inside the form: a live

@@ -103,7 +103,7 @@ class LiveClient:
                 return
             if text:
                 message = json.loads(text)
-                self.messages.extend(message if isinstance(message, list) else [message])
+                self.messages.extend(message["items"] if message.get("kind") == "changes" else [message])
 
     def seen(self, kind: str, key: str, *, within: float = 5.0, **fields: Any) -> bool:
         """Whether such a message arrived, waiting up to ``within`` seconds: it is sent after the commit that

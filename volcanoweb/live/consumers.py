@@ -1,4 +1,4 @@
-"""WebSocket consumers: authenticate, join the caller's groups, forward; nothing else.
+"""WebSocket consumers: authenticate, join the caller's groups, forward through a bounded queue per client.
 
 A socket also joins control groups (its user, its login session or API token): logging out, revoking the
 token, losing a tenant membership or being deactivated closes it at once (:mod:`volcanoweb.live.revocation`).
@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from volcanoweb.live import groups
+from volcanoweb.live.hub import hub as live_hub
 
 log = logging.getLogger(__name__)
 
@@ -25,15 +27,129 @@ CLOSE_TOO_BIG = 1009
 #: Largest accepted client frame (clients only send pings), and how many bad frames close the socket.
 MAX_FRAME_BYTES = 4096
 MAX_BAD_FRAMES = 5
+UNEXPECTED = 'unexpected frame: send {"kind": "ping"}, {"kind": "subscribe", "topics": [[kind, id prefix]]} or nothing'
 
-#: Seconds over which messages about the same object are merged before sending.
-COALESCE_WINDOW = 0.2
-#: More objects of one kind than this in one window are sent as one ``{"kind": k, "id": "*", "count": n}``
-#: message: a burst (a cycle binding thousands of pods, the controller catching up) must not bury a browser,
-#: or the server, in frames; pages listing that kind refresh once.
-COLLAPSE_OVER = 20
-#: At most this many frames per window: beyond it the most numerous kinds are collapsed too.
-MAX_FRAMES = 40
+#: A client that fell too far behind: the server closes it (the browser reconnects at once and refetches
+#: every live region of its page). See :data:`MAX_BEHIND`.
+CLOSE_TOO_SLOW = 4408
+#: Least seconds between two frames to one client: what arrives meanwhile is merged into the next frame.
+#: The first frame after a quiet spell goes at once.
+FRAME_INTERVAL = 0.2
+#: Objects a client's queue holds before the most numerous kind is folded into one
+#: ``{"kind": k, "id": "*", "count": n}`` marker (pages listing that kind refresh once).
+QUEUE_LIMIT = 100
+#: Channel messages with something for this client that may arrive while one frame to it is still being
+#: written; one more and the client is closed with :data:`CLOSE_TOO_SLOW`. Until then its queue only
+#: merges and folds (bounded), and nobody else waits for it.
+MAX_BEHIND = 200
+#: Subscription limits (``{"kind": "subscribe", "topics": [[kind, id prefix], ...]}``).
+MAX_TOPICS = 64
+MAX_TOPIC_CHARS = 256
+
+
+class ClientQueue:
+    """What one client has not been sent yet: the latest state per object, bounded by folding into markers.
+
+    ``add`` merges a change into the pending state of its object (field by field, newest value first); past
+    :data:`QUEUE_LIMIT` objects the most numerous kind becomes one marker, after which that kind's changes
+    only count. ``refresh_all`` (the channel layer lost a message) replaces everything with one
+    ``{"kind": "*", "id": "*"}``. ``take`` returns the next frame, ``{"kind": "changes", "seq": n,
+    "t0": oldest commit time, "items": [...]}``, or None. ``stats`` counts changes received, merged into a
+    newer state, folded into a marker, and the frames and items sent.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = QUEUE_LIMIT if limit is None else limit
+        self.items: dict[tuple[str, str], dict[str, Any]] = {}
+        self.markers: dict[str, int] = {}
+        self.everything = False
+        self.t0: float | None = None
+        self.stats = {"changes": 0, "merged": 0, "collapsed": 0, "refreshes": 0, "frames": 0, "items": 0}
+
+    def __bool__(self) -> bool:
+        return bool(self.items or self.markers or self.everything)
+
+    def add(self, payload: dict[str, Any], committed: float) -> None:
+        self.stats["changes"] += 1
+        if self.t0 is None or committed < self.t0:
+            self.t0 = committed
+        kind = str(payload.get("kind"))
+        if self.everything:
+            self.stats["collapsed"] += 1
+            return
+        if kind in self.markers or payload.get("id") == "*":
+            self.stats["collapsed"] += 1
+            self.markers[kind] = self.markers.get(kind, 0) + int(payload.get("count") or 1)
+            self._drop_kind(kind)
+            return
+        key = (kind, str(payload.get("id")))
+        if key in self.items:
+            self.stats["merged"] += 1
+            self.items[key] = {**self.items[key], **payload}
+            return
+        self.items[key] = dict(payload)
+        if len(self.items) > self.limit:
+            counts: dict[str, int] = {}
+            for k, _ in self.items:
+                counts[k] = counts.get(k, 0) + 1
+            biggest = max(counts, key=lambda k: (counts[k], k))
+            self.markers[biggest] = self.markers.get(biggest, 0) + counts[biggest]
+            self.stats["collapsed"] += counts[biggest]
+            self._drop_kind(biggest)
+
+    def _drop_kind(self, kind: str) -> None:
+        for key in [key for key in self.items if key[0] == kind]:
+            del self.items[key]
+
+    def refresh_all(self) -> None:
+        self.stats["collapsed"] += len(self.items) + sum(self.markers.values())
+        self.items.clear()
+        self.markers.clear()
+        self.everything = True
+
+    def take(self) -> dict[str, Any] | None:
+        if not self:
+            return None
+        if self.everything:
+            self.stats["refreshes"] += 1
+            items: list[dict[str, Any]] = [{"kind": "*", "id": "*"}]
+        else:
+            items = [*self.items.values(), *({"kind": k, "id": "*", "count": n} for k, n in self.markers.items())]
+        self.stats["frames"] += 1
+        self.stats["items"] += len(items)
+        frame = {"kind": "changes", "seq": self.stats["frames"], "t0": self.t0, "items": items}
+        self.items, self.markers, self.everything, self.t0 = {}, {}, False, None
+        return frame
+
+
+def parse_topics(content: dict[str, Any]) -> dict[str, tuple[str, ...]] | None:
+    """Return {kind: id prefixes} from a subscribe frame's ``topics`` (``""`` is every id), or None if invalid."""
+    topics = content.get("topics")
+    if not isinstance(topics, list) or len(topics) > MAX_TOPICS:
+        return None
+    out: dict[str, set[str]] = {}
+    for topic in topics:
+        if not (isinstance(topic, list) and len(topic) == 2 and all(isinstance(x, str) for x in topic)):
+            return None
+        kind, prefix = topic[0].lower(), topic[1]
+        if not kind or len(kind) > 64 or len(prefix) > MAX_TOPIC_CHARS:
+            return None
+        out.setdefault(kind, set()).add(prefix)
+    return {kind: ("",) if "" in prefixes else tuple(sorted(prefixes)) for kind, prefixes in out.items()}
+
+
+def wanted(topics: dict[str, tuple[str, ...]] | None, payload: dict[str, Any]) -> bool:
+    """Whether a client subscribed to ``topics`` (None: everything) wants ``payload``."""
+    if topics is None or "*" in topics:
+        return True
+    kind = str(payload.get("kind")).lower()
+    if kind == "*":
+        return True
+    prefixes = topics.get(kind)
+    if prefixes is None:
+        return False
+    ident = str(payload.get("id"))
+    return ident == "*" or any(ident.startswith(prefix) for prefix in prefixes)
 
 
 @database_sync_to_async
@@ -72,14 +188,33 @@ def _groups_for(user: Any) -> list[str]:
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channels has no types: an Any base
-    """Forward live change messages for the caller's tenants and the cluster, coalesced per object."""
+    """Forward live change messages for the caller's tenants and the cluster through a bounded queue.
+
+    The channel-layer handlers only filter (the client's subscription) and merge into the client's
+    :class:`ClientQueue`; a sender task per socket writes one frame at a time. A client that reads slowly
+    therefore only loses intermediate states (merged or folded into markers), never delays another socket
+    or the handlers; one that is :data:`MAX_BEHIND` messages behind is closed with :data:`CLOSE_TOO_SLOW`.
+    """
 
     revoked = False
     bad_frames = 0
 
+    def init_state(self) -> None:
+        """The socket's queue, subscription (None: everything), sender and sequence bookkeeping."""
+        self.queue = ClientQueue()
+        self.topics: dict[str, tuple[str, ...]] | None = None
+        self.sender: asyncio.Task[None] | None = None
+        self.wake = asyncio.Event()
+        self.sending = False
+        self.behind = 0
+        self.gaps = 0
+        self.last_seq: dict[tuple[str, str], int] = {}
+        self.joined: list[str] = []
+        self.hub: Any = None
+        self.closing: asyncio.Future[None] | None = None
+
     async def connect(self) -> None:
-        self.buffer: dict[tuple[str, str], dict[str, Any]] = {}
-        self.flusher: asyncio.Task[None] | None = None
+        self.init_state()
         user = self.scope.get("user")
         control: list[str] = []
         by_token = await _token_user(list(self.scope.get("headers") or []))
@@ -94,25 +229,33 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             await self.close(code=CLOSE_UNAUTHORIZED)
             return
         control.append(groups.user_group(user.pk))
-        # Control groups first: a revocation that races with the connect still reaches this socket.
-        self.joined: list[str] = control
+        # Control groups first, on the socket's own channel: a revocation that races with the connect
+        # still reaches this socket. The live groups are read once per process by the hub.
+        self.joined = control
         for name in control:
             await self.channel_layer.group_add(name, self.channel_name)
-        live = await _groups_for(user)
-        self.joined.extend(live)
-        for name in live:
-            await self.channel_layer.group_add(name, self.channel_name)
+        self.hub = live_hub(self.channel_layer)
+        await self.hub.join(self, await _groups_for(user))
         await self.accept()
+        self.sender = asyncio.ensure_future(self._send_frames())
 
     async def disconnect(self, code: int) -> None:
+        await self._leave()
+
+    async def _leave(self) -> None:
+        sender = getattr(self, "sender", None)
+        if sender is not None:
+            sender.cancel()
+        hub = getattr(self, "hub", None)
+        if hub is not None:
+            self.hub = None
+            await hub.leave(self)
         for name in getattr(self, "joined", []):
             await self.channel_layer.group_discard(name, self.channel_name)
-        flusher = getattr(self, "flusher", None)
-        if flusher:
-            flusher.cancel()
+        self.joined = []
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
-        """Answer ``{"kind": "ping"}``; anything else gets an error frame, and repeated abuse a policy close."""
+        """Answer ``ping``, ``subscribe`` and ``stats``; anything else gets an error frame, repeated abuse a close."""
         if self.revoked:
             return
         size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
@@ -123,82 +266,109 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             content = json.loads(text_data) if text_data is not None else None
         except (ValueError, RecursionError):
             content = None
-        if isinstance(content, dict) and content.get("kind") == "ping":
+        kind = content.get("kind") if isinstance(content, dict) else None
+        if kind == "ping":
             await self.send_json({"kind": "pong"})
             return
+        if kind == "stats":
+            await self.send_json({"kind": "stats", **self.queue.stats, "gaps": self.gaps})
+            return
+        if kind == "subscribe" and isinstance(content, dict):
+            topics = parse_topics(content)
+            if topics is not None:
+                self.topics = topics
+                await self.send_json({"kind": "subscribed", "topics": sum(len(p) for p in topics.values())})
+                return
         self.bad_frames += 1
         if self.bad_frames >= MAX_BAD_FRAMES:
             log.info("closing a live socket after %d unexpected frames", self.bad_frames)
             await self.close(code=CLOSE_POLICY)
             return
-        await self.send_json({"kind": "error", "message": 'unexpected frame: send {"kind": "ping"} or nothing'})
+        await self.send_json({"kind": "error", "message": UNEXPECTED})
 
-    async def live_message(self, event: dict[str, Any]) -> None:
-        """Buffer one broadcast; send the buffer after the coalescing window."""
-        if not self.revoked:
-            self._buffer(event["payload"])
-
-    async def live_batch(self, event: dict[str, Any]) -> None:
-        """Buffer the broadcasts of one committed change set (``live.broadcast.send_many``)."""
+    def enqueue(self, group: str, event: dict[str, Any]) -> None:
+        """(From the hub) queue a message of the live group ``group``: filter, merge, wake the sender."""
         if self.revoked:
             return
-        for payload in event["payloads"]:
-            self._buffer(payload)
+        kind = event.get("type")
+        if kind == "live.batch":
+            self._check_sequence(group, event)
+            t0 = event.get("t0")
+            self._queue(event.get("payloads") or [], float(t0) if isinstance(t0, (int, float)) else time.time())
+        elif kind == "live.message":
+            self._queue([event["payload"]], time.time())
+
+    async def live_message(self, event: dict[str, Any]) -> None:
+        """Queue one broadcast sent to this socket's own channel (a single payload, committed now)."""
+        self.enqueue("", event)
+
+    async def live_batch(self, event: dict[str, Any]) -> None:
+        """Queue a batch sent to this socket's own channel (``live.broadcast.Outbox``)."""
+        self.enqueue(str(event.get("group") or ""), event)
+
+    def _check_sequence(self, group: str, event: dict[str, Any]) -> None:
+        """A gap in a publisher's numbering means the channel layer lost a message: refetch everything."""
+        src, seq = event.get("src"), event.get("seq")
+        if not isinstance(src, str) or not isinstance(seq, int):
+            return
+        key = (src, group)
+        last = self.last_seq.get(key)
+        if last is not None and seq > last + 1:
+            self.gaps += seq - last - 1
+            self.queue.refresh_all()
+            self.wake.set()
+        if len(self.last_seq) > 256:
+            self.last_seq.clear()
+        self.last_seq[key] = seq if last is None else max(last, seq)
+
+    def _queue(self, payloads: list[dict[str, Any]], committed: float) -> None:
+        added = False
+        for payload in payloads:
+            if wanted(self.topics, payload):
+                self.queue.add(payload, committed)
+                added = True
+        if not added:
+            return
+        if self.sending:
+            self.behind += 1
+            if self.behind > MAX_BEHIND:
+                log.info("closing a live socket %d messages behind", self.behind)
+                self.revoked = True
+                self.queue = ClientQueue()
+                self.closing = asyncio.ensure_future(self._close_slow())
+                return
+        self.wake.set()
+
+    async def _close_slow(self) -> None:
+        await self._leave()
+        await self.close(code=CLOSE_TOO_SLOW)
+
+    async def _send_frames(self) -> None:
+        """The socket's one writer: a frame of everything pending, at most one per :data:`FRAME_INTERVAL`."""
+        loop = asyncio.get_running_loop()
+        next_at = 0.0
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            delay = next_at - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            frame = self.queue.take()
+            if frame is None or self.revoked:
+                continue
+            self.sending, self.behind = True, 0
+            try:
+                await self.send(text_data=json.dumps(frame, separators=(",", ":")))
+            except Exception:  # the socket is gone: disconnect() follows
+                log.debug("live frame not sent", exc_info=True)
+                return
+            finally:
+                self.sending = False
+            next_at = loop.time() + FRAME_INTERVAL
 
     async def live_revoke(self, event: dict[str, Any]) -> None:
         """The socket's credentials are gone (logout, revoked token, lost membership): drop and close at once."""
         self.revoked = True
-        self.buffer.clear()
-        if self.flusher is not None:
-            self.flusher.cancel()
-        for name in self.joined:
-            await self.channel_layer.group_discard(name, self.channel_name)
-        self.joined = []
+        self.queue = ClientQueue()
+        await self._leave()
         await self.close(code=int(event.get("code") or CLOSE_UNAUTHORIZED))
-
-    def _buffer(self, payload: dict[str, Any]) -> None:
-        # Merged field by field, newest value first: a later message about the same object (its pod deleted
-        # after an eviction, a finished job removed by its TTL) must not drop what an earlier one said.
-        key = (str(payload.get("kind")), str(payload.get("id")))
-        self.buffer[key] = {**self.buffer.get(key, {}), **payload}
-        if self.flusher is None or self.flusher.done():
-            self.flusher = asyncio.ensure_future(self._flush_later())
-
-    async def _flush_later(self) -> None:
-        await asyncio.sleep(COALESCE_WINDOW)
-        if self.revoked:
-            return
-        for payload in collapse(list(self.buffer.values())):
-            await self.send_json(payload)
-        self.buffer.clear()
-
-
-def collapse(
-    payloads: list[dict[str, Any]], limit: int | None = None, budget: int | None = None
-) -> list[dict[str, Any]]:
-    """Return ``payloads`` with every kind that has more than ``limit`` of them replaced by one summary, and
-    more kinds (the most numerous first) while there are more than ``budget`` messages."""
-    limit = COLLAPSE_OVER if limit is None else limit
-    budget = MAX_FRAMES if budget is None else budget
-    counts: dict[str, int] = {}
-    for payload in payloads:
-        kind = str(payload.get("kind"))
-        counts[kind] = counts.get(kind, 0) + 1
-    collapsed = {kind for kind, n in counts.items() if n > limit}
-    frames = len(collapsed) + sum(n for kind, n in counts.items() if kind not in collapsed)
-    for kind, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        if frames <= budget or n == 1:
-            break
-        if kind not in collapsed:
-            collapsed.add(kind)
-            frames -= n - 1
-    out: list[dict[str, Any]] = []
-    summarized: set[str] = set()
-    for payload in payloads:
-        kind = str(payload.get("kind"))
-        if kind not in collapsed:
-            out.append(payload)
-        elif kind not in summarized:
-            summarized.add(kind)
-            out.append({"kind": kind, "id": "*", "count": counts[kind]})
-    return out

@@ -20,7 +20,7 @@ from django.test import Client
 
 from tests.volcanoweb import builders
 from tests.volcanoweb.conftest import FAST_HASHERS, Cast, build_cast
-from volcanoweb.live import broadcast, consumers
+from volcanoweb.live import broadcast, consumers, groups
 from volcanoweb.live.routing import websocket_urlpatterns
 from volcanoweb.queues import services as queue_services
 from volcanoweb.queues.builtin import ensure_builtin_queues
@@ -37,7 +37,7 @@ def _in_memory_layer(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     settings.PASSWORD_HASHERS = FAST_HASHERS
     channel_layers.backends.clear()
-    monkeypatch.setattr(consumers, "COALESCE_WINDOW", 0.01)
+    monkeypatch.setattr(consumers, "FRAME_INTERVAL", 0.0)
     broadcast.discard_pending()
     yield
     channel_layers.backends.clear()
@@ -77,11 +77,12 @@ async def open_socket(
 
 
 async def drain(communicator: WebsocketCommunicator, wait: float = 0.2) -> list[dict[str, Any]]:
-    """Every frame that arrives within ``wait`` seconds of the previous one."""
+    """Every change that arrives within ``wait`` seconds of the previous frame (the items of ``changes`` frames)."""
     frames: list[dict[str, Any]] = []
     # receive_nothing peeks: a receive that times out would cancel the application
     while not await communicator.receive_nothing(timeout=wait):
-        frames.append(await communicator.receive_json_from())
+        frame = await communicator.receive_json_from()
+        frames.extend(frame["items"] if frame.get("kind") == "changes" else [frame])
     return frames
 
 
@@ -167,6 +168,61 @@ async def test_cluster_kinds_reach_everyone(kind: str, sockets: dict[str, Websoc
     await sync_to_async(broadcast.publish)(kind, "n1", ready=True)
     for name in ("alice", "charlie", "root"):
         assert ids(await drain(sockets[name]), kind) == {"n1"}
+
+
+async def test_a_subscription_narrows_what_a_socket_gets_never_widens_it(
+    world: Cast, sockets: dict[str, WebsocketCommunicator]
+) -> None:
+    alice = sockets["alice"]
+    await alice.send_json_to({"kind": "subscribe", "topics": [["job", ""], ["pod", "team-b/"], ["pod", "team-a/j-"]]})
+    assert await alice.receive_json_from(timeout=2) == {"kind": "subscribed", "topics": 3}
+
+    @sync_to_async
+    def publish() -> None:
+        with transaction.atomic():
+            for tenant, key in ((world.team_a, "team-a/"), (world.team_b, "team-b/")):
+                broadcast.publish("job", key + "j", tenant_id=tenant.pk, phase="Running")
+                broadcast.publish("pod", key + "j-0", tenant_id=tenant.pk, phase="Running")
+                broadcast.publish("pod", key + "other-0", tenant_id=tenant.pk, phase="Running")
+            broadcast.publish("node", "n1", ready=True)
+
+    await publish()
+    got = await drain(alice)
+    assert sorted(str(f["id"]) for f in got) == ["team-a/j", "team-a/j-0"]  # no team-b pod although subscribed
+    assert {str(f["id"]) for f in await drain(sockets["charlie"]) if f["kind"] != "queue"} >= {
+        "team-b/j",
+        "team-b/j-0",
+        "team-b/other-0",
+        "n1",
+    }
+
+
+async def test_a_process_reads_each_live_group_once_for_all_its_sockets(
+    world: Cast, sockets: dict[str, WebsocketCommunicator]
+) -> None:
+    """The channel layer holds one member per live group and process (the hub), not one per socket; every
+    socket still gets what it may read, and only that."""
+    second = await open_socket(world.alice)  # alice twice, charlie, root: all in the cluster group
+    layer = channel_layers["default"]
+    assert len(layer.groups["cluster"]) == 1
+    assert len(layer.groups[groups.tenant_group(world.team_a.pk)]) == 1
+    await sync_to_async(broadcast.publish)("node", "n7", ready=True)
+    await sync_to_async(broadcast.publish)("job", "team-a/solo", tenant_id=world.team_a.pk, phase="Running")
+    got = {name: await drain(sockets[name]) for name in ("alice", "charlie", "root")}
+    for frames in got.values():
+        assert "n7" in ids(frames, "node")
+    assert ids(got["charlie"], "job") == set()
+    assert ids(await drain(second), "job") == {"team-a/solo"}
+    await second.disconnect()
+
+
+async def test_a_bad_subscription_is_answered_with_an_error(world: Cast) -> None:
+    socket = await open_socket(world.alice)
+    await socket.send_json_to({"kind": "subscribe", "topics": [["job", "team-a/"]]})
+    assert await socket.receive_json_from(timeout=2) == {"kind": "subscribed", "topics": 1}
+    await socket.send_json_to({"kind": "subscribe", "topics": [["job"]]})
+    assert (await socket.receive_json_from(timeout=2))["kind"] == "error"
+    await socket.disconnect()
 
 
 async def _assert_closed(communicator: WebsocketCommunicator) -> None:
