@@ -377,14 +377,19 @@ def submit(
 
 def wait_bound(n: int, deadline_s: float, progress: list[tuple[float, int]], t0: float) -> float | None:
     """Poll the database until n pods of the bench namespace are bound; return the time, or None."""
-    from django.db import connection
+    from django.db import OperationalError, connection
 
     from volcanoweb.jobs.models import Pod
 
     deadline = time.perf_counter() + deadline_s
     last_print = 0.0
     while time.perf_counter() < deadline:
-        bound = Pod.objects.filter(namespace=NAMESPACE).exclude(node_name="").count()
+        try:
+            bound = Pod.objects.filter(namespace=NAMESPACE).exclude(node_name="").count()
+        except OperationalError:  # a shared server out of connections ("too many clients"): poll again
+            connection.close()
+            time.sleep(1.0)
+            continue
         now = time.perf_counter()
         progress.append((round(now - t0, 2), bound))
         if now - last_print > 10:
