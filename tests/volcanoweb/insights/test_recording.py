@@ -8,9 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+from django.db import connection
+
 from scheduler.replay import encode_snapshot, load_cycle_input
 from tests.volcanoweb.clusters.helpers import make_gang
 from volcanoweb.clusters import services as cluster_services
+from volcanoweb.insights import recording
 from volcanoweb.insights import services as insights
 from volcanoweb.insights.models import CycleInput, CycleSnapshot, QueueSample
 from volcanoweb.insights.recording import input_text
@@ -91,3 +95,39 @@ def test_a_pruned_shared_snapshot_is_stored_again(cluster: Any, cast: Any, setti
     row = CycleInput.objects.get(run_id=run.pk)
     assert CycleSnapshot.objects.filter(pk=row.snapshot_id).exists()
     _replays(input_text(row), tmp_path)
+
+
+def _spy_synchronous_commit(monkeypatch: Any) -> list[str | None]:
+    """Record the session's synchronous_commit (None on SQLite) while the recording writes its rows."""
+    seen: list[str | None] = []
+    real = recording.record_timeline
+
+    def spy(*args: Any, **kwargs: Any) -> None:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW synchronous_commit")
+                seen.append(cursor.fetchone()[0])
+        else:
+            seen.append(None)
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(recording, "record_timeline", spy)
+    return seen
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_recording_in_its_own_transaction_does_not_wait_for_the_flush(cluster: Any, monkeypatch: Any) -> None:
+    seen = _spy_synchronous_commit(monkeypatch)
+    run = run_cycle()
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert seen == (["off"] if connection.vendor == "postgresql" else [None])
+    assert CycleInput.objects.filter(run_id=run.pk).exists()  # committed
+
+
+def test_a_recording_inside_the_callers_transaction_leaves_its_commit_alone(cluster: Any, monkeypatch: Any) -> None:
+    seen = _spy_synchronous_commit(monkeypatch)  # this test runs inside a transaction (rolled back after it)
+    run = run_cycle()
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert seen == (["on"] if connection.vendor == "postgresql" else [None])
