@@ -253,6 +253,9 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
         help="WebSocket fan-out during the run (first request to last bind) or after it",
     )
     p.add_argument("--no-profile", action="store_true", help="no per-stage CPU counters in the stack's processes")
+    p.add_argument(
+        "--no-insights", action="store_true", help="the stack records no insights (INSIGHTS_RECORD=false; issue 19 A/B)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

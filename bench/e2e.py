@@ -133,6 +133,7 @@ class Stack:
         controller_workers: int = 1,
         max_documents: int = 100,
         profile: bool = True,
+        insights: bool = True,
     ) -> None:
         self.embedded = embedded
         self.port = _free_port()
@@ -176,6 +177,7 @@ class Stack:
             "SIM_DEFAULT_DURATION": "36000",
             "SIM_CLOCK_SPEED": "1",
             "PYTHONUNBUFFERED": "1",
+            "INSIGHTS_RECORD": "true" if insights else "false",  # issue 19's recording, for A/B runs
         }
         self.proc: subprocess.Popen[str] | None = None
 
@@ -387,14 +389,19 @@ def submit(
 
 def wait_bound(n: int, deadline_s: float, progress: list[tuple[float, int]], t0: float) -> float | None:
     """Poll the database until n pods of the bench namespace are bound; return the time, or None."""
-    from django.db import connection
+    from django.db import OperationalError, connection
 
     from volcanoweb.jobs.models import Pod
 
     deadline = time.perf_counter() + deadline_s
     last_print = 0.0
     while time.perf_counter() < deadline:
-        bound = Pod.objects.filter(namespace=NAMESPACE).exclude(node_name="").count()
+        try:
+            bound = Pod.objects.filter(namespace=NAMESPACE).exclude(node_name="").count()
+        except OperationalError:  # a shared server out of connections ("too many clients"): poll again
+            connection.close()
+            time.sleep(1.0)
+            continue
         now = time.perf_counter()
         progress.append((round(now - t0, 2), bound))
         if now - last_print > 10:
@@ -592,6 +599,38 @@ def _pg_dsn() -> dict[str, Any]:
     }
 
 
+def _cycle_summary(since: float) -> dict[str, Any]:
+    """The stack's scheduling cycles during the run: how many, median and p90 durations (ms) by step."""
+    from datetime import UTC, datetime
+
+    from volcanoweb.insights.models import CycleInput
+    from volcanoweb.scheduling.models import SchedulingRun
+
+    # ``since`` is a perf_counter reading: the runs of the last (now - since) seconds
+    start = datetime.now(UTC).timestamp() - (time.perf_counter() - since)
+    runs = list(
+        SchedulingRun.objects.filter(started_at__gte=datetime.fromtimestamp(start, UTC), status="succeeded").values(
+            "duration_ms", "snapshot_ms", "core_ms", "apply_ms", "bind_ms", "binds"
+        )
+    )
+    out: dict[str, Any] = {"cycles": len(runs), "binding_cycles": sum(1 for r in runs if r["binds"])}
+    for key in ("duration_ms", "snapshot_ms", "core_ms", "apply_ms", "bind_ms"):
+        values = sorted(r[key] or 0.0 for r in runs)
+        if values:
+            out[key] = {
+                "median": round(statistics.median(values), 2),
+                "p90": round(values[int(0.9 * (len(values) - 1))], 2),
+            }
+    out["cycle_inputs_recorded"] = CycleInput.objects.count()
+    recorded = sorted(CycleInput.objects.values_list("record_ms", flat=True))  # the last kept ones
+    if recorded:  # the recording's time up to its input insert (not its commit)
+        out["record_ms_of_kept_inputs"] = {
+            "median": round(statistics.median(recorded), 2),
+            "max": round(recorded[-1], 2),
+        }
+    return out
+
+
 def run(args: Any) -> dict[str, Any]:
     """Run the end-to-end benchmark and return its report section."""
     from bench import cpuprof
@@ -611,6 +650,7 @@ def run(args: Any) -> dict[str, Any]:
         controller_workers=workers,
         max_documents=batch,
         profile=not getattr(args, "no_profile", False),
+        insights=not getattr(args, "no_insights", False),
     )
     stack.setup_django()
     ws_clients = 0 if embedded else args.ws_clients  # the in-memory layer is not reachable from the bench
@@ -629,6 +669,7 @@ def run(args: Any) -> dict[str, Any]:
             "mode": "embedded" if embedded else "stack",
             "controller_workers": None if embedded else workers,
             "stage_profile": stack.profile_dir is not None,
+            "insights_recording": not getattr(args, "no_insights", False),
             "websocket_phase": ws_phase if ws_clients else None,
             "stack": (
                 "manage.py runembedded: daphne, SQLite, in-memory channel layer, eager Celery, loops in-process"
@@ -744,6 +785,7 @@ def run(args: Any) -> dict[str, Any]:
                 ),
             }
         )
+        report["scheduling_cycles"] = _cycle_summary(start)
         report["ok"] = bool(t_bound) and lost == 0 and report["duplicated"] == 0 and final["pods"] == n == accepted
         if ws_thread is not None:
             ws_thread.join(30)

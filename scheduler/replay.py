@@ -55,6 +55,7 @@ __all__ = [
     "SnapshotEncoder",
     "cycle_input_text",
     "decode_snapshot",
+    "encode_clock",
     "encode_snapshot",
     "is_cycle_input",
     "load_cycle_input",
@@ -262,6 +263,11 @@ def _dumps(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
+def encode_clock(now: float | None) -> str:
+    """Return the clock's part of an encoded snapshot (see :meth:`SnapshotEncoder.encode_parts`)."""
+    return "" if now is None else ',"now":' + _dumps(now)
+
+
 class SnapshotEncoder:
     """Encode snapshots as JSON text, reusing the text of objects seen in the previous call.
 
@@ -275,6 +281,14 @@ class SnapshotEncoder:
 
     def encode(self, snapshot: Snapshot) -> str:
         """Return ``snapshot`` as a JSON object's text (lists in snapshot order)."""
+        return "".join(self.encode_parts(snapshot))
+
+    def encode_parts(self, snapshot: Snapshot) -> tuple[str, str, str]:
+        """Return the text of :meth:`encode` in three parts: before the clock, the clock, after it.
+
+        The middle part is ``,"now":<seconds>`` (empty without a clock): a recorder can keep the parts
+        around it once for a run of cycles that differ only in their clock.
+        """
         old = self._cache
         new: dict[int, tuple[object, str]] = {}
 
@@ -291,7 +305,7 @@ class SnapshotEncoder:
 
         # Keys in sorted order (as ``_dumps`` writes them); ``now``, ``pod_disruption_budgets`` and
         # ``resource_quotas`` only when set, so that snapshots without them encode as they always did.
-        now = "" if snapshot.now is None else ',"now":' + _dumps(snapshot.now)
+        now = encode_clock(snapshot.now)
         quotas = (
             ',"resource_quotas":' + _dumps([encode_resource_quota(q) for q in snapshot.resource_quotas])
             if snapshot.resource_quotas
@@ -303,11 +317,9 @@ class SnapshotEncoder:
             if snapshot.pod_disruption_budgets
             else ""
         )
-        text = (
-            '{"jobs":' + enc(snapshot.jobs, encode_job)
-            + ',"nodes":' + enc(snapshot.nodes, encode_node)
-            + now
-            + budgets
+        before = '{"jobs":' + enc(snapshot.jobs, encode_job) + ',"nodes":' + enc(snapshot.nodes, encode_node)
+        after = (
+            budgets
             + ',"priority_classes":' + _dumps([encode_priority_class(p) for p in snapshot.priority_classes])
             + ',"queues":' + enc(snapshot.queues, encode_queue)
             + quotas
@@ -315,7 +327,7 @@ class SnapshotEncoder:
             + "}"
         )  # fmt: skip
         self._cache = new
-        return text
+        return before, now, after
 
 
 def encode_snapshot(snapshot: Snapshot) -> str:

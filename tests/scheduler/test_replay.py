@@ -66,6 +66,18 @@ def test_encoder_reuses_unchanged_objects_and_encodes_changed_ones() -> None:
     assert result.binds  # the workload changes between the two snapshots
 
 
+def test_encoded_parts_put_the_clock_between_the_same_text() -> None:
+    encoder = SnapshotEncoder()
+    snapshot = dataclasses.replace(build(5), now=1764662400.25)
+    before, clock, after = encoder.encode_parts(snapshot)
+    assert before + clock + after == encode_snapshot(snapshot)
+    assert clock == ',"now":1764662400.25'
+    later = dataclasses.replace(snapshot, now=1764662405.5)
+    assert encoder.encode_parts(later) == (before, ',"now":1764662405.5', after)  # only the clock differs
+    assert encoder.encode_parts(dataclasses.replace(snapshot, now=None)) == (before, "", after)
+    assert json.loads(before + clock + after)["now"] == 1764662400.25
+
+
 def test_cli_replays_a_cycle_input_byte_identically(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     snapshot, config = build(11), CONFIGS["preempt-reclaim"]
     recorded = cycle_json(run_cycle(snapshot, config))

@@ -5,6 +5,8 @@ These rows only observe the scheduler; nothing here feeds back into a decision.
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 from django.utils import timezone
 
@@ -13,17 +15,44 @@ from volcanoweb.scheduling.models import SchedulingRun
 from volcanoweb.tenancy.models import Tenant
 
 
+class CycleSnapshot(models.Model):
+    """The snapshot part of one or more consecutive cycle inputs, stored once (zlib-compressed).
+
+    Consecutive quiet cycles see the same objects and differ only in their clock, so the snapshot's
+    text without its clock (``,"now":…``, kept on each :class:`CycleInput`) is shared: ``data`` is that
+    text, and the clock goes in at character ``now_at``. ``last_run`` is the newest cycle input using it
+    (a row whose ``last_run`` is older than every kept input is unused and pruned).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    data = models.BinaryField()
+    size = models.PositiveIntegerField(default=0, help_text="uncompressed bytes")
+    now_at = models.PositiveIntegerField(default=0, help_text="where the clock's text goes in the snapshot text")
+    last_run = models.BigIntegerField(default=0, db_index=True)
+
+    def __str__(self) -> str:
+        return f"cycle snapshot {self.id} ({self.size} bytes, last cycle {self.last_run})"
+
+
 class CycleInput(models.Model):
     """One cycle's complete input (snapshot + configuration) and its decisions, as a replayable file.
 
-    ``data`` is the zlib-compressed canonical JSON of a ``scheduler.replay`` cycle input document;
-    only the last ``INSIGHTS_KEEP_CYCLE_INPUTS`` rows are kept.
+    ``data`` is the zlib-compressed canonical JSON of a ``scheduler.replay`` cycle input document up to
+    its snapshot (``…,"snapshot":``); the snapshot is ``snapshot`` with this cycle's clock ``now``
+    put in (``volcanoweb.insights.recording.input_text`` joins them). Rows written before
+    ``snapshot`` existed hold the whole document in ``data``. Only the last
+    ``INSIGHTS_KEEP_CYCLE_INPUTS`` rows are kept.
     """
 
     run = models.OneToOneField(SchedulingRun, on_delete=models.CASCADE, related_name="cycle_input")
     at = models.DateTimeField(default=timezone.now, db_index=True)
     config_version = models.PositiveIntegerField(default=0)
     data = models.BinaryField()
+    # DO_NOTHING: the database's foreign key keeps a used snapshot; the prune deletes unused ones by last_run
+    snapshot = models.ForeignKey(
+        CycleSnapshot, null=True, blank=True, on_delete=models.DO_NOTHING, related_name="+", db_index=True
+    )
+    now = models.CharField(max_length=64, blank=True, default="", help_text='the clock\'s text, ,"now":<seconds>')
     size = models.PositiveIntegerField(default=0, help_text="uncompressed bytes")
     record_ms = models.FloatField(default=0.0, help_text="time spent recording this cycle's insights")
 

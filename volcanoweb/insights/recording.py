@@ -8,24 +8,29 @@ the cycle's outcome untouched.
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 import time
+import uuid
 import zlib
 from collections import Counter, defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from scheduler import CycleResult, Resource, SchedulerConfig, Snapshot
 from scheduler.config import dump_config
 from scheduler.model import JobPhase, TaskStatus
-from scheduler.replay import SnapshotEncoder, cycle_input_text
+from scheduler.replay import SnapshotEncoder, cycle_input_text, encode_clock
 from scheduler.result import ReasonKind, cycle_json
-from volcanoweb.insights.models import CycleInput, EntryKind, QueueSample, Resolution, TimelineEntry
+from volcanoweb.insights.models import CycleInput, CycleSnapshot, EntryKind, QueueSample, Resolution, TimelineEntry
 from volcanoweb.jobs.models import PodGroup
 from volcanoweb.scheduling.models import SchedulingRun
 from volcanoweb.scheduling.snapshots import SnapshotInfo
@@ -41,6 +46,8 @@ _lock = threading.Lock()
 _encoder = SnapshotEncoder()
 _compressor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="insights-zlib")
 _config_text: dict[int, tuple[SchedulerConfig, str]] = {}
+_SNAPSHOT_KEY, _END = '"snapshot":', "}\n"
+_EMPTY_TAIL = _SNAPSHOT_KEY + _END  # cycle_input_text("", …) ends so: the snapshot's text goes before "}\n"
 
 
 def _yaml(config: SchedulerConfig) -> str:
@@ -61,56 +68,144 @@ def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, co
         now = timezone.now()
         pending = _compress_input(run, info.snapshot, result, config, now)
         with transaction.atomic():
+            _no_flush_wait()
             record_timeline(run.pk, info, result, now)
             record_queue_samples(run.pk, info.snapshot, result, now)
             if pending is not None:
-                raw_size, future = pending
-                store_input(run, future.result(), raw_size, started)
+                store_input(run, pending, started)
     except Exception:  # observation must never break scheduling
         log.exception("recording insights of cycle %s failed", run.pk)
     return (time.perf_counter() - started) * 1000
 
 
+def _no_flush_wait() -> None:
+    """PostgreSQL: commit the recording without waiting for its WAL flush (``synchronous_commit`` off).
+
+    The recording is observation: a crash may lose the last few cycles' rows (about three WAL writer
+    delays), never part of one (an asynchronous commit stays atomic), and a cycle no longer waits for a
+    second disk flush after its decisions' own commit."""
+    # only in a transaction of its own: never for an enclosing transaction's other writes
+    if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
 # --------------------------------------------------------------------------- cycle inputs
+
+
+@dataclass
+class _Stored:
+    """The snapshot text this process stored last (without its clock), and the objects it encodes."""
+
+    snapshot: Snapshot
+    before: str
+    after: str
+    id: uuid.UUID
+
+
+@dataclass
+class PendingInput:
+    """A cycle input ready to store: its head, its clock and either a stored snapshot or a new one."""
+
+    prefix: bytes  # the document up to ``"snapshot":``, compressed
+    clock: str
+    size: int
+    reuse: _Stored | None = None  # the snapshot text equals this stored one
+    new: _Stored | None = None  # else: a snapshot to store …
+    compressed: Future[bytes] | None = None  # … whose compressed text this gives
+
+
+_stored: _Stored | None = None
+
+
+def _same_objects(a: Snapshot, b: Snapshot) -> bool:
+    """Whether ``a`` holds the very objects of ``b`` (then both encode alike, whatever their clocks)."""
+    for x, y in ((a.tasks, b.tasks), (a.jobs, b.jobs), (a.nodes, b.nodes), (a.queues, b.queues)):
+        if len(x) != len(y) or not all(map(operator.is_, x, y)):
+            return False
+    # small and rebuilt each cycle by the snapshot: equal values encode alike
+    return (
+        a.priority_classes == b.priority_classes
+        and a.resource_quotas == b.resource_quotas
+        and a.pod_disruption_budgets == b.pod_disruption_budgets
+    )
 
 
 def _compress_input(
     run: SchedulingRun, snapshot: Snapshot, result: CycleResult, config: SchedulerConfig, now: datetime
-) -> tuple[int, Future[bytes]] | None:
-    """Encode this cycle's input file and start compressing it (zlib releases the GIL: the compression
-    overlaps the timeline and sample writes); None when no input is kept."""
+) -> PendingInput | None:
+    """Prepare this cycle's input file; None when no input is kept.
+
+    The snapshot's text is stored once for consecutive cycles that see the same objects (or the same
+    text): a quiet cycle encodes and compresses only its head (configuration, decisions, time). A new
+    snapshot text is compressed in a worker thread (zlib releases the GIL: the compression overlaps
+    the timeline and sample writes)."""
+    global _stored
     if int(settings.INSIGHTS_KEEP_CYCLE_INPUTS) <= 0:
         return None
-    with _lock:
-        snapshot_text = _encoder.encode(snapshot)
-    text = cycle_input_text(
-        snapshot_text,
+    head = cycle_input_text(
+        "",
         _yaml(config),
         cycle=run.pk,
         recorded=cycle_json(result),
         metadata={"at": now.isoformat(), "configVersion": run.config_version},
     )
-    raw = text.encode()
-    return len(raw), _compressor.submit(zlib.compress, raw, 1)
+    if not head.endswith(_EMPTY_TAIL):  # pragma: no cover - the format of scheduler.replay
+        raise ValueError("unexpected cycle input layout")
+    prefix = head[: -len(_EMPTY_TAIL) + len(_SNAPSHOT_KEY)].encode()
+    clock = encode_clock(snapshot.now)
+    with _lock:
+        last = _stored
+        if last is not None and _same_objects(snapshot, last.snapshot):
+            before, after = last.before, last.after
+        else:
+            before, clock, after = _encoder.encode_parts(snapshot)
+        size = len(prefix) + len(before) + len(clock) + len(after) + 2
+        pending = PendingInput(zlib.compress(prefix, 1), clock, size)
+        if last is not None and before == last.before and after == last.after:
+            pending.reuse = _stored = _Stored(snapshot, before, after, last.id)
+        else:
+            pending.new = _stored = _Stored(snapshot, before, after, uuid.uuid4())
+            pending.compressed = _compressor.submit(zlib.compress, (before + after).encode(), 1)
+    return pending
 
 
-def store_input(run: SchedulingRun, data: bytes, size: int, started: float | None = None) -> CycleInput:
-    """Store a compressed cycle input file for ``run``; keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS``."""
+def store_input(run: SchedulingRun, pending: PendingInput, started: float | None = None) -> CycleInput:
+    """Store a prepared cycle input for ``run``; keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS``."""
     keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
+    snapshot_id = None
+    if pending.reuse is not None:
+        reuse = pending.reuse
+        # still there (not pruned, not rolled back)? Its last_run keeps it from the prune from now on.
+        if CycleSnapshot.objects.filter(pk=reuse.id).update(last_run=Greatest(F("last_run"), run.pk)):
+            snapshot_id = reuse.id
+        else:
+            pending.new = _Stored(reuse.snapshot, reuse.before, reuse.after, uuid.uuid4())
+            _replace_stored(reuse, pending.new)
+    if snapshot_id is None:
+        new = pending.new
+        assert new is not None
+        text = new.before + new.after
+        data = pending.compressed.result() if pending.compressed is not None else zlib.compress(text.encode(), 1)
+        CycleSnapshot.objects.create(id=new.id, data=data, size=len(text), now_at=len(new.before), last_run=run.pk)
+        snapshot_id = new.id
     ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
     row = CycleInput.objects.create(
         # ``at``: when the cycle started, before its snapshot was read (a change after it is not in this input)
         run_id=run.pk,
         at=run.started_at,
         config_version=run.config_version,
-        data=data,
-        size=size,
+        data=pending.prefix,
+        snapshot_id=snapshot_id,
+        now=pending.clock,
+        size=pending.size,
         record_ms=ms,
     )
     if run.pk % 10 == 0:
         cutoff = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep - 1 : keep].first()
         if cutoff is not None:
             CycleInput.objects.filter(run_id__lt=cutoff).delete()
+            CycleSnapshot.objects.filter(last_run__lt=cutoff).delete()
     return row
 
 
@@ -121,12 +216,31 @@ def record_input(
     pending = _compress_input(run, snapshot, result, config, now)
     if pending is None:
         return None
-    return store_input(run, pending[1].result(), pending[0])
+    return store_input(run, pending)
 
 
 def input_text(row: CycleInput) -> str:
-    """Return the cycle input file stored in ``row``."""
-    return zlib.decompress(bytes(row.data)).decode()
+    """Return the cycle input file stored in ``row`` (byte for byte what ``scheduler.replay`` writes)."""
+    head = zlib.decompress(bytes(row.data)).decode()
+    if row.snapshot_id is None:  # written whole, before snapshots were shared
+        return head
+    snap = CycleSnapshot.objects.get(pk=row.snapshot_id)
+    text = zlib.decompress(bytes(snap.data)).decode()
+    return head + text[: snap.now_at] + row.now + text[snap.now_at :] + _END
+
+
+def _replace_stored(old: _Stored, new: _Stored) -> None:
+    global _stored
+    with _lock:
+        if _stored is not None and _stored.id == old.id:
+            _stored = new
+
+
+def reset() -> None:
+    """Forget what this process stored last (the next input stores its snapshot text again)."""
+    global _stored
+    with _lock:
+        _stored = None
 
 
 # --------------------------------------------------------------------------- timelines
@@ -152,21 +266,21 @@ def record_timeline(run_id: int, info: SnapshotInfo, result: CycleResult, now: d
     """Close, open or keep each PodGroup's wait interval; add this cycle's milestones."""
     snapshot = info.snapshot
     open_rows = {
-        r["podgroup_key"]: r
-        for r in TimelineEntry.objects.filter(kind=EntryKind.WAIT, ended_at__isnull=True).values(
-            "id", "podgroup_key", "reason", "message"
-        )
+        key: (pk, reason, message)
+        for pk, key, reason, message in TimelineEntry.objects.filter(
+            kind=EntryKind.WAIT, ended_at__isnull=True
+        ).values_list("id", "podgroup_key", "reason", "message")
     }
     close: list[int] = []
     opening: dict[str, Any] = {}
     for key, reason in result.unschedulable.items():
         row = open_rows.get(key)
-        if row is not None and row["reason"] == str(reason.kind) and row["message"] == reason.message:
+        if row is not None and row[1] == reason.kind and row[2] == reason.message:
             continue
         if row is not None:
-            close.append(row["id"])
+            close.append(row[0])
         opening[key] = reason
-    close += [row["id"] for key, row in open_rows.items() if key not in result.unschedulable]
+    close += [row[0] for key, row in open_rows.items() if key not in result.unschedulable]
     if close:
         TimelineEntry.objects.filter(pk__in=close).update(ended_at=now, ended_run=run_id)
     first_binds: set[str] = set()
@@ -287,9 +401,29 @@ def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str,
     return out
 
 
+_states_memo: tuple[Snapshot, tuple[Any, ...], dict[str, dict[str, Any]]] | None = None
+
+
+def _same_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str, Any]]:
+    """:func:`queue_states`, reused from the previous call when its inputs are the same (a quiet cycle)."""
+    global _states_memo
+    key = (result.binds, result.podgroups, result.queue_allocated, result.queue_deserved)
+    memo = _states_memo
+    if memo is not None and memo[1] == key:
+        last = memo[0]
+        if all(
+            len(x) == len(y) and all(map(operator.is_, x, y))
+            for x, y in ((snapshot.tasks, last.tasks), (snapshot.jobs, last.jobs), (snapshot.queues, last.queues))
+        ):
+            return memo[2]
+    states = queue_states(snapshot, result)
+    _states_memo = (snapshot, key, states)
+    return states
+
+
 def record_queue_samples(run_id: int, snapshot: Snapshot, result: CycleResult, now: datetime) -> None:
     """Write one per-cycle sample per queue (the periodic task rolls them up per minute and hour)."""
-    states = queue_states(snapshot, result)
+    states = _same_states(snapshot, result)
     if states:
         QueueSample.objects.bulk_create(
             [

@@ -1,0 +1,133 @@
+"""The recording's cheap paths: quiet cycles share one stored snapshot text, and replay as before."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from scheduler.replay import encode_snapshot, load_cycle_input
+from tests.volcanoweb.clusters.helpers import make_gang
+from volcanoweb.clusters import services as cluster_services
+from volcanoweb.insights import recording
+from volcanoweb.insights import services as insights
+from volcanoweb.insights.models import CycleInput, CycleSnapshot, QueueSample
+from volcanoweb.insights.recording import input_text
+from volcanoweb.scheduling.models import RunStatus
+from volcanoweb.scheduling.services import run_cycle
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _cycles(clock: Any, n: int) -> list[Any]:
+    runs = []
+    for _ in range(n):
+        runs.append(run_cycle())
+        clock.advance(5)
+        cluster_services.sync_from_backend()
+    assert all(r is not None and r.status == RunStatus.SUCCEEDED for r in runs), [r.error for r in runs if r]
+    return runs
+
+
+def _replays(text: str, tmp_path: Path) -> None:
+    """``text`` replays offline to the decisions it recorded, byte for byte."""
+    path = tmp_path / "cycle.json"
+    path.write_text(text)
+    out = subprocess.run(
+        [sys.executable, "-m", "scheduler", "simulate", str(path)], capture_output=True, cwd=ROOT, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    recorded = json.loads(text)["recorded"]
+    assert out.stdout == (json.dumps({"cycles": [recorded]}, indent=2, sort_keys=True) + "\n").encode()
+
+
+def test_quiet_cycles_share_one_snapshot_text_and_keep_their_own_clock(cluster: Any, cast: Any, tmp_path: Path) -> None:
+    _backend, clock = cluster
+    make_gang("fits", 3, tenant=cast.team_a, cpu=6000)
+    make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)  # never fits: a reason each cycle
+    cluster_services.sync_from_backend()
+    _cycles(clock, 2)  # binds, then sees the pods running
+    quiet = _cycles(clock, 3)
+    rows = list(CycleInput.objects.filter(run_id__in=[r.pk for r in quiet]).order_by("run_id"))
+    assert len(rows) == 3
+    assert len({row.snapshot_id for row in rows}) == 1  # stored once for the three quiet cycles
+    shared = CycleSnapshot.objects.get(pk=rows[0].snapshot_id)
+    assert shared.last_run == quiet[-1].pk
+    clocks = set()
+    for row in rows:
+        text = input_text(row)
+        assert len(text) == row.size
+        snapshot, _config, doc = load_cycle_input(text)
+        assert doc["cycle"] == row.run_id
+        clocks.add(doc["snapshot"]["now"])
+        # the joined text is the canonical encoding of what it holds (the clock in its place)
+        assert '"snapshot":' + encode_snapshot(snapshot) + "}\n" in text
+        reason = quiet[0].unschedulable["team-b/too-big"]["message"]
+        assert doc["recorded"]["unschedulable"] == {"team-b/too-big": reason}
+        _replays(text, tmp_path)
+    assert len(clocks) == 3
+    # queue history keeps one sample per cycle, quiet or not (the figures of quiet cycles are computed once)
+    samples = list(QueueSample.objects.filter(queue="default", resolution="cycle", run_id__in=[r.pk for r in quiet]))
+    assert len(samples) == 3
+    assert len({json.dumps([s.allocated, s.deserved, s.demand, s.jobs], sort_keys=True) for s in samples}) == 1
+    assert samples[0].allocated["cpu"] == 18000
+    assert samples[0].demand["cpu"] == 18000
+
+
+def test_a_pruned_shared_snapshot_is_stored_again(cluster: Any, cast: Any, settings: Any, tmp_path: Path) -> None:
+    _backend, clock = cluster
+    make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)
+    cluster_services.sync_from_backend()
+    first = _cycles(clock, 2)
+    settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1
+    insights.prune()  # keeps the last input and its snapshot only
+    assert list(CycleInput.objects.values_list("run_id", flat=True)) == [first[-1].pk]
+    assert list(CycleSnapshot.objects.values_list("pk", flat=True)) == [CycleInput.objects.get().snapshot_id]
+    settings.INSIGHTS_KEEP_CYCLE_INPUTS = 0
+    assert insights.prune()["snapshots"] == 1  # no input left: no snapshot used
+    settings.INSIGHTS_KEEP_CYCLE_INPUTS = 5
+    run = _cycles(clock, 1)[0]  # the same objects as before the prune: the text is stored again
+    row = CycleInput.objects.get(run_id=run.pk)
+    assert CycleSnapshot.objects.filter(pk=row.snapshot_id).exists()
+    _replays(input_text(row), tmp_path)
+
+
+def _spy_synchronous_commit(monkeypatch: Any) -> list[str | None]:
+    """Record the session's synchronous_commit (None on SQLite) while the recording writes its rows."""
+    seen: list[str | None] = []
+    real = recording.record_timeline
+
+    def spy(*args: Any, **kwargs: Any) -> None:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW synchronous_commit")
+                seen.append(cursor.fetchone()[0])
+        else:
+            seen.append(None)
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(recording, "record_timeline", spy)
+    return seen
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_recording_in_its_own_transaction_does_not_wait_for_the_flush(cluster: Any, monkeypatch: Any) -> None:
+    seen = _spy_synchronous_commit(monkeypatch)
+    run = run_cycle()
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert seen == (["off"] if connection.vendor == "postgresql" else [None])
+    assert CycleInput.objects.filter(run_id=run.pk).exists()  # committed
+
+
+def test_a_recording_inside_the_callers_transaction_leaves_its_commit_alone(cluster: Any, monkeypatch: Any) -> None:
+    seen = _spy_synchronous_commit(monkeypatch)  # this test runs inside a transaction (rolled back after it)
+    run = run_cycle()
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED
+    assert seen == (["on"] if connection.vendor == "postgresql" else [None])
