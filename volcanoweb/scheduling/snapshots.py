@@ -11,6 +11,11 @@ scheduling logic. Mapping (docs/scheduler.md, "What the product reads"):
   and pods of any scheduler already on a node (node usage). Pod status: no node → Pending;
   on a node with phase Pending → Binding while a bind is recorded but not yet acknowledged by the
   cluster, else Bound; a deletion timestamp → Releasing; pods the cluster has deleted are left out.
+
+Incremental (ADR 0018): with the scheduling loop's :class:`Memo`, a cycle reads the ``(id, row_version)``
+pairs of the PodGroups and pods it needs and the full rows only of the new and changed ids (the database
+bumps ``row_version`` on every change of a row, whoever writes it: :mod:`volcanoweb.jobs.rowversion`);
+nodes' JSON columns are read as text and decoded only when the text changed.
 """
 
 from __future__ import annotations
