@@ -217,3 +217,23 @@ def test_the_triggers_exist_and_migrate_puts_back_a_lost_one(db: Any) -> None:
     assert rowversion.installed(connection) == set()
     _install_row_versions(sender=None, using="default")  # type: ignore[arg-type]
     assert rowversion.installed(connection) == set(rowversion.TABLES)
+
+
+def test_clearing_stale_reasons_does_not_name_every_podgroup(sim: Any, cast: Any) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    cluster_services.sync_from_backend()
+    make_gang("big", 2, tenant=cast.team_a, cpu=64_000)  # fits nowhere: gets a reason
+    for i in range(5):
+        make_gang(f"small{i}", 1, tenant=cast.team_a)
+    run_cycle()
+    big = PodGroup.objects.get(name="big")
+    assert "unschedulableReason" in big.status
+    Pod.objects.filter(podgroup=big).update(requests={"cpu": 1000})  # fits now
+    with CaptureQueriesContext(connection) as queries:
+        run_cycle()
+    big.refresh_from_db()
+    assert "unschedulableReason" not in big.status
+    reads = [q["sql"] for q in queries.captured_queries if "unschedulableReason" in q["sql"]]
+    assert reads
+    assert not any(" IN (" in sql for sql in reads), reads
