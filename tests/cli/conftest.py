@@ -158,3 +158,11 @@ def manifest(*docs: dict[str, Any]) -> str:
 def run(*args: str, **kwargs: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     """Return one entry for :meth:`Vcctl.batch`."""
     return args, kwargs
+
+
+@pytest.fixture(autouse=True)
+def _fresh_snapshot_memo() -> None:
+    """The scheduling loop's snapshot memo starts empty in each test (see tests/volcanoweb/conftest.py)."""
+    from volcanoweb.scheduling import cycles
+
+    cycles._memo.reset()

@@ -313,12 +313,16 @@ def _update_podgroups(info: SnapshotInfo, result: CycleResult, run_id: int, stat
 
 def _clear_scheduled_reasons(info: SnapshotInfo, result: CycleResult) -> None:
     """Drop the Unschedulable condition of groups no longer reported unschedulable."""
-    stale = [
+    stale = {
         pk for key, pk in info.podgroup_ids.items() if key not in result.unschedulable and key not in result.podgroups
-    ]
+    }
     if not stale:
         return
-    for group in PodGroup.objects.filter(pk__in=stale, status__has_key="unschedulableReason"):
+    # The few groups that carry a reason, filtered here: naming every PodGroup of the snapshot in the query
+    # (12,000 at 50,000 pods) cost more in the driver's parameter binding than the query itself.
+    for group in PodGroup.objects.filter(status__has_key="unschedulableReason"):
+        if group.pk not in stale:
+            continue
         status = dict(group.status)
         status.pop("unschedulableReason", None)
         status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != UNSCHEDULABLE]

@@ -11,18 +11,26 @@ scheduling logic. Mapping (docs/scheduler.md, "What the product reads"):
   and pods of any scheduler already on a node (node usage). Pod status: no node → Pending;
   on a node with phase Pending → Binding while a bind is recorded but not yet acknowledged by the
   cluster, else Bound; a deletion timestamp → Releasing; pods the cluster has deleted are left out.
+
+Incremental (ADR 0018): with the scheduling loop's :class:`Memo`, a cycle reads the ``(id, row_version)``
+pairs of the PodGroups and pods it needs and the full rows only of the new and changed ids (the database
+bumps ``row_version`` on every change of a row, whoever writes it: :mod:`volcanoweb.jobs.rowversion`);
+nodes' JSON columns are read as text and decoded only when the text changed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from scheduler import (
@@ -83,7 +91,30 @@ _POD_COLUMNS = (
     "annotations",
     "created_at",
     "deletion_timestamp",
+    "row_version",
 )
+_PODGROUP_COLUMNS = (
+    "id",
+    "uid",
+    "namespace",
+    "name",
+    "queue_name",
+    "min_member",
+    "min_task_member",
+    "min_resources",
+    "priority_class_name",
+    "phase",
+    "annotations",
+    "labels",
+    "created_at",
+    "row_version",
+)
+#: How :meth:`Memo.rows` reads full rows: ``fetch(ids)`` those ids, ``fetch(None)`` the whole query.
+Fetch = Callable[[list[int] | None], Iterable[dict[str, Any]]]
+#: :meth:`Memo.rows` reads changed rows by id in chunks of this many, or with the whole query when more
+#: than this many and more than half of the rows changed (the first snapshot of a process, a mass change).
+FETCH_CHUNK = 500
+FETCH_ALL_ABOVE = 2000
 
 
 @dataclass
@@ -253,25 +284,35 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
     )
 
 
-def resource_quotas(pod_rows: list[dict[str, Any]]) -> list[ResourceQuota]:
-    """Return the namespace ResourceQuotas, ``used`` summed from the pods that count against them.
+def pod_usage(row: Mapping[str, Any]) -> tuple[str, dict[str, int]] | None:
+    """Return what a ``Pod`` row counts against its namespace's ResourceQuotas: (namespace, requests), or None.
 
     Kubernetes' quota controller counts every pod of the namespace not Succeeded/Failed (by its
-    requests; ``pods`` by one each). ``requests.<name>`` is the same limit as ``<name>`` (Kubernetes
-    treats them alike; Volcano's job controller writes both into a PodGroup's minResources), so it is
-    given to the core as ``<name>`` (the lower of the two when both are set); ``limits.*`` are left out
-    (Volcano's minResources never carry them, so its plugin never checks them either).
+    requests; ``pods`` by one each); a pod the cluster has deleted no longer counts.
+    """
+    if row["phase"] in FINISHED or (row["status"] or {}).get("deleted"):
+        return None
+    return row["namespace"], {k: int(v) for k, v in (row["requests"] or {}).items()}
+
+
+def resource_quotas(usages: Iterable[tuple[str, dict[str, int]] | None]) -> list[ResourceQuota]:
+    """Return the namespace ResourceQuotas, ``used`` summed from the pods' :func:`pod_usage`.
+
+    ``requests.<name>`` is the same limit as ``<name>`` (Kubernetes treats them alike; Volcano's job
+    controller writes both into a PodGroup's minResources), so it is given to the core as ``<name>``
+    (the lower of the two when both are set); ``limits.*`` are left out (Volcano's minResources never
+    carry them, so its plugin never checks them either).
     """
     rows = list(ResourceQuotaRow.objects.values("namespace", "name", "hard"))
     if not rows:
         return []
     usage: dict[str, dict[str, int]] = {}
-    for pod in pod_rows:
-        if pod["phase"] in FINISHED or (pod["status"] or {}).get("deleted"):
+    for item in usages:
+        if item is None:
             continue
-        ns = usage.setdefault(pod["namespace"], {})
-        for k, v in (pod["requests"] or {}).items():
-            ns[k] = ns.get(k, 0) + int(v)
+        ns = usage.setdefault(item[0], {})
+        for k, v in item[1].items():
+            ns[k] = ns.get(k, 0) + v
         ns["pods"] = ns.get("pods", 0) + 1
     out = []
     for r in rows:
@@ -289,6 +330,138 @@ def resource_quotas(pod_rows: list[dict[str, Any]]) -> list[ResourceQuota]:
     return out
 
 
+def _fetch_rows(fetch: Fetch, ids: Iterable[int], total: int) -> dict[int, dict[str, Any]]:
+    """Read the full rows of ``ids`` with ``fetch`` (in chunks, or the whole query when most rows are wanted)."""
+    wanted = list(ids)
+    if not wanted:
+        return {}
+    if len(wanted) > FETCH_ALL_ABOVE and len(wanted) * 2 > total:
+        return {r["id"]: r for r in fetch(None)}
+    out: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(wanted), FETCH_CHUNK):
+        out.update((r["id"], r) for r in fetch(wanted[start : start + FETCH_CHUNK]))
+    return out
+
+
+class _Rows:
+    """Objects built from the rows of one query, kept by row id with the ``row_version`` they were built from.
+
+    :meth:`refresh` takes the query's ``(id, row_version)`` pairs and reads the full rows (JSON columns
+    decoded) of the new and changed ids only; the ids no longer in the pairs are forgotten.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[int, tuple[int, Any]] = {}
+        self.order: list[int] = []
+
+    def refresh(self, versions: dict[int, int], fetch: Fetch, build: Callable[[dict[str, Any]], Any]) -> int:
+        """Bring the entries to ``versions``; return how many rows were read in full."""
+        entries = self.entries
+        gone = entries.keys() - versions.keys()
+        for pk in gone:
+            del entries[pk]
+        stale = [pk for pk, v in versions.items() if (e := entries.get(pk)) is None or e[0] != v]
+        fresh = _fetch_rows(fetch, stale, len(versions))
+        for pk in stale:
+            row = fresh.get(pk)
+            if row is None:
+                entries.pop(pk, None)  # deleted (or out of the query) since the versions were read
+            else:
+                entries[pk] = (row["row_version"], build(row))
+        if gone or stale:
+            self.order = sorted(entries)
+        return len(stale)
+
+
+class _PodEntry:
+    """What the snapshot keeps of one Pod row: its version, the task built from it and what that depended on."""
+
+    __slots__ = ("group_key", "inputs", "key", "task", "usage", "version")
+
+    def __init__(
+        self,
+        version: int,
+        key: str,
+        group_key: str,
+        inputs: tuple[str, bool],
+        task: Task | None,
+        usage: tuple[str, dict[str, int]] | None,
+    ) -> None:
+        self.version, self.key, self.group_key = version, key, group_key
+        self.inputs, self.task, self.usage = inputs, task, usage
+
+
+class _Pods:
+    """The snapshot's pods, kept between cycles by row id (see :class:`Memo`).
+
+    A pod's task depends on its row and on two things outside it: whether its PodGroup is in the
+    snapshot (the task's ``job``) and whether a bind intent is recorded for it (Binding). A change of
+    either also rebuilds the task, from a fresh read of the row.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[int, _PodEntry] = {}
+        self.order: list[int] = []
+        self.by_key: dict[str, int] = {}
+        self.by_group: dict[str, set[int]] = {}
+        self.groups: set[str] = set()
+        self.binding: set[str] = set()
+
+    def _drop(self, pk: int) -> None:
+        entry = self.entries.pop(pk, None)
+        if entry is None:
+            return
+        if self.by_key.get(entry.key) == pk:
+            del self.by_key[entry.key]
+        if entry.group_key:
+            members = self.by_group.get(entry.group_key)
+            if members is not None:
+                members.discard(pk)
+                if not members:
+                    del self.by_group[entry.group_key]
+
+    def _put(self, row: dict[str, Any], groups: set[str], binding: set[str]) -> None:
+        pk = row["id"]
+        key = f"{row['namespace']}/{row['name']}"
+        group_key = f"{row['namespace']}/{row['group_name']}" if row["group_name"] else ""
+        managed = row["scheduler_name"] in VOLCANO_SCHEDULERS and group_key in groups
+        inputs = (group_key if managed else "", key in binding)
+        old = self.entries.get(pk)
+        if old is not None and old.version == row["row_version"] and old.inputs == inputs:
+            return  # read again for nothing: an input toggled that this pod's task does not use
+        self._drop(pk)
+        task = task_from_row(row, *inputs) if managed or row["node_name"] else None
+        self.entries[pk] = _PodEntry(row["row_version"], key, group_key, inputs, task, pod_usage(row))
+        self.by_key[key] = pk
+        if group_key:
+            self.by_group.setdefault(group_key, set()).add(pk)
+
+    def refresh(self, versions: dict[int, int], groups: set[str], binding: set[str], fetch: Fetch) -> int:
+        """Bring the pods to ``versions`` with the snapshot's PodGroup keys and bind intents; return rows read."""
+        entries = self.entries
+        gone = entries.keys() - versions.keys()
+        for pk in gone:
+            self._drop(pk)
+        stale = {pk for pk, v in versions.items() if (e := entries.get(pk)) is None or e.version != v}
+        for group in groups ^ self.groups:
+            stale.update(self.by_group.get(group, ()))
+        for key in binding ^ self.binding:
+            bound = self.by_key.get(key)
+            if bound is not None:
+                stale.add(bound)
+        self.groups, self.binding = groups, binding
+        fresh = _fetch_rows(fetch, sorted(stale), len(versions))
+        for pk in stale:
+            row = fresh.get(pk)
+            if row is None:
+                self._drop(pk)  # deleted (or out of the query) since the versions were read
+            else:
+                self._put(row, groups, binding)
+        if gone or stale:
+            self.order = sorted(entries)
+        return len(stale)
+
+
 class Memo:
     """The core's objects built by the last snapshot, by row: an unchanged row gives back the *same* object.
 
@@ -296,11 +469,20 @@ class Memo:
     queues and priority classes that are the same objects as in the previous cycle, and updates it only
     for the PodGroups whose job or task objects changed; building every object anew from the rows would
     make every cycle open a session over every pod. Not thread-safe: one per scheduling loop.
+
+    The large row sets are read incrementally: PodGroups and pods by ``row_version``, which the database
+    bumps on every change of a row (:mod:`volcanoweb.jobs.rowversion`): a snapshot reads the cheap
+    ``(id, row_version)`` pairs and the full rows (JSON columns decoded) only of the ids that are new or
+    whose version moved; nodes by the text of their JSON columns, decoded only when it changed.
     """
 
     def __init__(self) -> None:
         self._last: dict[tuple[str, Any], tuple[Any, Any]] = {}
         self._next: dict[tuple[str, Any], tuple[Any, Any]] = {}
+        self.podgroups = _Rows()
+        self.pods = _Pods()
+        #: Rows the last snapshot read in full, per kind (what it could not take from the memo).
+        self.fetched: dict[str, int] = {}
 
     def get(self, kind: str, key: Any, row: Any, build: Any) -> Any:
         """Return the object built from ``row`` (compared by value with the last cycle's row of that key)."""
@@ -316,11 +498,22 @@ class Memo:
         """End a snapshot: forget the rows it did not see."""
         self._last, self._next = self._next, {}
 
+    def reset(self) -> None:
+        """Forget everything (after a snapshot that failed half-way): the next one reads every row."""
+        self._last, self._next = {}, {}
+        self.podgroups, self.pods = _Rows(), _Pods()
+
+
+def _by_ids(query: QuerySet[Any], ids: list[int] | None) -> QuerySet[Any]:
+    """``query`` restricted to ``ids`` (None: the whole query)."""
+    return query if ids is None else query.filter(pk__in=ids)
+
 
 def build_snapshot(memo: Memo | None = None, now: float | None = None) -> SnapshotInfo:
     """Return the scheduler's view of the database now (read-only; a handful of queries).
 
-    With ``memo``, the objects of rows unchanged since the memo's last snapshot are the same objects.
+    With ``memo``, the objects of rows unchanged since the memo's last snapshot are the same objects,
+    and only the changed rows are read in full (see :class:`Memo`).
     ``now`` is the cycle's clock in seconds since the Unix epoch (default: the current time), the
     :attr:`Snapshot.now` that the sla plugin compares with PodGroup creation times. It is not part
     of any object, so a changing clock leaves the memo (and the session cache) hits unchanged.
@@ -328,9 +521,33 @@ def build_snapshot(memo: Memo | None = None, now: float | None = None) -> Snapsh
     if now is None:
         now = timezone.now().timestamp()
     memo = memo if memo is not None else Memo()
+    try:
+        return _build(memo, now)
+    except BaseException:
+        memo.reset()
+        raise
+
+
+def _node(row: tuple[Any, ...]) -> Node:
+    name, allocatable, labels, taints, unschedulable = row
+    return node_from_row(
+        {
+            "name": name,
+            "allocatable": json.loads(allocatable) if allocatable else None,
+            "labels": json.loads(labels) if labels else None,
+            "taints": json.loads(taints) if taints else None,
+            "unschedulable": unschedulable,
+        }
+    )
+
+
+def _build(memo: Memo, now: float) -> SnapshotInfo:
+    # Nodes: the JSON columns as text, compared with the memo's; decoded only when they changed.
     nodes = [
-        memo.get("node", r["name"], r, lambda r=r: node_from_row(r))
-        for r in NodeRow.objects.filter(ready=True).values("name", "allocatable", "labels", "taints", "unschedulable")
+        memo.get("node", r[0], r, lambda r=r: _node(r))
+        for r in NodeRow.objects.filter(ready=True).values_list(
+            "name", *(Cast(c, TextField()) for c in ("allocatable", "labels", "taints")), "unschedulable"
+        )
     ]
     queue_rows = list(
         QueueRow.objects.values(
@@ -361,50 +578,46 @@ def build_snapshot(memo: Memo | None = None, now: float | None = None) -> Snapsh
     unfinished = Pod.objects.filter(namespace=OuterRef("namespace"), group_name=OuterRef("name")).exclude(
         phase__in=FINISHED
     )
-    pg_rows = list(
-        PodGroup.objects.exclude(Q(phase="Completed") & ~Exists(unfinished)).values(
-            "id",
-            "uid",
-            "namespace",
-            "name",
-            "queue_name",
-            "min_member",
-            "min_task_member",
-            "min_resources",
-            "priority_class_name",
-            "phase",
-            "annotations",
-            "labels",
-            "created_at",
-        )
+    live_groups = PodGroup.objects.exclude(Q(phase="Completed") & ~Exists(unfinished)).order_by()
+    # PodGroups and pods: only the (id, row_version) pairs are read every cycle, the full rows of the new
+    # and changed ids only (the database bumps row_version on every change: volcanoweb/jobs/rowversion.py).
+    groups = memo.podgroups
+    memo.fetched["podgroup"] = groups.refresh(
+        dict(live_groups.values_list("id", "row_version")),
+        lambda ids: _by_ids(PodGroup.objects.order_by(), ids).values(*_PODGROUP_COLUMNS),
+        lambda r: (f"{r['namespace']}/{r['name']}", r["phase"], job_from_row(r)),
     )
     info = SnapshotInfo(Snapshot())
     jobs = []
-    for r in pg_rows:
-        key = f"{r['namespace']}/{r['name']}"
-        jobs.append(memo.get("job", r["id"], r, lambda r=r: job_from_row(r)))
-        info.podgroup_ids[key] = r["id"]
-        info.podgroup_phases[key] = r["phase"]
+    for pk in groups.order:
+        key, phase, job = groups.entries[pk][1]
+        jobs.append(job)
+        info.podgroup_ids[key] = pk
+        info.podgroup_phases[key] = phase
     binding = {
         f"{ns}/{name}" for ns, name in PodIntent.objects.filter(kind=IntentKind.BIND).values_list("namespace", "name")
     }
-    pod_rows = list(Pod.objects.exclude(phase__in=FINISHED).values(*_POD_COLUMNS))
-    pod_rows += list(
-        Pod.objects.filter(phase__in=FINISHED, podgroup_id__in=list(info.podgroup_ids.values())).values(*_POD_COLUMNS)
-    )
+    # Unfinished pods, and the finished pods of the PodGroups above (they count as ready).
+    unfinished_pods = Pod.objects.exclude(phase__in=FINISHED).order_by()
+    finished_pods = Pod.objects.filter(phase__in=FINISHED, podgroup_id__in=live_groups.values("id")).order_by()
+    versions = dict(unfinished_pods.values_list("id", "row_version"))
+    versions.update(finished_pods.values_list("id", "row_version"))
+
+    def fetch_pods(ids: list[int] | None) -> Iterable[dict[str, Any]]:
+        if ids is None:
+            return itertools.chain(unfinished_pods.values(*_POD_COLUMNS), finished_pods.values(*_POD_COLUMNS))
+        rows: Iterable[dict[str, Any]] = Pod.objects.order_by().filter(pk__in=ids).values(*_POD_COLUMNS)
+        return rows
+
+    pods = memo.pods
+    memo.fetched["pod"] = pods.refresh(versions, set(info.podgroup_ids), binding, fetch_pods)
+    entries = pods.entries
     tasks: list[Task] = []
-    for r in pod_rows:
-        key = f"{r['namespace']}/{r['name']}"
-        group_key = f"{r['namespace']}/{r['group_name']}" if r["group_name"] else ""
-        managed = r["scheduler_name"] in VOLCANO_SCHEDULERS and group_key in info.podgroup_ids
-        if not managed and not r["node_name"]:
-            continue
-        job_key, bound = group_key if managed else "", key in binding
-        task = memo.get("task", r["id"], (r, job_key, bound), lambda r=r, j=job_key, b=bound: task_from_row(r, j, b))
-        if task is None:
-            continue
-        tasks.append(task)
-        info.pod_ids[key] = r["id"]
+    for pk in pods.order:
+        entry = entries[pk]
+        if entry.task is not None:
+            tasks.append(entry.task)
+            info.pod_ids[entry.key] = pk
     classes = [
         memo.get(
             "class",
@@ -415,6 +628,6 @@ def build_snapshot(memo: Memo | None = None, now: float | None = None) -> Snapsh
         for r in PriorityClassRow.objects.values("name", "value", "global_default", "preemption_policy")
     ]
     memo.done()
-    quotas = resource_quotas(pod_rows)
+    quotas = resource_quotas(entries[pk].usage for pk in pods.order)
     info.snapshot = Snapshot.of(nodes, queues, jobs, tasks, classes, now=now, resource_quotas=quotas)
     return info
