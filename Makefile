@@ -31,7 +31,7 @@ stack: $(STAMP)  ## start web (ASGI), Celery worker and beat against PostgreSQL 
 
 web: $(STAMP)  ## the ASGI server alone (stack mode): uvicorn with two processes, as runstack and compose (ADR 0007)
 	$(BIN)/uvicorn volcanoweb.asgi:application --host 127.0.0.1 --port $(PORT) --workers 2 --loop uvloop \
-	  --http httptools --ws websockets-sansio --lifespan off --no-access-log
+	  --http httptools --ws websockets-sansio --lifespan off --no-access-log --timeout-graceful-shutdown 5
 
 worker: $(STAMP)  ## a Celery worker for both queues: controllers (celery) and periodic work (stack mode)
 	$(BIN)/celery -A volcanoweb worker --pool=threads --concurrency=4 --loglevel=INFO -Q celery,periodic

@@ -68,6 +68,32 @@ def running(cmd: list[str], env: Mapping[str, str], log_path: Path) -> Iterator[
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(5)
+            left = _group_left(proc.pid, patience=15.0)
+            if left:  # a child (an ASGI worker, a Celery process) did not stop when told: a bug of the stack
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                raise AssertionError(f"processes of {cmd[:3]} still running after SIGTERM: {left}")
+
+
+def _group_left(pgid: int, patience: float) -> list[str]:
+    """Return the command lines of the process group's members still alive after ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        left = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if os.getpgid(int(entry.name)) != pgid:
+                    continue
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    left.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200])
+            except (OSError, ProcessLookupError):
+                continue
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
 
 
 def manage(*args: str) -> list[str]:

@@ -18,6 +18,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from volcanoweb.core.dbsetup import ensure_database
 
+#: Seconds uvicorn waits, once told to stop, for open connections (WebSockets) to finish before it
+#: cancels them. Unbounded, a worker whose socket handler did not finish never exited: with its
+#: supervisor killed after runstack's grace it stayed behind, holding its database connections.
+GRACEFUL_SHUTDOWN = 5
+
 
 def web_command(bindir: Path, host: str, port: int, server: str, workers: int) -> list[str]:
     """Return the ASGI server's command line: uvicorn with ``workers`` processes, or daphne (one process).
@@ -31,7 +36,7 @@ def web_command(bindir: Path, host: str, port: int, server: str, workers: int) -
         return [
             str(bindir / "uvicorn"), "volcanoweb.asgi:application", "--host", host, "--port", str(port),
             "--workers", str(workers), "--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio",
-            "--lifespan", "off", "--no-access-log",
+            "--lifespan", "off", "--no-access-log", "--timeout-graceful-shutdown", str(GRACEFUL_SHUTDOWN),
         ]  # fmt: skip
     return [str(bindir / "daphne"), "-b", host, "-p", str(port), "volcanoweb.asgi:application"]
 
