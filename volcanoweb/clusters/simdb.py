@@ -61,6 +61,7 @@ from volcanoweb.clusters.backends.simengine import (
 )
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.clusters.models import SimEvent, SimNode, SimObject, SimPod, SimState
+from volcanoweb.core.idlist import one_of
 
 __all__ = [
     "DatabaseSimCluster",
@@ -236,7 +237,7 @@ class _DatabaseTx(SimTx):
         return [
             pod
             for ns, names in by_namespace.items()
-            for pod in self._pods_of(SimPod.objects.filter(namespace=ns, name__in=names))
+            for pod in self._pods_of(SimPod.objects.filter(one_of("name", names), namespace=ns))
         ]
 
     def _locked_rows(self, query: Any, keep: Q) -> list[PodRecord]:
@@ -270,7 +271,7 @@ class _DatabaseTx(SimTx):
         wanted = sorted(n for n in names if n not in self._asked_nodes)
         if not wanted:
             return []
-        rows = SimNode.objects.filter(name__in=wanted)
+        rows = SimNode.objects.filter(one_of("name", wanted))
         if self.locking and lock:
             if self._last_node_lock is not None and wanted[0] <= self._last_node_lock:
                 raise LockOrderError("node locks asked for below a node lock held")

@@ -20,6 +20,7 @@ One cycle (:func:`run_cycle`):
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import socket
@@ -46,6 +47,7 @@ from volcanoweb.clusters.backends.base import Conflict as BackendConflict
 from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.core import metrics
+from volcanoweb.core.idlist import one_of
 from volcanoweb.insights.recording import record_cycle
 from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhase
 from volcanoweb.live.broadcast import discard_pending, publish, publish_queue
@@ -180,7 +182,7 @@ def _bind_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: Appl
     wanted = {info.pod_ids[key]: (key, node) for key, node in result.binds.items() if key in info.pod_ids}
     if not wanted:
         return
-    rows = Pod.objects.select_for_update().filter(pk__in=list(wanted)).only(*BIND_FIELDS)
+    rows = Pod.objects.select_for_update().filter(one_of("pk", wanted)).only(*BIND_FIELDS)
     pods = list(rows.order_by("pk"))
     intents: list[PodIntent] = []
     bound: list[Pod] = []
@@ -210,7 +212,7 @@ def _evict_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: App
     if not by_id:
         return
     now = timezone.now()
-    for pod in Pod.objects.select_for_update().filter(pk__in=list(by_id)).order_by("pk"):
+    for pod in Pod.objects.select_for_update().filter(one_of("pk", by_id)).order_by("pk"):
         eviction = by_id[pod.pk]
         if pod.deletion_timestamp is not None:
             continue
@@ -230,7 +232,7 @@ def _evict_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: App
 def _nominate(info: SnapshotInfo, result: CycleResult) -> None:
     ids = {info.pod_ids[key]: node for key, node in result.pipelined.items() if key in info.pod_ids}
     changed = []
-    for pod in Pod.objects.filter(pk__in=list(ids)).only("id", "status"):
+    for pod in Pod.objects.filter(one_of("pk", ids)).only("id", "status"):
         if (pod.status or {}).get("nominatedNodeName") != ids[pod.pk]:
             pod.status = {**(pod.status or {}), "nominatedNodeName": ids[pod.pk]}
             changed.append(pod)
@@ -265,7 +267,7 @@ def _update_podgroups(info: SnapshotInfo, result: CycleResult, run_id: int, stat
         )
 
     for group in (
-        PodGroup.objects.select_for_update(of=("self",)).filter(pk__in=ids).select_related("job").order_by("pk")
+        PodGroup.objects.select_for_update(of=("self",)).filter(one_of("pk", ids)).select_related("job").order_by("pk")
     ):
         key = group.key
         status = dict(group.status or {})
@@ -483,7 +485,7 @@ def execute_intents(backend: ClusterBackend, intents: Iterable[PodIntent]) -> In
             intent.last_error = str(exc)[:1000]
             failed.append(intent)
     with transaction.atomic():
-        PodIntent.objects.filter(pk__in=done).delete()
+        PodIntent.objects.filter(one_of("pk", done)).delete()
         if failed:
             PodIntent.objects.bulk_update(failed, ["attempts", "last_error"])
         for ns, name in revert:  # the cluster refused: make the pod schedulable again
@@ -510,6 +512,42 @@ def recover_intents(backend: ClusterBackend, *, exclude_run: int | None = None) 
 _state_lock = threading.Lock()
 _memo = Memo()
 _cache = SessionCache()
+
+#: Every this many cycles, :func:`_freeze_loop_state` unfreezes, collects in full, and freezes again.
+FULL_COLLECTION_EVERY = 100
+
+
+class _Freezer:
+    """Keep the loop's long-lived state (the memo's objects, the session cache) out of the collector.
+
+    The core pauses the cyclic garbage collector while it decides (``scheduler/gc_pause.py``); the
+    collection it deferred then runs in the apply step, and a full one walks every object the memo and
+    the session cache hold: at 50,000 pods that was most of the apply step (docs/performance.md "Issue 17:
+    the binding cycle"). After each cycle that used the loop's state, ``gc.freeze()`` moves every object
+    then alive into the permanent generation, which collections do not walk; each cycle's collections
+    then walk only what was made since the last freeze.
+
+    Memory: a frozen object that dies later is still freed by its reference count when it is not part of
+    a reference cycle; one in a cycle is kept until the next unfreeze. So every
+    :data:`FULL_COLLECTION_EVERY` cycles (after the cycle's timings are taken), and whenever the memo is
+    reset (``Memo.reset`` unfreezes), the frozen objects go back to the collector, a full collection
+    reclaims the cycles that died meanwhile, and what survives is frozen again. ``gc.freeze`` is
+    process-wide: in the embedded web process it also freezes the other threads' objects then alive
+    (same rule: freed by refcount, cyclic garbage kept until the next full collection here).
+    """
+
+    def __init__(self) -> None:
+        self.cycles = 0
+
+    def after_cycle(self) -> None:
+        self.cycles += 1
+        if self.cycles % FULL_COLLECTION_EVERY == 0:
+            gc.unfreeze()
+            gc.collect()
+        gc.freeze()
+
+
+_freezer = _Freezer()
 
 
 @contextlib.contextmanager
@@ -556,7 +594,20 @@ def run_claimed_cycle(
     ``now`` is the cycle's clock (seconds since the Unix epoch, default the current time): the
     snapshot's :attr:`~scheduler.Snapshot.now`, against which the sla plugin measures how long a
     PodGroup has waited since its ``created_at``.
+
+    After a cycle that used this process's memo and session cache, what is alive is frozen out of
+    the garbage collector (see :class:`_Freezer`); the cycle's own locals are gone by then.
     """
+    used_state: list[bool] = []
+    run = _run_claimed_cycle(token, holder, backend, now, used_state)
+    if used_state:
+        _freezer.after_cycle()
+    return run
+
+
+def _run_claimed_cycle(
+    token: int, holder: str, backend: ClusterBackend | None, now: float | None, used_state: list[bool]
+) -> SchedulingRun:
     backend = backend or get_backend()
     started = time.perf_counter()
     config, version = active_config()
@@ -567,6 +618,8 @@ def run_claimed_cycle(
         run.recovered = recovered.bound + recovered.evicted
         t0 = time.perf_counter()
         with _loop_state() as (memo, cache):
+            if memo is not None:
+                used_state.append(True)
             info = build_snapshot(memo, now)
             t1 = time.perf_counter()
             result = scheduler.run_cycle(info.snapshot, config, timer=time.perf_counter, cache=cache)

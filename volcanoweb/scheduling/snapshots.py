@@ -21,6 +21,7 @@ nodes' JSON columns are read as text and decoded only when the text changed.
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import json
 import logging
@@ -63,6 +64,7 @@ from scheduler.manifests import (
 )
 from scheduler.model import ResourceQuota
 from volcanoweb.clusters.models import Node as NodeRow
+from volcanoweb.core.idlist import one_of
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.jobs.models import PriorityClass as PriorityClassRow
 from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow
@@ -499,14 +501,18 @@ class Memo:
         self._last, self._next = self._next, {}
 
     def reset(self) -> None:
-        """Forget everything (after a snapshot that failed half-way): the next one reads every row."""
+        """Forget everything (after a snapshot that failed half-way): the next one reads every row.
+
+        Also gives the objects the loop froze after its cycles (``cycles._Freezer``) back to the
+        garbage collector: the memo's objects are what was frozen, and they are dropped here."""
         self._last, self._next = {}, {}
         self.podgroups, self.pods = _Rows(), _Pods()
+        gc.unfreeze()
 
 
 def _by_ids(query: QuerySet[Any], ids: list[int] | None) -> QuerySet[Any]:
     """``query`` restricted to ``ids`` (None: the whole query)."""
-    return query if ids is None else query.filter(pk__in=ids)
+    return query if ids is None else query.filter(one_of("pk", ids))
 
 
 def build_snapshot(memo: Memo | None = None, now: float | None = None) -> SnapshotInfo:
@@ -606,7 +612,7 @@ def _build(memo: Memo, now: float) -> SnapshotInfo:
     def fetch_pods(ids: list[int] | None) -> Iterable[dict[str, Any]]:
         if ids is None:
             return itertools.chain(unfinished_pods.values(*_POD_COLUMNS), finished_pods.values(*_POD_COLUMNS))
-        rows: Iterable[dict[str, Any]] = Pod.objects.order_by().filter(pk__in=ids).values(*_POD_COLUMNS)
+        rows: Iterable[dict[str, Any]] = Pod.objects.order_by().filter(one_of("pk", ids)).values(*_POD_COLUMNS)
         return rows
 
     pods = memo.pods
