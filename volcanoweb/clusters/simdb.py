@@ -96,10 +96,17 @@ class LockOrderError(RuntimeError):
     """A change asked for locks out of the store's order (a deadlock would be possible): a bug in the engine."""
 
 
+#: Pod keys hash into this many advisory locks. Advisory locks live in PostgreSQL's shared lock table
+#: (``max_locks_per_transaction`` times ``max_connections`` slots for the whole server, 6,400 by default), so
+#: one lock per pod let a tick with thousands of due pods, or a bind of thousands, fail with "out of
+#: shared memory". With buckets a change holds at most this many, whatever its size; two keys of one
+#: bucket only wait for each other (a big bind then serialises with the creations it overlaps).
+POD_LOCK_BUCKETS = 1024
+
+
 def pod_lock_id(key: PodKey) -> int:
-    """The advisory lock id of a pod key (a signed 32-bit CRC; two keys may share one, which is only slower)."""
-    value = zlib.crc32(f"{key[0]}/{key[1]}".encode())
-    return value - (1 << 32) if value >= (1 << 31) else value
+    """The advisory lock id of a pod key: its bucket (a CRC modulo :data:`POD_LOCK_BUCKETS`)."""
+    return zlib.crc32(f"{key[0]}/{key[1]}".encode()) % POD_LOCK_BUCKETS
 
 
 def _postgres() -> bool:

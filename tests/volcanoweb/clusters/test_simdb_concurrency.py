@@ -19,7 +19,7 @@ from volcanoweb.clusters.backends.base import BackendEvent, Conflict, Container,
 from volcanoweb.clusters.backends.sim import ManualClock
 from volcanoweb.clusters.backends.simengine import pod_event
 from volcanoweb.clusters.models import SimNode
-from volcanoweb.clusters.simdb import DatabaseSimCluster, LockOrderError, pod_lock_id
+from volcanoweb.clusters.simdb import POD_LOCK_BUCKETS, DatabaseSimCluster, LockOrderError, pod_lock_id
 
 pytestmark = [pytest.mark.postgresql_only, pytest.mark.django_db(transaction=True)]
 
@@ -296,3 +296,21 @@ def test_locks_out_of_order_are_refused(sim: DatabaseSimCluster) -> None:
     with transaction.atomic(), sim.store.transaction() as tx:  # the order the engine keeps
         assert set(tx.pods([low, high])) == {low, high}
         assert set(tx.nodes(["cpu-0", "cpu-1"])) == {"cpu-0", "cpu-1"}
+
+
+def advisory_locks_held() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+def test_a_change_of_thousands_of_pods_holds_a_bounded_number_of_locks(sim: DatabaseSimCluster) -> None:
+    # Advisory locks fill PostgreSQL's shared lock table (64 per connection by default, shared by the
+    # server): one per pod made a 48,000-pod tick fail with "out of shared memory".
+    with transaction.atomic():
+        sim.create_pods([spec(f"big-{i}", cpu="1m") for i in range(3000)])
+        assert advisory_locks_held() <= POD_LOCK_BUCKETS + 2  # + the cluster lock (and the event consumers')
+    with transaction.atomic():
+        sim.bind_many([("ns", f"big-{i}", "cpu-0") for i in range(3000)])
+        assert advisory_locks_held() <= POD_LOCK_BUCKETS + 2  # + the cluster lock (and the event consumers')
+    assert len(sim.list_pods()) == 3000
