@@ -14,15 +14,15 @@ import time
 import uuid
 import zlib
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
-from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from scheduler import CycleResult, Resource, SchedulerConfig, Snapshot
@@ -30,6 +30,7 @@ from scheduler.config import dump_config
 from scheduler.model import JobPhase, TaskStatus
 from scheduler.replay import SnapshotEncoder, cycle_input_text, encode_clock
 from scheduler.result import ReasonKind, cycle_json
+from volcanoweb.core.batchsql import insert_statement, pipelined
 from volcanoweb.insights.models import CycleInput, CycleSnapshot, EntryKind, QueueSample, Resolution, TimelineEntry
 from volcanoweb.jobs.models import PodGroup
 from volcanoweb.scheduling.models import SchedulingRun
@@ -60,19 +61,26 @@ def _yaml(config: SchedulerConfig) -> str:
 
 
 def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, config: SchedulerConfig) -> float:
-    """Record what this committed cycle saw and decided; return the milliseconds it took (never raises)."""
+    """Record what this committed cycle saw and decided; return the milliseconds it took (never raises).
+
+    On PostgreSQL the recording's statements go in psycopg's pipeline mode (:mod:`volcanoweb.core.batchsql`):
+    a quiet cycle (no wait opened or closed, the snapshot text stored before) costs two round trips,
+    one for ``BEGIN``, the setting, the shared snapshot's claim and the open waits' read, one for the
+    sample and input inserts with ``COMMIT``."""
     if not settings.INSIGHTS_RECORD:
         return 0.0
     started = time.perf_counter()
     try:
         now = timezone.now()
         pending = _compress_input(run, info.snapshot, result, config, now)
-        with transaction.atomic():
+        with transaction.atomic(), pipelined() as sync:
             _no_flush_wait()
-            record_timeline(run.pk, info, result, now)
+            claim = _claim_snapshot(run, pending)
+            waits = open_waits()  # reading them waits for the round trip: the claim's row count is known
+            record_timeline(run.pk, info, result, now, waits)
             record_queue_samples(run.pk, info.snapshot, result, now)
             if pending is not None:
-                store_input(run, pending, started)
+                store_input(run, pending, started, claimed=_claimed(claim, sync))
     except Exception:  # observation must never break scheduling
         log.exception("recording insights of cycle %s failed", run.pk)
     return (time.perf_counter() - started) * 1000
@@ -170,14 +178,48 @@ def _compress_input(
     return pending
 
 
-def store_input(run: SchedulingRun, pending: PendingInput, started: float | None = None) -> CycleInput:
-    """Store a prepared cycle input for ``run``; keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS``."""
+def _claim_snapshot(run: SchedulingRun, pending: PendingInput | None) -> Any:
+    """Send the claim of the stored snapshot text ``pending`` reuses; return its cursor (None: nothing to claim).
+
+    The claim moves the row's ``last_run`` up to this run, which keeps it from the prune from now on;
+    its row count says whether the row is still there (not pruned, not rolled back)."""
+    if pending is None or pending.reuse is None:
+        return None
+    table = connection.ops.quote_name(CycleSnapshot._meta.db_table)
+    key = CycleSnapshot._meta.get_field("id").get_db_prep_value(pending.reuse.id, connection)
+    cursor = connection.cursor()
+    cursor.execute(
+        f"UPDATE {table} SET last_run = CASE WHEN last_run < %s THEN %s ELSE last_run END WHERE id = %s",
+        [run.pk, run.pk, key],
+    )
+    return cursor
+
+
+def _claimed(cursor: Any, sync: Callable[[], None]) -> bool | None:
+    """Whether the claim sent on ``cursor`` found its row (None: there was no claim)."""
+    if cursor is None:
+        return None
+    with cursor:
+        if cursor.rowcount < 0:  # PostgreSQL's pipeline: its result has not been read yet
+            sync()
+        return bool(cursor.rowcount == 1)
+
+
+def _insert(*objs: Any) -> None:
+    sql, params = insert_statement(objs)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def store_input(run: SchedulingRun, pending: PendingInput, started: float, claimed: bool | None) -> None:
+    """Store a prepared cycle input for ``run``; keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS``.
+
+    ``claimed``: whether :func:`_claim_snapshot` found the snapshot text ``pending`` reuses."""
     keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
     snapshot_id = None
     if pending.reuse is not None:
         reuse = pending.reuse
-        # still there (not pruned, not rolled back)? Its last_run keeps it from the prune from now on.
-        if CycleSnapshot.objects.filter(pk=reuse.id).update(last_run=Greatest(F("last_run"), run.pk)):
+        if claimed:
             snapshot_id = reuse.id
         else:
             pending.new = _Stored(reuse.snapshot, reuse.before, reuse.after, uuid.uuid4())
@@ -187,10 +229,10 @@ def store_input(run: SchedulingRun, pending: PendingInput, started: float | None
         assert new is not None
         text = new.before + new.after
         data = pending.compressed.result() if pending.compressed is not None else zlib.compress(text.encode(), 1)
-        CycleSnapshot.objects.create(id=new.id, data=data, size=len(text), now_at=len(new.before), last_run=run.pk)
+        _insert(CycleSnapshot(id=new.id, data=data, size=len(text), now_at=len(new.before), last_run=run.pk))
         snapshot_id = new.id
-    ms = (time.perf_counter() - started) * 1000 if started is not None else 0.0
-    row = CycleInput.objects.create(
+    ms = (time.perf_counter() - started) * 1000
+    row = CycleInput(
         # ``at``: when the cycle started, before its snapshot was read (a change after it is not in this input)
         run_id=run.pk,
         at=run.started_at,
@@ -201,22 +243,12 @@ def store_input(run: SchedulingRun, pending: PendingInput, started: float | None
         size=pending.size,
         record_ms=ms,
     )
+    _insert(row)  # no id read back (one round trip less on PostgreSQL's pipeline)
     if run.pk % 10 == 0:
         cutoff = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep - 1 : keep].first()
         if cutoff is not None:
             CycleInput.objects.filter(run_id__lt=cutoff).delete()
             CycleSnapshot.objects.filter(last_run__lt=cutoff).delete()
-    return row
-
-
-def record_input(
-    run: SchedulingRun, snapshot: Snapshot, result: CycleResult, config: SchedulerConfig, now: datetime
-) -> CycleInput | None:
-    """Store this cycle's replayable input (snapshot, configuration, decisions) at once."""
-    pending = _compress_input(run, snapshot, result, config, now)
-    if pending is None:
-        return None
-    return store_input(run, pending)
 
 
 def input_text(row: CycleInput) -> str:
@@ -262,15 +294,24 @@ def _holders(snapshot: Snapshot, queues: set[str]) -> dict[str, list[dict[str, A
     return out
 
 
-def record_timeline(run_id: int, info: SnapshotInfo, result: CycleResult, now: datetime) -> None:
-    """Close, open or keep each PodGroup's wait interval; add this cycle's milestones."""
+@cache
+def _open_waits_sql() -> str:
+    table = connection.ops.quote_name(TimelineEntry._meta.db_table)
+    return f"SELECT id, podgroup_key, reason, message FROM {table} WHERE kind = %s AND ended_at IS NULL"
+
+
+def open_waits() -> dict[str, tuple[int, str, str]]:
+    """Each PodGroup's open wait interval: its key → (id, reason, message)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_open_waits_sql(), [EntryKind.WAIT.value])
+        return {key: (pk, reason, message) for pk, key, reason, message in cursor.fetchall()}
+
+
+def record_timeline(
+    run_id: int, info: SnapshotInfo, result: CycleResult, now: datetime, open_rows: dict[str, tuple[int, str, str]]
+) -> None:
+    """Close, open or keep each PodGroup's wait interval (``open_rows``: :func:`open_waits`); add milestones."""
     snapshot = info.snapshot
-    open_rows = {
-        key: (pk, reason, message)
-        for pk, key, reason, message in TimelineEntry.objects.filter(
-            kind=EntryKind.WAIT, ended_at__isnull=True
-        ).values_list("id", "podgroup_key", "reason", "message")
-    }
     close: list[int] = []
     opening: dict[str, Any] = {}
     for key, reason in result.unschedulable.items():
@@ -425,9 +466,9 @@ def record_queue_samples(run_id: int, snapshot: Snapshot, result: CycleResult, n
     """Write one per-cycle sample per queue (the periodic task rolls them up per minute and hour)."""
     states = _same_states(snapshot, result)
     if states:
-        QueueSample.objects.bulk_create(
-            [
+        _insert(
+            *(
                 QueueSample(resolution=Resolution.CYCLE, queue=q, bucket=now, run_id=run_id, **s)
                 for q, s in states.items()
-            ]
+            )
         )

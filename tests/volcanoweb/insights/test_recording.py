@@ -16,7 +16,7 @@ from tests.volcanoweb.clusters.helpers import make_gang
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.insights import recording
 from volcanoweb.insights import services as insights
-from volcanoweb.insights.models import CycleInput, CycleSnapshot, QueueSample
+from volcanoweb.insights.models import CycleInput, CycleSnapshot, QueueSample, TimelineEntry
 from volcanoweb.insights.recording import input_text
 from volcanoweb.scheduling.models import RunStatus
 from volcanoweb.scheduling.services import run_cycle
@@ -131,3 +131,36 @@ def test_a_recording_inside_the_callers_transaction_leaves_its_commit_alone(clus
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED
     assert seen == (["on"] if connection.vendor == "postgresql" else [None])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_recording_writes_nothing_and_leaves_the_cycle_and_the_connection_alone(
+    cluster: Any, cast: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    """The recording's statements go in one batch on PostgreSQL (psycopg's pipeline): an error found when the
+    batch is read (the cycle input's insert, the last statement) rolls back the samples and waits sent before it."""
+    make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)  # a wait opened by the cycle
+    cluster_services.sync_from_backend()
+    real = recording.insert_statement
+
+    def failing(objs: Any, *args: Any) -> Any:
+        if isinstance(objs[0], CycleInput):
+            return "INSERT INTO insights_no_such_table (id) VALUES (%s)", [1]
+        return real(objs, *args)
+
+    monkeypatch.setattr(recording, "insert_statement", failing)
+    run = run_cycle()
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED  # the cycle's own outcome is untouched …
+    assert "recording insights of cycle" in caplog.text
+    assert not CycleInput.objects.filter(run_id=run.pk).exists()  # … and nothing of its recording is left
+    assert not QueueSample.objects.filter(run_id=run.pk).exists()
+    assert not TimelineEntry.objects.filter(started_run=run.pk).exists()
+    monkeypatch.setattr(recording, "insert_statement", real)
+    again = run_cycle()  # the same connection records the next cycle whole
+    assert again is not None
+    assert again.status == RunStatus.SUCCEEDED
+    assert CycleInput.objects.filter(run_id=again.pk).exists()
+    assert QueueSample.objects.filter(run_id=again.pk, queue="default").exists()
+    wait = TimelineEntry.objects.get(podgroup_key="team-b/too-big", kind="wait")
+    assert (wait.started_run, wait.ended_at) == (again.pk, None)

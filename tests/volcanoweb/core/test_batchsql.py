@@ -1,0 +1,85 @@
+"""``volcanoweb.core.batchsql``: a plain INSERT stores what the ORM stores; a pipelined block keeps its transaction."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.db import DatabaseError, connection, transaction
+
+from volcanoweb.core.batchsql import insert_statement, pipelined
+from volcanoweb.insights.models import CycleSnapshot, QueueSample
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FIGURES = {"allocated": {"cpu": 1500, "nvidia.com/gpu": 2}, "jobs": {"Running": 3}, "demand": {}}
+
+
+def _execute(sql: str, params: list[Any]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def _sample(queue: str, at: datetime) -> QueueSample:
+    return QueueSample(resolution="cycle", queue=queue, bucket=at, run_id=7, **FIGURES)
+
+
+def _stored(queue: str) -> dict[str, Any]:
+    return QueueSample.objects.filter(queue=queue).values().get() | {"id": None}
+
+
+def test_an_insert_statement_stores_what_the_orm_stores() -> None:
+    at = datetime(2026, 12, 2, 14, 2, 3, 456789, tzinfo=UTC)
+    QueueSample.objects.bulk_create([_sample("by-orm", at)])
+    _execute(*insert_statement([_sample("by-sql", at), _sample("by-sql-2", at)]))
+    orm, sql = _stored("by-orm"), _stored("by-sql")
+    assert {**orm, "queue": "by-sql"} == sql  # JSON, time (zone and microseconds), defaults alike
+    assert sql["allocated"] == {"cpu": 1500, "nvidia.com/gpu": 2}
+    assert sql["bucket"] == at
+    assert sql["samples"] == 1  # the model's default
+    assert QueueSample.objects.filter(queue="by-sql-2").exists()
+
+
+def test_binary_and_uuid_values_round_trip() -> None:
+    key = uuid.uuid4()
+    _execute(*insert_statement([CycleSnapshot(id=key, data=b"\x00\xffzlib", size=5, now_at=2, last_run=3)]))
+    row = CycleSnapshot.objects.get(pk=key)
+    assert (bytes(row.data), row.size, row.now_at, row.last_run) == (b"\x00\xffzlib", 5, 2, 3)
+
+
+def test_one_model_per_statement_and_not_empty() -> None:
+    at = datetime(2026, 12, 2, tzinfo=UTC)
+    with pytest.raises(TypeError, match="one model per statement"):
+        insert_statement([_sample("a", at), CycleSnapshot(id=uuid.uuid4(), data=b"")])
+    with pytest.raises(ValueError, match="nothing to insert"):
+        insert_statement([])
+
+
+def test_sync_gives_the_row_counts_of_the_statements_sent() -> None:
+    at = datetime(2026, 12, 2, tzinfo=UTC)
+    QueueSample.objects.bulk_create([_sample("q1", at), _sample("q2", at)])
+    with transaction.atomic(), pipelined() as sync:
+        cursor = connection.cursor()
+        cursor.execute("UPDATE insights_queuesample SET samples = samples + 1 WHERE run_id = %s", [7])
+        sync()
+        assert cursor.rowcount == 2
+        cursor.close()
+    assert sorted(QueueSample.objects.values_list("samples", flat=True)) == [2, 2]
+
+
+def test_a_failed_statement_rolls_back_the_whole_block_and_the_connection_stays_usable() -> None:
+    at = datetime(2026, 12, 2, tzinfo=UTC)
+
+    def both() -> None:
+        with transaction.atomic(), pipelined():
+            _execute(*insert_statement([_sample("kept-nowhere", at)]))
+            _execute(*insert_statement([_sample("duplicate", at), _sample("duplicate", at)]))  # unique bucket
+
+    with pytest.raises(DatabaseError):
+        both()
+    assert not QueueSample.objects.exists()  # neither the first insert nor half of the second
+    with transaction.atomic(), pipelined():
+        _execute(*insert_statement([_sample("after", at)]))
+    assert list(QueueSample.objects.values_list("queue", flat=True)) == ["after"]
