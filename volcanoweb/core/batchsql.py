@@ -1,27 +1,27 @@
-"""Few round trips for a handful of small writes: one pipelined batch on PostgreSQL, plain ``INSERT`` text.
+"""Few round trips for a handful of small statements: one batch per call on PostgreSQL, plain ``INSERT`` text.
 
 The insights recording writes a few rows after every scheduling cycle (issue 19: it must not slow the
 cycle by more than 5 %). Through the ORM each of them is a compiled statement and a wait for the
-server: at 500 nodes the five statements of a quiet cycle cost more than the budget, the ORM's
+server: at 500 nodes the five statements of a quiet cycle cost more than that budget, the ORM's
 statement building about half of it (``docs/performance.md``, "Issue 19: the recording's statements").
 Two tools cut that down, on both databases:
 
-* :func:`pipelined` runs its block in psycopg's pipeline mode on PostgreSQL: statements are sent
-  without waiting for their results, and the client waits once, when a result is read (a
-  ``fetch``) or when the block ends, so ``BEGIN``, several writes and ``COMMIT`` cost one round trip.
-  In the block, a statement's ``rowcount`` is only known after such a wait (the ORM's ``update()``
-  returns -1 there): call the ``sync`` the block is given, or read a result with a ``fetch*`` call,
-  before reading it. On SQLite (in-process, no round trips) the block runs as it is and ``sync``
-  does nothing.
+* :func:`execute_batch` runs a list of statements and returns each one's row count and rows. On
+  PostgreSQL they go as **one** query text (psycopg's client-side binding, which Django's cursors use,
+  sends ``a; b; c`` with its parameters in one message): one round trip and one pass through the
+  driver for the list. On SQLite (in-process, no round trips) they run one after the other.
 * :func:`insert_statement` gives one multi-row ``INSERT`` (no ``RETURNING``) for model instances,
   with the values each field prepares for the database as the ORM's insert does (``pre_save`` then
-  ``get_db_prep_save``: JSON, dates, binary and UUID values per vendor); the caller executes it.
+  ``get_db_prep_save``: JSON, dates, binary and UUID values per vendor).
+
+Both run in the caller's transaction; an error of any statement of a batch raises Django's exception
+(``IntegrityError``, …) and the caller's ``atomic`` block rolls the whole transaction back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -29,33 +29,46 @@ from django.db import connection as default_connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import AutoField, BigAutoField, Field, Model, SmallAutoField
 
-__all__ = ["insert_statement", "pipelined"]
+__all__ = ["Outcome", "Statement", "execute_batch", "insert_statement"]
+
+#: One statement: its text (``%s`` placeholders) and its parameters.
+Statement = tuple[str, Sequence[Any]]
 
 
-def _nothing() -> None:
-    return None
+@dataclass
+class Outcome:
+    """What one statement of a batch did: its row count and, for a query, its rows."""
+
+    rowcount: int
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
 
 
-@contextmanager
-def pipelined(connection: BaseDatabaseWrapper = default_connection) -> Iterator[Callable[[], None]]:
-    """Send the block's statements in batches on PostgreSQL (psycopg's pipeline mode); give its ``sync``.
+def _outcome(cursor: Any) -> Outcome:
+    return Outcome(cursor.rowcount, cursor.fetchall() if cursor.description is not None else [])
 
-    ``sync()`` waits for the results of everything sent so far (then ``rowcount`` is known). Put the
-    block inside the transaction (``with transaction.atomic(), pipelined() as sync:``): Django then starts
-    it outside the pipeline, and psycopg sends ``BEGIN`` with the block's first statement."""
-    if connection.vendor != "postgresql":
-        yield _nothing
-        return
-    connection.ensure_connection()
-    # an error of a statement surfaces when its result is read (a sync, the block's end): as Django's
-    # exception (``IntegrityError``, …), like one raised by ``execute``
-    with connection.wrap_database_errors, connection.connection.pipeline() as pipeline:
 
-        def sync() -> None:
-            with connection.wrap_database_errors:
-                pipeline.sync()
-
-        yield sync
+def execute_batch(
+    statements: Sequence[Statement], connection: BaseDatabaseWrapper = default_connection
+) -> list[Outcome]:
+    """Run ``statements`` in order, in one round trip on PostgreSQL; return each one's :class:`Outcome`."""
+    if not statements:
+        return []
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            outcomes = []
+            for sql, params in statements:
+                cursor.execute(sql, params)
+                outcomes.append(_outcome(cursor))
+            return outcomes
+        if any(";" in sql for sql, _ in statements):  # pragma: no cover - a caller's mistake
+            raise ValueError("a batched statement must not contain ';'")
+        cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
+        outcomes = [_outcome(cursor)]
+        while cursor.nextset():
+            outcomes.append(_outcome(cursor))
+    if len(outcomes) != len(statements):  # pragma: no cover - a cursor without client-side binding
+        raise RuntimeError(f"{len(statements)} statements gave {len(outcomes)} results")
+    return outcomes
 
 
 @cache
@@ -65,9 +78,7 @@ def _columns(model: type[Model]) -> tuple[Field[Any, Any], ...]:
     return tuple(f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, auto)))
 
 
-def insert_statement(
-    objs: Sequence[Model], connection: BaseDatabaseWrapper = default_connection
-) -> tuple[str, list[Any]]:
+def insert_statement(objs: Sequence[Model], connection: BaseDatabaseWrapper = default_connection) -> Statement:
     """Return ``INSERT INTO table (…) VALUES (…), (…)`` and its parameters for ``objs`` (one model)."""
     if not objs:
         raise ValueError("nothing to insert")

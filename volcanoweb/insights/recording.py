@@ -14,11 +14,9 @@ import time
 import uuid
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 from typing import Any
 
 from django.conf import settings
@@ -30,7 +28,7 @@ from scheduler.config import dump_config
 from scheduler.model import JobPhase, TaskStatus
 from scheduler.replay import SnapshotEncoder, cycle_input_text, encode_clock
 from scheduler.result import ReasonKind, cycle_json
-from volcanoweb.core.batchsql import insert_statement, pipelined
+from volcanoweb.core.batchsql import Statement, execute_batch, insert_statement
 from volcanoweb.insights.models import CycleInput, CycleSnapshot, EntryKind, QueueSample, Resolution, TimelineEntry
 from volcanoweb.jobs.models import PodGroup
 from volcanoweb.scheduling.models import SchedulingRun
@@ -63,30 +61,33 @@ def _yaml(config: SchedulerConfig) -> str:
 def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, config: SchedulerConfig) -> float:
     """Record what this committed cycle saw and decided; return the milliseconds it took (never raises).
 
-    On PostgreSQL the recording's statements go in psycopg's pipeline mode (:mod:`volcanoweb.core.batchsql`):
-    a quiet cycle (no wait opened or closed, the snapshot text stored before) costs two round trips,
-    one for ``BEGIN``, the setting, the shared snapshot's claim and the open waits' read, one for the
-    sample and input inserts with ``COMMIT``."""
+    A quiet cycle (no wait opened or closed, the snapshot text stored before) sends two batches of
+    statements (:func:`~volcanoweb.core.batchsql.execute_batch`, one round trip each on PostgreSQL): the
+    setting, the shared snapshot's claim and the open waits' read; then the sample and input inserts."""
     if not settings.INSIGHTS_RECORD:
         return 0.0
     started = time.perf_counter()
     try:
         now = timezone.now()
         pending = _compress_input(run, info.snapshot, result, config, now)
-        with transaction.atomic(), pipelined() as sync:
-            _no_flush_wait()
+        with transaction.atomic():
             claim = _claim_snapshot(run, pending)
-            waits = open_waits()  # reading them waits for the round trip: the claim's row count is known
+            reads = execute_batch([*_no_flush_wait(), *claim, _open_waits()])
+            waits = {key: (pk, reason, message) for pk, key, reason, message in reads[-1].rows}
             record_timeline(run.pk, info, result, now, waits)
-            record_queue_samples(run.pk, info.snapshot, result, now)
+            writes = record_queue_samples(run.pk, info.snapshot, result, now)
             if pending is not None:
-                store_input(run, pending, started, claimed=_claimed(claim, sync))
+                claimed = reads[-2].rowcount == 1 if claim else None
+                writes += store_input(run, pending, started, claimed)
+            execute_batch(writes)
+            if pending is not None and run.pk % 10 == 0:
+                _prune_inputs()
     except Exception:  # observation must never break scheduling
         log.exception("recording insights of cycle %s failed", run.pk)
     return (time.perf_counter() - started) * 1000
 
 
-def _no_flush_wait() -> None:
+def _no_flush_wait() -> list[Statement]:
     """PostgreSQL: commit the recording without waiting for its WAL flush (``synchronous_commit`` off).
 
     The recording is observation: a crash may lose the last few cycles' rows (about three WAL writer
@@ -94,8 +95,8 @@ def _no_flush_wait() -> None:
     second disk flush after its decisions' own commit."""
     # only in a transaction of its own: never for an enclosing transaction's other writes
     if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        return [("SET LOCAL synchronous_commit TO OFF", [])]
+    return []
 
 
 # --------------------------------------------------------------------------- cycle inputs
@@ -178,44 +179,24 @@ def _compress_input(
     return pending
 
 
-def _claim_snapshot(run: SchedulingRun, pending: PendingInput | None) -> Any:
-    """Send the claim of the stored snapshot text ``pending`` reuses; return its cursor (None: nothing to claim).
+def _claim_snapshot(run: SchedulingRun, pending: PendingInput | None) -> list[Statement]:
+    """The claim of the stored snapshot text ``pending`` reuses (none when it stores a new one).
 
     The claim moves the row's ``last_run`` up to this run, which keeps it from the prune from now on;
     its row count says whether the row is still there (not pruned, not rolled back)."""
     if pending is None or pending.reuse is None:
-        return None
+        return []
     table = connection.ops.quote_name(CycleSnapshot._meta.db_table)
     key = CycleSnapshot._meta.get_field("id").get_db_prep_value(pending.reuse.id, connection)
-    cursor = connection.cursor()
-    cursor.execute(
-        f"UPDATE {table} SET last_run = CASE WHEN last_run < %s THEN %s ELSE last_run END WHERE id = %s",
-        [run.pk, run.pk, key],
-    )
-    return cursor
+    sql = f"UPDATE {table} SET last_run = CASE WHEN last_run < %s THEN %s ELSE last_run END WHERE id = %s"
+    return [(sql, [run.pk, run.pk, key])]
 
 
-def _claimed(cursor: Any, sync: Callable[[], None]) -> bool | None:
-    """Whether the claim sent on ``cursor`` found its row (None: there was no claim)."""
-    if cursor is None:
-        return None
-    with cursor:
-        if cursor.rowcount < 0:  # PostgreSQL's pipeline: its result has not been read yet
-            sync()
-        return bool(cursor.rowcount == 1)
-
-
-def _insert(*objs: Any) -> None:
-    sql, params = insert_statement(objs)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-
-
-def store_input(run: SchedulingRun, pending: PendingInput, started: float, claimed: bool | None) -> None:
-    """Store a prepared cycle input for ``run``; keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS``.
+def store_input(run: SchedulingRun, pending: PendingInput, started: float, claimed: bool | None) -> list[Statement]:
+    """The inserts that store a prepared cycle input for ``run`` (and its snapshot text when new).
 
     ``claimed``: whether :func:`_claim_snapshot` found the snapshot text ``pending`` reuses."""
-    keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
+    statements = []
     snapshot_id = None
     if pending.reuse is not None:
         reuse = pending.reuse
@@ -229,9 +210,9 @@ def store_input(run: SchedulingRun, pending: PendingInput, started: float, claim
         assert new is not None
         text = new.before + new.after
         data = pending.compressed.result() if pending.compressed is not None else zlib.compress(text.encode(), 1)
-        _insert(CycleSnapshot(id=new.id, data=data, size=len(text), now_at=len(new.before), last_run=run.pk))
+        snapshot = CycleSnapshot(id=new.id, data=data, size=len(text), now_at=len(new.before), last_run=run.pk)
+        statements.append(insert_statement([snapshot]))
         snapshot_id = new.id
-    ms = (time.perf_counter() - started) * 1000
     row = CycleInput(
         # ``at``: when the cycle started, before its snapshot was read (a change after it is not in this input)
         run_id=run.pk,
@@ -241,14 +222,19 @@ def store_input(run: SchedulingRun, pending: PendingInput, started: float, claim
         snapshot_id=snapshot_id,
         now=pending.clock,
         size=pending.size,
-        record_ms=ms,
+        record_ms=(time.perf_counter() - started) * 1000,
     )
-    _insert(row)  # no id read back (one round trip less on PostgreSQL's pipeline)
-    if run.pk % 10 == 0:
-        cutoff = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep - 1 : keep].first()
-        if cutoff is not None:
-            CycleInput.objects.filter(run_id__lt=cutoff).delete()
-            CycleSnapshot.objects.filter(last_run__lt=cutoff).delete()
+    statements.append(insert_statement([row]))  # no id read back
+    return statements
+
+
+def _prune_inputs() -> None:
+    """Keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS`` cycle inputs and the snapshot texts they use."""
+    keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
+    cutoff = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep - 1 : keep].first()
+    if cutoff is not None:
+        CycleInput.objects.filter(run_id__lt=cutoff).delete()
+        CycleSnapshot.objects.filter(last_run__lt=cutoff).delete()
 
 
 def input_text(row: CycleInput) -> str:
@@ -294,23 +280,17 @@ def _holders(snapshot: Snapshot, queues: set[str]) -> dict[str, list[dict[str, A
     return out
 
 
-@cache
-def _open_waits_sql() -> str:
+def _open_waits() -> Statement:
+    """The query of each PodGroup's open wait interval: (id, PodGroup key, reason, message) rows."""
     table = connection.ops.quote_name(TimelineEntry._meta.db_table)
-    return f"SELECT id, podgroup_key, reason, message FROM {table} WHERE kind = %s AND ended_at IS NULL"
-
-
-def open_waits() -> dict[str, tuple[int, str, str]]:
-    """Each PodGroup's open wait interval: its key → (id, reason, message)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_open_waits_sql(), [EntryKind.WAIT.value])
-        return {key: (pk, reason, message) for pk, key, reason, message in cursor.fetchall()}
+    sql = f"SELECT id, podgroup_key, reason, message FROM {table} WHERE kind = %s AND ended_at IS NULL"
+    return sql, [EntryKind.WAIT.value]
 
 
 def record_timeline(
     run_id: int, info: SnapshotInfo, result: CycleResult, now: datetime, open_rows: dict[str, tuple[int, str, str]]
 ) -> None:
-    """Close, open or keep each PodGroup's wait interval (``open_rows``: :func:`open_waits`); add milestones."""
+    """Close, open or keep each PodGroup's wait interval (``open_rows``: key → id, reason, message); add milestones."""
     snapshot = info.snapshot
     close: list[int] = []
     opening: dict[str, Any] = {}
@@ -462,13 +442,16 @@ def _same_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str,
     return states
 
 
-def record_queue_samples(run_id: int, snapshot: Snapshot, result: CycleResult, now: datetime) -> None:
-    """Write one per-cycle sample per queue (the periodic task rolls them up per minute and hour)."""
+def record_queue_samples(run_id: int, snapshot: Snapshot, result: CycleResult, now: datetime) -> list[Statement]:
+    """The insert of one per-cycle sample per queue (the periodic task rolls them up per minute and hour)."""
     states = _same_states(snapshot, result)
-    if states:
-        _insert(
-            *(
+    if not states:
+        return []
+    return [
+        insert_statement(
+            [
                 QueueSample(resolution=Resolution.CYCLE, queue=q, bucket=now, run_id=run_id, **s)
                 for q, s in states.items()
-            )
+            ]
         )
+    ]

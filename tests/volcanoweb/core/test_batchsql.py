@@ -1,4 +1,4 @@
-"""``volcanoweb.core.batchsql``: a plain INSERT stores what the ORM stores; a pipelined block keeps its transaction."""
+"""``volcanoweb.core.batchsql``: a plain INSERT stores what the ORM stores; a batch keeps order and transaction."""
 
 from __future__ import annotations
 
@@ -7,19 +7,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.db import DatabaseError, connection, transaction
+from django.db import IntegrityError, transaction
 
-from volcanoweb.core.batchsql import insert_statement, pipelined
+from volcanoweb.core.batchsql import execute_batch, insert_statement
 from volcanoweb.insights.models import CycleSnapshot, QueueSample
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FIGURES = {"allocated": {"cpu": 1500, "nvidia.com/gpu": 2}, "jobs": {"Running": 3}, "demand": {}}
-
-
-def _execute(sql: str, params: list[Any]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
 
 
 def _sample(queue: str, at: datetime) -> QueueSample:
@@ -33,7 +28,7 @@ def _stored(queue: str) -> dict[str, Any]:
 def test_an_insert_statement_stores_what_the_orm_stores() -> None:
     at = datetime(2026, 12, 2, 14, 2, 3, 456789, tzinfo=UTC)
     QueueSample.objects.bulk_create([_sample("by-orm", at)])
-    _execute(*insert_statement([_sample("by-sql", at), _sample("by-sql-2", at)]))
+    execute_batch([insert_statement([_sample("by-sql", at), _sample("by-sql-2", at)])])
     orm, sql = _stored("by-orm"), _stored("by-sql")
     assert {**orm, "queue": "by-sql"} == sql  # JSON, time (zone and microseconds), defaults alike
     assert sql["allocated"] == {"cpu": 1500, "nvidia.com/gpu": 2}
@@ -44,7 +39,7 @@ def test_an_insert_statement_stores_what_the_orm_stores() -> None:
 
 def test_binary_and_uuid_values_round_trip() -> None:
     key = uuid.uuid4()
-    _execute(*insert_statement([CycleSnapshot(id=key, data=b"\x00\xffzlib", size=5, now_at=2, last_run=3)]))
+    execute_batch([insert_statement([CycleSnapshot(id=key, data=b"\x00\xffzlib", size=5, now_at=2, last_run=3)])])
     row = CycleSnapshot.objects.get(pk=key)
     assert (bytes(row.data), row.size, row.now_at, row.last_run) == (b"\x00\xffzlib", 5, 2, 3)
 
@@ -57,29 +52,39 @@ def test_one_model_per_statement_and_not_empty() -> None:
         insert_statement([])
 
 
-def test_sync_gives_the_row_counts_of_the_statements_sent() -> None:
+def test_a_batch_gives_each_statements_row_count_and_rows_in_order() -> None:
     at = datetime(2026, 12, 2, tzinfo=UTC)
-    QueueSample.objects.bulk_create([_sample("q1", at), _sample("q2", at)])
-    with transaction.atomic(), pipelined() as sync:
-        cursor = connection.cursor()
-        cursor.execute("UPDATE insights_queuesample SET samples = samples + 1 WHERE run_id = %s", [7])
-        sync()
-        assert cursor.rowcount == 2
-        cursor.close()
-    assert sorted(QueueSample.objects.values_list("samples", flat=True)) == [2, 2]
+    with transaction.atomic():
+        out = execute_batch(
+            [
+                insert_statement([_sample("q1", at), _sample("q2", at)]),
+                ("UPDATE insights_queuesample SET samples = samples + 1 WHERE queue = %s", ["q2"]),
+                ("SELECT queue, samples FROM insights_queuesample WHERE run_id = %s ORDER BY queue", [7]),
+                ("UPDATE insights_queuesample SET samples = 9 WHERE queue = %s", ["none; DROP TABLE x"]),
+            ]
+        )
+    assert [o.rowcount for o in out[:2]] == [2, 1]
+    assert out[2].rows == [("q1", 1), ("q2", 2)]  # the query sees the statements before it
+    assert (out[3].rowcount, out[3].rows) == (0, [])  # a parameter is a value, never statement text
+    assert execute_batch([]) == []
 
 
-def test_a_failed_statement_rolls_back_the_whole_block_and_the_connection_stays_usable() -> None:
+def test_a_failed_statement_rolls_back_the_whole_transaction_and_the_connection_stays_usable() -> None:
     at = datetime(2026, 12, 2, tzinfo=UTC)
 
     def both() -> None:
-        with transaction.atomic(), pipelined():
-            _execute(*insert_statement([_sample("kept-nowhere", at)]))
-            _execute(*insert_statement([_sample("duplicate", at), _sample("duplicate", at)]))  # unique bucket
+        with transaction.atomic():
+            execute_batch([insert_statement([_sample("first", at)])])
+            execute_batch(
+                [
+                    insert_statement([_sample("second", at)]),
+                    insert_statement([_sample("duplicate", at), _sample("duplicate", at)]),  # unique bucket
+                ]
+            )
 
-    with pytest.raises(DatabaseError):
+    with pytest.raises(IntegrityError):
         both()
-    assert not QueueSample.objects.exists()  # neither the first insert nor half of the second
-    with transaction.atomic(), pipelined():
-        _execute(*insert_statement([_sample("after", at)]))
+    assert not QueueSample.objects.exists()  # neither the first batch nor the start of the second
+    with transaction.atomic():
+        execute_batch([insert_statement([_sample("after", at)])])
     assert list(QueueSample.objects.values_list("queue", flat=True)) == ["after"]
