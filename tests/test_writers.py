@@ -1,7 +1,8 @@
 """Who writes the database: the services, the reconcilers, the simulated cluster's store (ADR 0015).
 
 The check reads the source (no Django, no database): a model write is a ``.save(...)``, a ``.delete()``
-without arguments, or a ``create`` / ``bulk_create`` / ``update`` / ``delete`` / ``bulk_update`` /
+without arguments, a call of ``execute_batch`` or ``copy_rows`` (``volcanoweb.core.batchsql``), or a
+``create`` / ``bulk_create`` / ``update`` / ``delete`` / ``bulk_update`` /
 ``get_or_create`` / ``update_or_create`` call on a chain through ``.objects``. Such a call outside
 :data:`WRITERS` fails the test; in the reconcilers, whose rows other writers also touch, a ``.save()``
 must name its columns (``update_fields``) or be an insert (``force_insert``), unless its line says why
@@ -31,6 +32,8 @@ WRITERS = {
 #: Reconcilers: rows they write are also written elsewhere, so a save names its columns.
 RECONCILERS = {path for path in WRITERS if path != "volcanoweb/clusters/simdb.py"}
 QUERYSET_WRITES = {"create", "bulk_create", "update", "delete", "bulk_update", "get_or_create", "update_or_create"}
+#: volcanoweb.core.batchsql's writers of plain SQL (the recording's hot path).
+SQL_WRITES = {"execute_batch", "copy_rows"}
 
 
 def _chain(node: ast.expr) -> list[str]:
@@ -51,6 +54,9 @@ def writes(source: str) -> list[tuple[int, str, bool]]:
     found = []
     lines = source.splitlines()
     for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in SQL_WRITES:
+            found.append((node.lineno, node.func.id, True))
+            continue
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         attr = node.func.attr
@@ -113,6 +119,8 @@ run.save()  # whole row: only the cycle writes runs
 form.save(commit=False)
 group.delete()
 settings.update({"a": 1})
+execute_batch([insert_statement(rows)])
+copy_rows(TimelineEntry, columns, rows)
 """
     found = writes(sample)
     assert [(line, what) for line, what, _ in found] == [
@@ -123,5 +131,7 @@ settings.update({"a": 1})
         (6, "save"),
         (7, "save"),
         (9, "delete"),
+        (11, "execute_batch"),
+        (12, "copy_rows"),
     ]
     assert [named for line, what, named in found if what == "save"] == [False, True, True]

@@ -28,7 +28,8 @@ from scheduler.config import dump_config
 from scheduler.model import JobPhase, TaskStatus
 from scheduler.replay import SnapshotEncoder, cycle_input_text, encode_clock
 from scheduler.result import ReasonKind, cycle_json
-from volcanoweb.core.batchsql import Statement, execute_batch, insert_statement
+from volcanoweb.core.batchsql import Statement, copy_rows, db_value, execute_batch, insert_statement
+from volcanoweb.core.idlist import one_of
 from volcanoweb.insights.models import CycleInput, CycleSnapshot, EntryKind, QueueSample, Resolution, TimelineEntry
 from volcanoweb.jobs.models import PodGroup
 from volcanoweb.scheduling.models import SchedulingRun
@@ -303,7 +304,7 @@ def record_timeline(
         opening[key] = reason
     close += [row[0] for key, row in open_rows.items() if key not in result.unschedulable]
     if close:
-        TimelineEntry.objects.filter(pk__in=close).update(ended_at=now, ended_run=run_id)
+        TimelineEntry.objects.filter(one_of("pk", close)).update(ended_at=now, ended_run=run_id)
     first_binds: set[str] = set()
     if result.binds:
         bound = set(result.binds)
@@ -317,7 +318,9 @@ def record_timeline(
     ids = [info.podgroup_ids[k] for k in keys if k in info.podgroup_ids]
     groups_by_key = {
         f"{g['namespace']}/{g['name']}": g
-        for g in PodGroup.objects.filter(pk__in=ids).values("namespace", "name", "job_id", "tenant_id", "queue_name")
+        for g in PodGroup.objects.filter(one_of("pk", ids)).values(
+            "namespace", "name", "job_id", "tenant_id", "queue_name"
+        )
     }
     quota_queues = {
         groups_by_key[k]["queue_name"] for k, r in opening.items() if r.kind in QUEUE_REASONS and k in groups_by_key
@@ -336,24 +339,26 @@ def record_timeline(
         for hs in holders.values():
             for h in hs:
                 h["job"] = job_names.get(h["podgroup"], h["podgroup"].split("/", 1)[1])
-    rows: list[TimelineEntry] = []
+    rows: list[tuple[Any, ...]] = []
+    at, no_numbers = db_value(TimelineEntry, "started_at", now), db_value(TimelineEntry, "numbers", {})
 
-    def entry(key: str, kind: str, reason: str, **extra: Any) -> None:
+    def entry(key: str, kind: str, reason: str, plugin: str, message: str, numbers: Any, ended: bool) -> None:
         g = groups_by_key.get(key)
         if g is None:
             return
+        group = (key, g["namespace"], g["job_id"], g["tenant_id"], g["queue_name"])
         rows.append(
-            TimelineEntry(
-                podgroup_key=key,
-                namespace=g["namespace"],
-                job_id=g["job_id"],
-                tenant_id=g["tenant_id"],
-                queue=g["queue_name"],
-                kind=kind,
-                reason=reason,
-                started_at=now,
-                started_run=run_id,
-                **extra,
+            (
+                *group,
+                kind,
+                reason,
+                plugin,
+                message,
+                numbers,
+                at,
+                at if ended else None,
+                run_id,
+                run_id if ended else None,
             )
         )
 
@@ -364,23 +369,37 @@ def record_timeline(
             numbers["holders"] = [h for h in holders[queue] if h["podgroup"] != key]
         if reason.fit_errors:
             numbers["fitErrors"] = dict(reason.fit_errors)
-        entry(key, EntryKind.WAIT, str(reason.kind), plugin=reason.plugin, message=reason.message, numbers=numbers)
+        prepared = db_value(TimelineEntry, "numbers", numbers)
+        entry(key, EntryKind.WAIT, str(reason.kind), reason.plugin, reason.message, prepared, False)
     for key, phase in sorted(milestones.items()):
-        done = {"ended_at": now, "ended_run": run_id}
         label = "Enqueued" if phase == JobPhase.INQUEUE else "Running"
-        entry(key, EntryKind.MILESTONE, str(phase), message=f"{label} (PodGroup phase {phase})", **done)
-    for key in sorted(first_binds):
-        count = sum(1 for t in snapshot.tasks if t.job == key and t.key in result.binds)
-        entry(
-            key,
-            EntryKind.MILESTONE,
-            "Bound",
-            message=f"{count} pod(s) bound",
-            numbers={"pods": count},
-            ended_at=now,
-            ended_run=run_id,
-        )
-    TimelineEntry.objects.bulk_create(rows, batch_size=500)
+        entry(key, EntryKind.MILESTONE, str(phase), "", f"{label} (PodGroup phase {phase})", no_numbers, True)
+    if first_binds:
+        pods_bound = Counter(t.job for t in snapshot.tasks if t.job in first_binds and t.key in result.binds)
+        for key in sorted(first_binds):
+            count = pods_bound[key]
+            pods = db_value(TimelineEntry, "numbers", {"pods": count})
+            entry(key, EntryKind.MILESTONE, "Bound", "", f"{count} pod(s) bound", pods, True)
+    copy_rows(TimelineEntry, _TIMELINE_COLUMNS, rows)
+
+
+#: The columns of a new timeline row, in the order :func:`record_timeline` gives its values.
+_TIMELINE_COLUMNS = (
+    "podgroup_key",
+    "namespace",
+    "job_id",
+    "tenant_id",
+    "queue",
+    "kind",
+    "reason",
+    "plugin",
+    "message",
+    "numbers",
+    "started_at",
+    "ended_at",
+    "started_run",
+    "ended_run",
+)
 
 
 # --------------------------------------------------------------------------- queue history

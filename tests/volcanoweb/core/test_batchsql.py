@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, transaction
 
-from volcanoweb.core.batchsql import execute_batch, insert_statement
-from volcanoweb.insights.models import CycleSnapshot, QueueSample
+from volcanoweb.core.batchsql import copy_rows, db_value, execute_batch, insert_statement
+from volcanoweb.insights.models import CycleSnapshot, QueueSample, TimelineEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,3 +88,21 @@ def test_a_failed_statement_rolls_back_the_whole_transaction_and_the_connection_
     with transaction.atomic():
         execute_batch([insert_statement([_sample("after", at)])])
     assert list(QueueSample.objects.values_list("queue", flat=True)) == ["after"]
+
+
+def test_copied_rows_store_what_the_orm_stores() -> None:
+    at = datetime(2026, 12, 2, 14, 2, 3, 456789, tzinfo=UTC)
+    numbers = {"cpu": [7, 8], "holders": [{"podgroup": "a/b", "requests": {"cpu": 4000}}], "quote": 'it\'s "x"\\n'}
+    TimelineEntry.objects.create(
+        podgroup_key="ns/orm", namespace="ns", queue="q", reason="R", message="m;\t\\", numbers=numbers, started_at=at
+    )
+    columns = ("podgroup_key", "namespace", "queue", "kind", "reason", "plugin", "message", "numbers")
+    values = ("ns/copy", "ns", "q", "wait", "R", "", "m;\t\\", db_value(TimelineEntry, "numbers", numbers))
+    when = ("started_at", "ended_at", "started_run")
+    copy_rows(TimelineEntry, columns + when, [(*values, db_value(TimelineEntry, "started_at", at), None, 0)])
+    copy_rows(TimelineEntry, columns, [])  # nothing to write: nothing written
+    orm, copied = (TimelineEntry.objects.filter(podgroup_key=k).values().get() for k in ("ns/orm", "ns/copy"))
+    assert {**orm, "id": None, "podgroup_key": "ns/copy"} == {**copied, "id": None}
+    assert copied["numbers"] == numbers
+    assert (copied["started_at"], copied["ended_at"], copied["message"]) == (at, None, "m;\t\\")
+    assert TimelineEntry.objects.count() == 2
