@@ -78,12 +78,12 @@ def populate(nodes: int, running: int, pending: int, running_cpu: int = 4000) ->
 
 def _split(runs: Any) -> dict[str, Any]:
     """Median snapshot / decide (core) / apply / bind / whole-cycle milliseconds of the given runs."""
-    rows = list(runs.values("snapshot_ms", "core_ms", "apply_ms", "bind_ms", "duration_ms", "binds"))
+    rows = list(runs.values("snapshot_ms", "core_ms", "apply_ms", "record_ms", "bind_ms", "duration_ms", "binds"))
     if not rows:
         return {}
     out: dict[str, Any] = {
         key: round(statistics.median(r[key] or 0.0 for r in rows), 2)
-        for key in ("snapshot_ms", "core_ms", "apply_ms", "bind_ms", "duration_ms")
+        for key in ("snapshot_ms", "core_ms", "apply_ms", "record_ms", "bind_ms", "duration_ms")
     }
     out["snapshot_plus_apply_ms"] = round(
         statistics.median((r["snapshot_ms"] or 0) + (r["apply_ms"] or 0) + (r["bind_ms"] or 0) for r in rows), 2
@@ -171,9 +171,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "median_cycle_ms": {"recording": round(on, 2), "no_recording": round(off, 2)},
             "median_record_ms": round(statistics.median(record_ms), 2) if record_ms else None,
             "median_whole_record_ms": round(statistics.median(timed_record_ms), 2) if timed_record_ms else None,
-            "per_cycle_ms": {  # in run order: duration, apply (recording included), recording
+            "per_cycle_ms": {  # in run order: duration, apply, recording
                 mode: [
-                    [round(r.duration_ms, 1), round(r.apply_ms, 1)]
+                    [round(r.duration_ms, 1), round(r.apply_ms, 1), round(r.record_ms, 1)]
                     for r in SchedulingRun.objects.filter(pk__in=ids).order_by("pk")
                 ]
                 for mode, ids in run_ids.items()

@@ -610,11 +610,11 @@ def _cycle_summary(since: float) -> dict[str, Any]:
     start = datetime.now(UTC).timestamp() - (time.perf_counter() - since)
     runs = list(
         SchedulingRun.objects.filter(started_at__gte=datetime.fromtimestamp(start, UTC), status="succeeded").values(
-            "duration_ms", "snapshot_ms", "core_ms", "apply_ms", "bind_ms", "binds"
+            "duration_ms", "snapshot_ms", "core_ms", "apply_ms", "record_ms", "bind_ms", "binds"
         )
     )
     out: dict[str, Any] = {"cycles": len(runs), "binding_cycles": sum(1 for r in runs if r["binds"])}
-    for key in ("duration_ms", "snapshot_ms", "core_ms", "apply_ms", "bind_ms"):
+    for key in ("duration_ms", "snapshot_ms", "core_ms", "apply_ms", "record_ms", "bind_ms"):
         values = sorted(r[key] or 0.0 for r in runs)
         if values:
             out[key] = {

@@ -53,6 +53,7 @@ RUN_FIELDS = (
     "core_ms",
     "apply_ms",
     "bind_ms",
+    "record_ms",
     "action_ms",
     "nodes",
     "jobs",

@@ -40,7 +40,9 @@ log = logging.getLogger(__name__)
 #: Reasons about a queue's quota: the timeline names the jobs holding the queue's resources.
 QUEUE_REASONS = (ReasonKind.ENQUEUE_REJECTED, ReasonKind.QUEUE_OVERUSED, ReasonKind.CAPABILITY_EXCEEDED)
 MAX_HOLDERS = 5
-_PLACED = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.PIPELINED)
+_PLACED = frozenset(
+    (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.PIPELINED)
+)
 
 _lock = threading.Lock()
 _encoder = SnapshotEncoder()
@@ -268,16 +270,18 @@ def reset() -> None:
 def _holders(snapshot: Snapshot, queues: set[str]) -> dict[str, list[dict[str, Any]]]:
     """Return, per queue, the PodGroups holding its resources (largest first) with their requests."""
     job_queue = {j.key: j.queue for j in snapshot.jobs if j.queue in queues}
-    held: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+    held: dict[str, dict[str, Resource]] = defaultdict(dict)
     for t in snapshot.tasks:
         queue = job_queue.get(t.job)
         if queue is None or t.status not in _PLACED:
             continue
-        held[queue][t.job].update(t.requests.to_dict())
+        jobs = held[queue]
+        jobs[t.job] = jobs[t.job] + t.requests if t.job in jobs else t.requests
     out: dict[str, list[dict[str, Any]]] = {}
     for queue, jobs in held.items():
-        ranked = sorted(jobs.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
-        out[queue] = [{"podgroup": key, "requests": dict(req)} for key, req in ranked[:MAX_HOLDERS]]
+        totals = {key: r.to_dict() for key, r in jobs.items()}
+        ranked = sorted(totals.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+        out[queue] = [{"podgroup": key, "requests": req} for key, req in ranked[:MAX_HOLDERS]]
     return out
 
 

@@ -77,6 +77,7 @@ class SchedulingRun(models.Model):
     core_ms = models.FloatField(default=0.0)
     apply_ms = models.FloatField(default=0.0)
     bind_ms = models.FloatField(default=0.0)
+    record_ms = models.FloatField(default=0.0, help_text="the insights recording after the apply (observation)")
     action_ms = models.JSONField(default=dict, blank=True)
     nodes = models.PositiveIntegerField(default=0)
     jobs = models.PositiveIntegerField(default=0)

@@ -164,3 +164,22 @@ def test_a_failed_recording_writes_nothing_and_leaves_the_cycle_and_the_connecti
     assert QueueSample.objects.filter(run_id=again.pk, queue="default").exists()
     wait = TimelineEntry.objects.get(podgroup_key="team-b/too-big", kind="wait")
     assert (wait.started_run, wait.ended_at) == (again.pk, None)
+
+
+def test_a_run_keeps_its_recording_time_apart_from_its_apply_step(cluster: Any, settings: Any) -> None:
+    """The run's steps: the recording's own time is ``record_ms`` (0 when nothing is recorded), not in ``apply_ms``."""
+    settings.INSIGHTS_RECORD = False
+    quiet = run_cycle()
+    settings.INSIGHTS_RECORD = True
+    recorded = run_cycle()
+    assert quiet is not None
+    assert recorded is not None
+    quiet.refresh_from_db()
+    recorded.refresh_from_db()
+    assert quiet.record_ms == 0
+    assert not CycleInput.objects.filter(run_id=quiet.pk).exists()
+    assert recorded.record_ms > 0
+    stored = CycleInput.objects.get(run_id=recorded.pk).record_ms  # up to the input's insert: part of the whole
+    assert 0 < stored <= recorded.record_ms
+    steps = recorded.snapshot_ms + recorded.core_ms + recorded.apply_ms + recorded.record_ms + recorded.bind_ms
+    assert steps <= recorded.duration_ms
