@@ -299,6 +299,13 @@ def main(argv: list[str] | None = None) -> int:
     y.add_argument("--cycles", type=int, default=15, help="timed cycles per mode")
     y.add_argument("--warmup", type=int, default=3)
     y.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="busy cycles: before each timed cycle add this many pods (gangs of 4) that wait, so every cycle "
+        "changes its snapshot and opens waits (what the stack's cycles do under load)",
+    )
+    y.add_argument(
         "--bind-batch", type=int, default=0, help="then add this many pending pods that fit and time the binding cycle"
     )
     y.add_argument("--bind-rounds", type=int, default=3, help="binding cycles (each with --bind-batch new pods)")

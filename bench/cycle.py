@@ -9,7 +9,8 @@ cycle duration of each half and the relative overhead (``overhead_pct``: of the 
 ``paired_overhead_pct``: the median difference within a pair, against the median without, which the
 machine's drift over the run does not move), and the recording's own time:
 ``median_record_ms`` up to the cycle input's insert (stored on the row), ``median_whole_record_ms`` all
-of ``record_cycle`` (its commit included).
+of ``record_cycle`` (its commit included). With ``--busy N`` each timed cycle first gets N new pods (gangs of 4)
+that wait, so that every cycle changes its snapshot and opens waits, as the stack's cycles under load do.
 """
 
 from __future__ import annotations
@@ -145,11 +146,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for i in range(args.cycles):
             for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
                 settings.INSIGHTS_RECORD = mode == "on"
+                if args.busy:  # new gangs that wait (the running pods fill the nodes' CPU)
+                    _add_gangs(backend, f"busy{i}{mode}-", args.busy, 500, 256 * 1024**2)
                 run = run_cycle(backend=backend)
                 assert run is not None
                 assert run.status == "succeeded", run.error
                 run_ids["recording" if mode == "on" else "no_recording"].append(run.pk)
                 times[mode].append(run.duration_ms)
+                if args.busy:
+                    cluster_services.sync_from_backend(backend)
                 if mode == "on":
                     row = CycleInput.objects.filter(run_id=run.pk).only("record_ms").first()
                     record_ms.append(row.record_ms if row else 0.0)
@@ -168,6 +173,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "pending_pods": args.pending,
             "pods_in_db": Pod.objects.count(),
             "cycles_per_mode": args.cycles,
+            "busy_pods_per_cycle": args.busy,
             "median_cycle_ms": {"recording": round(on, 2), "no_recording": round(off, 2)},
             "median_record_ms": round(statistics.median(record_ms), 2) if record_ms else None,
             "median_whole_record_ms": round(statistics.median(timed_record_ms), 2) if timed_record_ms else None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import re
 import threading
 import time
 import uuid
@@ -76,7 +77,7 @@ def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, co
         with transaction.atomic():
             claim = _claim_snapshot(run, pending)
             reads = execute_batch([*_no_flush_wait(), *claim, _open_waits()])
-            waits = {key: (pk, reason, message) for pk, key, reason, message in reads[-1].rows}
+            waits = _by_key(reads[-1].rows)
             record_timeline(run.pk, info, result, now, waits)
             writes = record_queue_samples(run.pk, info.snapshot, result, now)
             if pending is not None:
@@ -292,6 +293,28 @@ def _open_waits() -> Statement:
     return sql, [EntryKind.WAIT.value]
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def same_reason(message: str, other: str) -> bool:
+    """Whether two messages of one reason kind say the same but for their numbers (one wait interval).
+
+    A waiting job's reason keeps its words from cycle to cycle while its numbers move (``queue has
+    allocated {'cpu': 7800000, …}``, ``3/500 nodes are available``): the interval keeps the message and
+    numbers it started with, and a new one starts when the kind or the words change."""
+    return message == other or _NUMBER.sub("#", message) == _NUMBER.sub("#", other)
+
+
+def open_waits_now() -> dict[str, tuple[int, str, str]]:
+    """The open wait intervals, read on their own (what a cycle's first batch reads): key → id, reason, message."""
+    (outcome,) = execute_batch([_open_waits()])
+    return _by_key(outcome.rows)
+
+
+def _by_key(rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, str, str]]:
+    return {key: (pk, reason, message) for pk, key, reason, message in rows}
+
+
 def record_timeline(
     run_id: int, info: SnapshotInfo, result: CycleResult, now: datetime, open_rows: dict[str, tuple[int, str, str]]
 ) -> None:
@@ -301,7 +324,7 @@ def record_timeline(
     opening: dict[str, Any] = {}
     for key, reason in result.unschedulable.items():
         row = open_rows.get(key)
-        if row is not None and row[1] == reason.kind and row[2] == reason.message:
+        if row is not None and row[1] == reason.kind and same_reason(row[2], reason.message):
             continue
         if row is not None:
             close.append(row[0])

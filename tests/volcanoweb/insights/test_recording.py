@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from scheduler.replay import encode_snapshot, load_cycle_input
+from scheduler.result import CycleResult, JobReason, ReasonKind
 from tests.volcanoweb.clusters.helpers import make_gang
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.insights import recording
@@ -20,6 +22,7 @@ from volcanoweb.insights.models import CycleInput, CycleSnapshot, QueueSample, T
 from volcanoweb.insights.recording import input_text
 from volcanoweb.scheduling.models import RunStatus
 from volcanoweb.scheduling.services import run_cycle
+from volcanoweb.scheduling.snapshots import Memo, build_snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -183,3 +186,25 @@ def test_a_run_keeps_its_recording_time_apart_from_its_apply_step(cluster: Any, 
     assert 0 < stored <= recorded.record_ms
     steps = recorded.snapshot_ms + recorded.core_ms + recorded.apply_ms + recorded.record_ms + recorded.bind_ms
     assert steps <= recorded.duration_ms
+
+
+def test_a_wait_whose_numbers_move_stays_one_interval_and_new_words_start_another(cluster: Any, cast: Any) -> None:
+    make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)
+    cluster_services.sync_from_backend()
+    info = build_snapshot(Memo())
+    key, kind = "team-b/too-big", ReasonKind.CAPABILITY_EXCEEDED
+
+    def record(run_id: int, message: str) -> None:
+        result = CycleResult(unschedulable={key: JobReason(kind, message, plugin="capacity")})
+        recording.record_timeline(run_id, info, result, timezone.now(), recording.open_waits_now())
+
+    record(1, "queue default has allocated {'cpu': 7800000, 'pods': 2600}: task team-b/too-big-0 requests 9000")
+    record(2, "queue default has allocated {'cpu': 7900500, 'pods': 2612}: task team-b/too-big-1 requests 9000")
+    waits = list(TimelineEntry.objects.filter(podgroup_key=key, kind="wait").order_by("id"))
+    assert [(w.started_run, w.ended_run) for w in waits] == [(1, None)]  # numbers moved: the same interval …
+    assert "7800000" in waits[0].message  # … with the figures it started with
+    record(3, "queue default is closed")  # other words: the interval ends, a new one starts
+    waits = list(TimelineEntry.objects.filter(podgroup_key=key, kind="wait").order_by("id"))
+    assert [(w.started_run, w.ended_run) for w in waits] == [(1, 3), (3, None)]
+    assert recording.same_reason("3/500 nodes are available", "17/500 nodes are available")
+    assert not recording.same_reason("insufficient cpu", "insufficient memory")
