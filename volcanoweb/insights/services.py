@@ -400,7 +400,11 @@ def time_to_start(access: Access, name: str, days: float = 7.0, now: datetime | 
     since = now - timedelta(days=days)
     rows = (
         TimelineEntry.objects.filter(
-            queue=queue.name, kind=EntryKind.MILESTONE, reason="Bound", started_at__gte=since, job__isnull=False
+            queue=queue.name,
+            kind=EntryKind.MILESTONE,
+            reason="Bound",
+            started_at__gte=since,
+            job__created_at__isnull=False,  # the job still there (entries have no database constraint on it)
         )
         .order_by("job_id", "started_at")
         .values_list("job_id", "started_at", "job__created_at")

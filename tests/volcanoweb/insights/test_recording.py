@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from scheduler.replay import encode_snapshot, load_cycle_input
@@ -20,6 +21,7 @@ from volcanoweb.insights import recording
 from volcanoweb.insights import services as insights
 from volcanoweb.insights.models import CycleInput, CycleSnapshot, QueueSample, TimelineEntry
 from volcanoweb.insights.recording import input_text
+from volcanoweb.jobs.models import Job, PodGroup
 from volcanoweb.scheduling.models import RunStatus
 from volcanoweb.scheduling.services import run_cycle
 from volcanoweb.scheduling.snapshots import Memo, build_snapshot
@@ -208,3 +210,42 @@ def test_a_wait_whose_numbers_move_stays_one_interval_and_new_words_start_anothe
     assert [(w.started_run, w.ended_run) for w in waits] == [(1, 3), (3, None)]
     assert recording.same_reason("3/500 nodes are available", "17/500 nodes are available")
     assert not recording.same_reason("insufficient cpu", "insufficient memory")
+
+
+@pytest.mark.postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_the_recording_does_not_wait_for_a_job_row_another_transaction_holds(cluster: Any, cast: Any) -> None:
+    """The job controller holds Job rows FOR UPDATE while it syncs them: a timeline row about such a job must
+    not wait for it at the recording's commit (a foreign key check would take a key-share lock on the row)."""
+    make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)
+    cluster_services.sync_from_backend()
+    info = build_snapshot(Memo())
+    group = PodGroup.objects.get(namespace="team-b", name="too-big")
+    job = Job.objects.create(tenant=cast.team_b, namespace="team-b", name="too-big", spec={})
+    PodGroup.objects.filter(pk=group.pk).update(job=job)
+    held, done = threading.Event(), threading.Event()
+
+    def controller() -> None:
+        try:
+            with transaction.atomic():
+                Job.objects.select_for_update().get(pk=job.pk)
+                held.set()
+                done.wait(30)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=controller)
+    thread.start()
+    try:
+        assert held.wait(30)
+        result = CycleResult(unschedulable={"team-b/too-big": JobReason(ReasonKind.QUEUE_OVERUSED, "queue full")})
+        with transaction.atomic():
+            with connection.cursor() as cursor:  # a wait for the locked row fails instead of blocking
+                cursor.execute("SET LOCAL lock_timeout = '200ms'")
+            recording.record_timeline(7, info, result, timezone.now(), recording.open_waits_now())
+    finally:
+        done.set()
+        thread.join(30)
+    assert TimelineEntry.objects.get(podgroup_key="team-b/too-big").job_id == job.pk
+    job.delete()  # Django still deletes a job's entries with it
+    assert not TimelineEntry.objects.filter(podgroup_key="team-b/too-big").exists()
