@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import operator
-import re
 import threading
 import time
 import uuid
@@ -268,16 +267,39 @@ def reset() -> None:
 # --------------------------------------------------------------------------- timelines
 
 
+class _Sum:
+    """A running sum of resource vectors kept as plain numbers (no new :class:`Resource` per addition)."""
+
+    __slots__ = ("cpu", "memory", "pods", "scalars")
+
+    def __init__(self) -> None:
+        self.cpu = self.memory = self.pods = 0
+        self.scalars: dict[str, int] = {}
+
+    def add(self, r: Resource) -> None:
+        self.cpu += r.cpu
+        self.memory += r.memory
+        self.pods += r.pods
+        for k, v in r.scalars.items():
+            self.scalars[k] = self.scalars.get(k, 0) + v
+
+    def to_dict(self) -> dict[str, int]:
+        return Resource(self.cpu, self.memory, self.pods, self.scalars).to_dict()
+
+
 def _holders(snapshot: Snapshot, queues: set[str]) -> dict[str, list[dict[str, Any]]]:
     """Return, per queue, the PodGroups holding its resources (largest first) with their requests."""
     job_queue = {j.key: j.queue for j in snapshot.jobs if j.queue in queues}
-    held: dict[str, dict[str, Resource]] = defaultdict(dict)
+    held: dict[str, dict[str, _Sum]] = defaultdict(dict)
     for t in snapshot.tasks:
         queue = job_queue.get(t.job)
         if queue is None or t.status not in _PLACED:
             continue
         jobs = held[queue]
-        jobs[t.job] = jobs[t.job] + t.requests if t.job in jobs else t.requests
+        total = jobs.get(t.job)
+        if total is None:
+            total = jobs[t.job] = _Sum()
+        total.add(t.requests)
     out: dict[str, list[dict[str, Any]]] = {}
     for queue, jobs in held.items():
         totals = {key: r.to_dict() for key, r in jobs.items()}
@@ -293,7 +315,7 @@ def _open_waits() -> Statement:
     return sql, [EntryKind.WAIT.value]
 
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def same_reason(message: str, other: str) -> bool:
@@ -302,7 +324,7 @@ def same_reason(message: str, other: str) -> bool:
     A waiting job's reason keeps its words from cycle to cycle while its numbers move (``queue has
     allocated {'cpu': 7800000, …}``, ``3/500 nodes are available``): the interval keeps the message and
     numbers it started with, and a new one starts when the kind or the words change."""
-    return message == other or _NUMBER.sub("#", message) == _NUMBER.sub("#", other)
+    return message == other or message.translate(_NO_DIGITS) == other.translate(_NO_DIGITS)
 
 
 def open_waits_now() -> dict[str, tuple[int, str, str]]:
@@ -436,9 +458,8 @@ def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str,
     """Return each queue's figures after this cycle (the fields of a per-cycle :class:`QueueSample`)."""
     job_queue = {j.key: j.queue for j in snapshot.jobs}
     pending_status, binds = TaskStatus.PENDING, result.binds
-    demand: dict[str, Resource] = {}
+    demand: dict[str, _Sum] = defaultdict(_Sum)
     with_pods: set[str] = set()
-    empty = Resource()
     for t in snapshot.tasks:
         job = t.job
         with_pods.add(job)
@@ -446,14 +467,14 @@ def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str,
             continue
         queue = job_queue.get(job)
         if queue is not None:
-            demand[queue] = demand.get(queue, empty) + t.requests
+            demand[queue].add(t.requests)
     phases: dict[str, Counter[str]] = defaultdict(Counter)
     changed = result.podgroups
     for j in snapshot.jobs:
         key = j.key
         # a gang not admitted yet has no pods: its minResources is its demand
         if key not in with_pods and j.phase is JobPhase.PENDING and j.min_resources is not None:
-            demand[j.queue] = demand.get(j.queue, empty) + j.min_resources
+            demand[j.queue].add(j.min_resources)
         phases[j.queue][str(changed.get(key) or j.phase)] += 1
     out: dict[str, dict[str, Any]] = {}
     for q in snapshot.queues:
