@@ -7,10 +7,10 @@ a reason). Then ``--cycles`` steady-state cycles alternate recording on and off 
 pairs, so that both halves see the same state and the same machine noise; the report gives the median
 cycle duration of each half and the relative overhead (``overhead_pct``: of the medians;
 ``paired_overhead_pct``: the median difference within a pair, against the median without, which the
-machine's drift over the run does not move), and the recording's own time:
-``median_record_ms`` up to the cycle input's insert (stored on the row), ``median_whole_record_ms`` all
-of ``record_cycle`` (its commit included). With ``--busy N`` each timed cycle first gets N new pods (gangs of 4)
-that wait, so that every cycle changes its snapshot and opens waits, as the stack's cycles under load do.
+machine's drift over the run does not move), and the recording's own time, commit included
+(``median_whole_record_ms``: each run's ``record_ms``). With ``--busy N`` each timed cycle first gets N new
+pods (gangs of 4) that wait, so that every cycle changes its snapshot and opens waits, as the stack's cycles
+under load do.
 """
 
 from __future__ import annotations
@@ -119,30 +119,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from django.conf import settings
 
         from volcanoweb.clusters import services as cluster_services
-        from volcanoweb.insights.models import CycleInput
-        from volcanoweb.insights.recording import record_cycle
         from volcanoweb.jobs.models import Pod
-        from volcanoweb.scheduling import cycles
         from volcanoweb.scheduling.models import SchedulingRun
         from volcanoweb.scheduling.services import run_cycle
 
-        whole_record_ms: list[float] = []
-
-        def timed_record(*a: Any, **k: Any) -> float:
-            ms = record_cycle(*a, **k)
-            if settings.INSIGHTS_RECORD:
-                whole_record_ms.append(ms)
-            return ms
-
-        setattr(cycles, "record_cycle", timed_record)  # noqa: B010 - what record_cycle returns: all of it, commit included
         backend = populate(args.nodes, args.running, args.pending, args.running_cpu)
         for _ in range(args.warmup):
             run_cycle(backend=backend)
             cluster_services.sync_from_backend(backend)
         times: dict[str, list[float]] = {"on": [], "off": []}
-        record_ms: list[float] = []
         run_ids: dict[str, list[int]] = {"recording": [], "no_recording": []}
-        whole_record_ms.clear()
         for i in range(args.cycles):
             for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
                 settings.INSIGHTS_RECORD = mode == "on"
@@ -155,13 +141,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 times[mode].append(run.duration_ms)
                 if args.busy:
                     cluster_services.sync_from_backend(backend)
-                if mode == "on":
-                    row = CycleInput.objects.filter(run_id=run.pk).only("record_ms").first()
-                    record_ms.append(row.record_ms if row else 0.0)
         on, off = statistics.median(times["on"]), statistics.median(times["off"])
         # each pair ran back to back (in alternating order): its difference is free of the machine's drift
         paired = statistics.median(a - b for a, b in zip(times["on"], times["off"], strict=True))
-        timed_record_ms = list(whole_record_ms)  # the timed cycles only (not the binding rounds)
+        # the recording's own time, commit included, as each run keeps it (the timed cycles only)
+        record_ms = list(
+            SchedulingRun.objects.filter(pk__in=run_ids["recording"]).order_by("pk").values_list("record_ms", flat=True)
+        )
         binding = bind_rounds(backend, args.bind_batch, args.bind_rounds) if args.bind_batch else None
         return {
             "split_median_ms": {
@@ -175,8 +161,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cycles_per_mode": args.cycles,
             "busy_pods_per_cycle": args.busy,
             "median_cycle_ms": {"recording": round(on, 2), "no_recording": round(off, 2)},
-            "median_record_ms": round(statistics.median(record_ms), 2) if record_ms else None,
-            "median_whole_record_ms": round(statistics.median(timed_record_ms), 2) if timed_record_ms else None,
+            "median_whole_record_ms": round(statistics.median(record_ms), 2) if record_ms else None,
             "per_cycle_ms": {  # in run order: duration, apply, recording
                 mode: [
                     [round(r.duration_ms, 1), round(r.apply_ms, 1), round(r.record_ms, 1)]
@@ -184,7 +169,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 ]
                 for mode, ids in run_ids.items()
             },
-            "whole_record_ms": [round(ms, 1) for ms in timed_record_ms],
+            "whole_record_ms": [round(ms, 1) for ms in record_ms],
             "overhead_pct": round((on - off) / off * 100, 2) if off else None,
             "paired_overhead_ms": round(paired, 2),
             "paired_overhead_pct": round(paired / off * 100, 2) if off else None,

@@ -622,12 +622,6 @@ def _cycle_summary(since: float) -> dict[str, Any]:
                 "p90": round(values[int(0.9 * (len(values) - 1))], 2),
             }
     out["cycle_inputs_recorded"] = CycleInput.objects.count()
-    recorded = sorted(CycleInput.objects.values_list("record_ms", flat=True))  # the last kept ones
-    if recorded:  # the recording's time up to its input insert (not its commit)
-        out["record_ms_of_kept_inputs"] = {
-            "median": round(statistics.median(recorded), 2),
-            "max": round(recorded[-1], 2),
-        }
     return out
 
 

@@ -54,7 +54,6 @@ class CycleInput(models.Model):
     )
     now = models.CharField(max_length=64, blank=True, default="", help_text='the clock\'s text, ,"now":<seconds>')
     size = models.PositiveIntegerField(default=0, help_text="uncompressed bytes")
-    record_ms = models.FloatField(default=0.0, help_text="time spent recording this cycle's insights")
 
     class Meta:
         ordering = ["-run_id"]

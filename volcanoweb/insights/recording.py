@@ -81,10 +81,10 @@ def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, co
             writes = record_queue_samples(run.pk, info.snapshot, result, now)
             if pending is not None:
                 claimed = reads[-2].rowcount == 1 if claim else None
-                writes += store_input(run, pending, started, claimed)
+                writes += store_input(run, pending, claimed)
             execute_batch(writes)
             if pending is not None and run.pk % 10 == 0:
-                _prune_inputs()
+                prune_inputs()
     except Exception:  # observation must never break scheduling
         log.exception("recording insights of cycle %s failed", run.pk)
     return (time.perf_counter() - started) * 1000
@@ -195,7 +195,7 @@ def _claim_snapshot(run: SchedulingRun, pending: PendingInput | None) -> list[St
     return [(sql, [run.pk, run.pk, key])]
 
 
-def store_input(run: SchedulingRun, pending: PendingInput, started: float, claimed: bool | None) -> list[Statement]:
+def store_input(run: SchedulingRun, pending: PendingInput, claimed: bool | None) -> list[Statement]:
     """The inserts that store a prepared cycle input for ``run`` (and its snapshot text when new).
 
     ``claimed``: whether :func:`_claim_snapshot` found the snapshot text ``pending`` reuses."""
@@ -225,19 +225,22 @@ def store_input(run: SchedulingRun, pending: PendingInput, started: float, claim
         snapshot_id=snapshot_id,
         now=pending.clock,
         size=pending.size,
-        record_ms=(time.perf_counter() - started) * 1000,
     )
     statements.append(insert_statement([row]))  # no id read back
     return statements
 
 
-def _prune_inputs() -> None:
-    """Keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS`` cycle inputs and the snapshot texts they use."""
+def prune_inputs() -> tuple[int, int]:
+    """Keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS`` cycle inputs and the snapshot texts they use.
+
+    Returns how many inputs and snapshot texts were deleted. A snapshot text is unused once every input
+    using it is gone: its ``last_run`` (bumped by each input that reuses it) is older than the oldest input."""
     keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
-    cutoff = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep - 1 : keep].first()
-    if cutoff is not None:
-        CycleInput.objects.filter(run_id__lt=cutoff).delete()
-        CycleSnapshot.objects.filter(last_run__lt=cutoff).delete()
+    older = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep : keep + 1].first()
+    inputs = CycleInput.objects.filter(run_id__lte=older).delete()[0] if older is not None else 0
+    oldest = CycleInput.objects.order_by("run_id").values_list("run_id", flat=True).first()
+    unused = CycleSnapshot.objects.filter(last_run__lt=oldest) if oldest is not None else CycleSnapshot.objects.all()
+    return inputs, unused.delete()[0]
 
 
 def input_text(row: CycleInput) -> str:

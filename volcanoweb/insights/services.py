@@ -25,8 +25,8 @@ from django.utils.dateparse import parse_datetime
 from scheduler.quantity import format_quantity
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.errors import BadRequest, Cause, Forbidden, not_found
-from volcanoweb.insights.models import CycleInput, CycleSnapshot, EntryKind, QueueSample, Resolution, TimelineEntry
-from volcanoweb.insights.recording import input_text
+from volcanoweb.insights.models import CycleInput, EntryKind, QueueSample, Resolution, TimelineEntry
+from volcanoweb.insights.recording import input_text, prune_inputs
 from volcanoweb.jobs.models import Job
 from volcanoweb.manifests.parse import JOB, QUEUE, SCHEDULER_CONFIG
 from volcanoweb.queues.models import Queue
@@ -478,11 +478,5 @@ def prune(now: datetime | None = None) -> dict[str, int]:
         out[resolution] = QueueSample.objects.filter(resolution=resolution, bucket__lt=cutoff).delete()[0]
     cutoff = now - timedelta(seconds=float(settings.INSIGHTS_TIMELINE_RETENTION))
     out["timeline"] = TimelineEntry.objects.filter(ended_at__lt=cutoff).delete()[0]
-    keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
-    ids = list(CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep : keep + 1])
-    out["inputs"] = CycleInput.objects.filter(run_id__lte=ids[0]).delete()[0] if ids else 0
-    # a shared snapshot is unused once every input using it is gone (its last_run is older than the oldest)
-    oldest = CycleInput.objects.order_by("run_id").values_list("run_id", flat=True).first()
-    unused = CycleSnapshot.objects.filter(last_run__lt=oldest) if oldest is not None else CycleSnapshot.objects.all()
-    out["snapshots"] = unused.delete()[0]
+    out["inputs"], out["snapshots"] = prune_inputs()
     return out

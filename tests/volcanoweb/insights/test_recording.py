@@ -184,8 +184,7 @@ def test_a_run_keeps_its_recording_time_apart_from_its_apply_step(cluster: Any, 
     assert quiet.record_ms == 0
     assert not CycleInput.objects.filter(run_id=quiet.pk).exists()
     assert recorded.record_ms > 0
-    stored = CycleInput.objects.get(run_id=recorded.pk).record_ms  # up to the input's insert: part of the whole
-    assert 0 < stored <= recorded.record_ms
+    assert CycleInput.objects.filter(run_id=recorded.pk).exists()
     steps = recorded.snapshot_ms + recorded.core_ms + recorded.apply_ms + recorded.record_ms + recorded.bind_ms
     assert steps <= recorded.duration_ms
 
