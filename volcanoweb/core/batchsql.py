@@ -89,7 +89,8 @@ def copy_rows(
     table, names = qn(model._meta.db_table), ", ".join(qn(c) for c in columns)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+            # psycopg's COPY, below Django's cursor: its errors are made Django's here, as execute's are
+            with connection.wrap_database_errors, cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
         else:

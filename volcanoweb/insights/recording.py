@@ -330,12 +330,6 @@ def same_reason(message: str, other: str) -> bool:
     return message == other or message.translate(_NO_DIGITS) == other.translate(_NO_DIGITS)
 
 
-def open_waits_now() -> dict[str, tuple[int, str, str]]:
-    """The open wait intervals, read on their own (what a cycle's first batch reads): key → id, reason, message."""
-    (outcome,) = execute_batch([_open_waits()])
-    return _by_key(outcome.rows)
-
-
 def _by_key(rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, str, str]]:
     return {key: (pk, reason, message) for pk, key, reason, message in rows}
 

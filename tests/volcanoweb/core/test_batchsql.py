@@ -106,3 +106,17 @@ def test_copied_rows_store_what_the_orm_stores() -> None:
     assert copied["numbers"] == numbers
     assert (copied["started_at"], copied["ended_at"], copied["message"]) == (at, None, "m;\t\\")
     assert TimelineEntry.objects.count() == 2
+
+
+def test_a_copy_that_breaks_a_constraint_raises_djangos_error_and_writes_nothing() -> None:
+    at = db_value(TimelineEntry, "started_at", datetime(2026, 12, 2, tzinfo=UTC))
+    columns = ("podgroup_key", "namespace", "kind", "reason", "plugin", "message", "numbers", "started_at")
+    good = ("ns/a", "ns", "wait", "R", "", "", db_value(TimelineEntry, "numbers", {}), at)
+
+    def copy() -> None:
+        with transaction.atomic():
+            copy_rows(TimelineEntry, columns, [good])  # started_run (NOT NULL) is missing
+
+    with pytest.raises(IntegrityError):
+        copy()
+    assert not TimelineEntry.objects.exists()

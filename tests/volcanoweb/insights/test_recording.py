@@ -39,6 +39,12 @@ def _cycles(clock: Any, n: int) -> list[Any]:
     return runs
 
 
+def _open_waits() -> dict[str, tuple[int, str, str]]:
+    """The open wait intervals as a cycle reads them before recording its timeline: key → id, reason, message."""
+    rows = TimelineEntry.objects.filter(kind="wait", ended_at__isnull=True)
+    return {e.podgroup_key: (e.pk, e.reason, e.message) for e in rows}
+
+
 def _replays(text: str, tmp_path: Path) -> None:
     """``text`` replays offline to the decisions it recorded, byte for byte."""
     path = tmp_path / "cycle.json"
@@ -197,7 +203,7 @@ def test_a_wait_whose_numbers_move_stays_one_interval_and_new_words_start_anothe
 
     def record(run_id: int, message: str) -> None:
         result = CycleResult(unschedulable={key: JobReason(kind, message, plugin="capacity")})
-        recording.record_timeline(run_id, info, result, timezone.now(), recording.open_waits_now())
+        recording.record_timeline(run_id, info, result, timezone.now(), _open_waits())
 
     record(1, "queue default has allocated {'cpu': 7800000, 'pods': 2600}: task team-b/too-big-0 requests 9000")
     record(2, "queue default has allocated {'cpu': 7900500, 'pods': 2612}: task team-b/too-big-1 requests 9000")
@@ -241,7 +247,7 @@ def test_the_recording_does_not_wait_for_a_job_row_another_transaction_holds(clu
         with transaction.atomic():
             with connection.cursor() as cursor:  # a wait for the locked row fails instead of blocking
                 cursor.execute("SET LOCAL lock_timeout = '200ms'")
-            recording.record_timeline(7, info, result, timezone.now(), recording.open_waits_now())
+            recording.record_timeline(7, info, result, timezone.now(), _open_waits())
     finally:
         done.set()
         thread.join(30)
