@@ -77,8 +77,9 @@ def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, co
             claim = _claim_snapshot(run, pending)
             reads = execute_batch([*_no_flush_wait(), *claim, _open_waits()])
             waits = _by_key(reads[-1].rows)
-            record_timeline(run.pk, info, result, now, waits)
-            writes = record_queue_samples(run.pk, info.snapshot, result, now)
+            scan = _TaskScan(info.snapshot, result)
+            record_timeline(run.pk, info, result, now, waits, scan)
+            writes = record_queue_samples(run.pk, info.snapshot, result, now, scan)
             if pending is not None:
                 claimed = reads[-2].rowcount == 1 if claim else None
                 writes += store_input(run, pending, claimed)
@@ -286,29 +287,67 @@ class _Sum:
         for k, v in r.scalars.items():
             self.scalars[k] = self.scalars.get(k, 0) + v
 
+    def copy(self) -> _Sum:
+        other = _Sum()
+        other.cpu, other.memory, other.pods, other.scalars = self.cpu, self.memory, self.pods, dict(self.scalars)
+        return other
+
     def to_dict(self) -> dict[str, int]:
         return Resource(self.cpu, self.memory, self.pods, self.scalars).to_dict()
 
 
-def _holders(snapshot: Snapshot, queues: set[str]) -> dict[str, list[dict[str, Any]]]:
-    """Return, per queue, the PodGroups holding its resources (largest first) with their requests."""
-    job_queue = {j.key: j.queue for j in snapshot.jobs if j.queue in queues}
-    held: dict[str, dict[str, _Sum]] = defaultdict(dict)
-    for t in snapshot.tasks:
-        queue = job_queue.get(t.job)
-        if queue is None or t.status not in _PLACED:
-            continue
-        jobs = held[queue]
-        total = jobs.get(t.job)
-        if total is None:
-            total = jobs[t.job] = _Sum()
-        total.add(t.requests)
-    out: dict[str, list[dict[str, Any]]] = {}
-    for queue, jobs in held.items():
-        totals = {key: r.to_dict() for key, r in jobs.items()}
-        ranked = sorted(totals.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
-        out[queue] = [{"podgroup": key, "requests": req} for key, req in ranked[:MAX_HOLDERS]]
-    return out
+class _TaskScan:
+    """One pass over a snapshot's tasks, made on first use and shared by the timeline and the queue samples.
+
+    It sums each queue's pending demand, notes the PodGroups with pods and, for the queues asked for
+    (those a wait about quota opens in), each PodGroup's placed requests: a busy cycle needs both, a
+    quiet one usually neither (its samples are the previous cycle's)."""
+
+    def __init__(self, snapshot: Snapshot, result: CycleResult) -> None:
+        self.snapshot, self.binds = snapshot, result.binds
+        self.job_queue = {j.key: j.queue for j in snapshot.jobs}
+        self.held_queues: set[str] | None = None  # None: not scanned yet
+        self.demand: dict[str, _Sum] = defaultdict(_Sum)
+        self.with_pods: set[str] = set()
+        self.held: dict[str, dict[str, _Sum]] = defaultdict(dict)
+
+    def scan(self, held_queues: set[str]) -> None:
+        """Make the pass (once: the queues of a later call must be among the first call's)."""
+        if self.held_queues is not None:
+            assert held_queues <= self.held_queues, "the scan was made for other queues"
+            return
+        self.held_queues = held_queues
+        job_queue, binds, demand, with_pods, held = self.job_queue, self.binds, self.demand, self.with_pods, self.held
+        pending, placed = TaskStatus.PENDING, _PLACED
+        for t in self.snapshot.tasks:
+            job = t.job
+            with_pods.add(job)
+            queue = job_queue.get(job)
+            if queue is None:
+                continue
+            status = t.status
+            if status is pending:
+                if not t.node_name and not (binds and t.key in binds):
+                    demand[queue].add(t.requests)
+            elif queue in held_queues and status in placed:
+                jobs = held[queue]
+                total = jobs.get(job)
+                if total is None:
+                    total = jobs[job] = _Sum()
+                total.add(t.requests)
+
+    def holders(self, queues: set[str]) -> dict[str, list[dict[str, Any]]]:
+        """Per queue, the PodGroups holding its resources (largest first) with their requests."""
+        self.scan(queues)
+        out: dict[str, list[dict[str, Any]]] = {}
+        for queue in queues:
+            jobs = self.held.get(queue)
+            if not jobs:
+                continue
+            totals = {key: r.to_dict() for key, r in jobs.items()}
+            ranked = sorted(totals.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+            out[queue] = [{"podgroup": key, "requests": req} for key, req in ranked[:MAX_HOLDERS]]
+        return out
 
 
 def _open_waits() -> Statement:
@@ -335,9 +374,16 @@ def _by_key(rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, str, str]]:
 
 
 def record_timeline(
-    run_id: int, info: SnapshotInfo, result: CycleResult, now: datetime, open_rows: dict[str, tuple[int, str, str]]
+    run_id: int,
+    info: SnapshotInfo,
+    result: CycleResult,
+    now: datetime,
+    open_rows: dict[str, tuple[int, str, str]],
+    scan: _TaskScan | None = None,
 ) -> None:
-    """Close, open or keep each PodGroup's wait interval (``open_rows``: key → id, reason, message); add milestones."""
+    """Close, open or keep each PodGroup's wait interval (``open_rows``: key → id, reason, message); add milestones.
+
+    ``scan``: the cycle's shared pass over its tasks (see :class:`_TaskScan`; made here when not given)."""
     snapshot = info.snapshot
     close: list[int] = []
     opening: dict[str, Any] = {}
@@ -371,7 +417,8 @@ def record_timeline(
     quota_queues = {
         groups_by_key[k]["queue_name"] for k, r in opening.items() if r.kind in QUEUE_REASONS and k in groups_by_key
     }
-    holders = _holders(snapshot, quota_queues) if quota_queues else {}
+    scan = scan if scan is not None else _TaskScan(snapshot, result)
+    holders = scan.holders(quota_queues) if quota_queues else {}
     if holders:
         named = {
             (h["podgroup"].split("/", 1)[0], h["podgroup"].split("/", 1)[1]) for hs in holders.values() for h in hs
@@ -451,27 +498,19 @@ _TIMELINE_COLUMNS = (
 # --------------------------------------------------------------------------- queue history
 
 
-def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str, Any]]:
+def queue_states(snapshot: Snapshot, result: CycleResult, scan: _TaskScan | None = None) -> dict[str, dict[str, Any]]:
     """Return each queue's figures after this cycle (the fields of a per-cycle :class:`QueueSample`)."""
-    job_queue = {j.key: j.queue for j in snapshot.jobs}
-    pending_status, binds = TaskStatus.PENDING, result.binds
-    demand: dict[str, _Sum] = defaultdict(_Sum)
-    with_pods: set[str] = set()
-    for t in snapshot.tasks:
-        job = t.job
-        with_pods.add(job)
-        if t.status is not pending_status or t.node_name or (binds and t.key in binds):
-            continue
-        queue = job_queue.get(job)
-        if queue is not None:
-            demand[queue].add(t.requests)
+    scan = scan if scan is not None else _TaskScan(snapshot, result)
+    scan.scan(set())
+    with_pods = scan.with_pods
+    demand = {queue: total.copy() for queue, total in scan.demand.items()}  # the scan's sums stay as they are
     phases: dict[str, Counter[str]] = defaultdict(Counter)
     changed = result.podgroups
     for j in snapshot.jobs:
         key = j.key
         # a gang not admitted yet has no pods: its minResources is its demand
         if key not in with_pods and j.phase is JobPhase.PENDING and j.min_resources is not None:
-            demand[j.queue].add(j.min_resources)
+            demand.setdefault(j.queue, _Sum()).add(j.min_resources)
         phases[j.queue][str(changed.get(key) or j.phase)] += 1
     out: dict[str, dict[str, Any]] = {}
     for q in snapshot.queues:
@@ -489,7 +528,7 @@ def queue_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str,
 _states_memo: tuple[Snapshot, tuple[Any, ...], dict[str, dict[str, Any]]] | None = None
 
 
-def _same_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str, Any]]:
+def _same_states(snapshot: Snapshot, result: CycleResult, scan: _TaskScan) -> dict[str, dict[str, Any]]:
     """:func:`queue_states`, reused from the previous call when its inputs are the same (a quiet cycle)."""
     global _states_memo
     key = (result.binds, result.podgroups, result.queue_allocated, result.queue_deserved)
@@ -501,14 +540,16 @@ def _same_states(snapshot: Snapshot, result: CycleResult) -> dict[str, dict[str,
             for x, y in ((snapshot.tasks, last.tasks), (snapshot.jobs, last.jobs), (snapshot.queues, last.queues))
         ):
             return memo[2]
-    states = queue_states(snapshot, result)
+    states = queue_states(snapshot, result, scan)
     _states_memo = (snapshot, key, states)
     return states
 
 
-def record_queue_samples(run_id: int, snapshot: Snapshot, result: CycleResult, now: datetime) -> list[Statement]:
+def record_queue_samples(
+    run_id: int, snapshot: Snapshot, result: CycleResult, now: datetime, scan: _TaskScan | None = None
+) -> list[Statement]:
     """The insert of one per-cycle sample per queue (the periodic task rolls them up per minute and hour)."""
-    states = _same_states(snapshot, result)
+    states = _same_states(snapshot, result, scan if scan is not None else _TaskScan(snapshot, result))
     if not states:
         return []
     return [

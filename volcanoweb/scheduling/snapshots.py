@@ -15,7 +15,10 @@ scheduling logic. Mapping (docs/scheduler.md, "What the product reads"):
 Incremental (ADR 0018): with the scheduling loop's :class:`Memo`, a cycle reads the ``(id, row_version)``
 pairs of the PodGroups and pods it needs and the full rows only of the new and changed ids (the database
 bumps ``row_version`` on every change of a row, whoever writes it: :mod:`volcanoweb.jobs.rowversion`);
-nodes' JSON columns are read as text and decoded only when the text changed.
+nodes' JSON columns are read as text and decoded only when the text changed. A row read again whose
+object comes out equal to the memo's (a write of a field the snapshot does not use, such as the
+scheduler's own conditions) keeps the memo's object: the same object is what the core's session cache
+and the insights recorder take as unchanged.
 """
 
 from __future__ import annotations
@@ -369,7 +372,11 @@ class _Rows:
             if row is None:
                 entries.pop(pk, None)  # deleted (or out of the query) since the versions were read
             else:
-                entries[pk] = (row["row_version"], build(row))
+                built = build(row)
+                e = entries.get(pk)
+                if e is not None and e[1] == built:
+                    built = e[1]  # a write that left what the snapshot uses alone: keep the very object
+                entries[pk] = (row["row_version"], built)
         if gone or stale:
             self.order = sorted(entries)
         return len(stale)
@@ -433,6 +440,8 @@ class _Pods:
             return  # read again for nothing: an input toggled that this pod's task does not use
         self._drop(pk)
         task = task_from_row(row, *inputs) if managed or row["node_name"] else None
+        if old is not None and task is not None and task == old.task:
+            task = old.task  # a write that left what the task uses alone (a condition): keep the very object
         self.entries[pk] = _PodEntry(row["row_version"], key, group_key, inputs, task, pod_usage(row))
         self.by_key[key] = pk
         if group_key:

@@ -237,3 +237,30 @@ def test_clearing_stale_reasons_does_not_name_every_podgroup(sim: Any, cast: Any
     reads = [q["sql"] for q in queries.captured_queries if "unschedulableReason" in q["sql"]]
     assert reads
     assert not any(" IN (" in sql for sql in reads), reads
+
+
+def test_a_write_the_snapshot_does_not_use_keeps_the_very_objects(sim: Any, cast: Any) -> None:
+    """The scheduler writes its own conditions on pending pods and PodGroups every cycle: the rows are read
+    again (their version moved) but the objects they give are the memo's, the identity the core's session
+    cache and the insights recorder take as "unchanged"; a change the snapshot uses gives a new object."""
+    cluster_services.sync_from_backend()
+    group, pods = make_gang("keep", 2, tenant=cast.team_a)
+    memo = Memo()
+    first = assert_same(memo)
+    job = next(j for j in first.snapshot.jobs if j.key == "team-a/keep")
+    task = next(t for t in first.snapshot.tasks if t.key == "team-a/keep-0")
+    condition = {"conditions": [{"type": "Unschedulable", "status": "True", "message": "0/3 nodes are available"}]}
+    PodGroup.objects.filter(pk=group.pk).update(status=condition)
+    Pod.objects.filter(pk=pods[0].pk).update(status={"conditions": [{"type": "PodScheduled", "status": "False"}]})
+    second = assert_same(memo)
+    assert memo.fetched["podgroup"] == 1
+    assert memo.fetched["pod"] >= 1
+    assert next(j for j in second.snapshot.jobs if j.key == "team-a/keep") is job  # … and kept
+    assert next(t for t in second.snapshot.tasks if t.key == "team-a/keep-0") is task
+    PodGroup.objects.filter(pk=group.pk).update(min_member=1)
+    Pod.objects.filter(pk=pods[0].pk).update(priority=7)
+    third = assert_same(memo)
+    changed = next(j for j in third.snapshot.jobs if j.key == "team-a/keep")
+    assert changed is not job
+    assert changed.min_member == 1
+    assert next(t for t in third.snapshot.tasks if t.key == "team-a/keep-0") is not task
