@@ -299,6 +299,15 @@ def main(argv: list[str] | None = None) -> int:
     y.add_argument("--cycles", type=int, default=15, help="timed cycles per mode")
     y.add_argument("--warmup", type=int, default=3)
     y.add_argument(
+        "--block",
+        type=int,
+        default=5,
+        help="timed cycles per block: blocks with and without recording alternate, each after an untimed lead cycle",
+    )
+    y.add_argument(
+        "--in-line", action="store_true", help="record inside the cycle (INSIGHTS_RECORD_ASYNC off), not beside it"
+    )
+    y.add_argument(
         "--busy",
         type=int,
         default=0,

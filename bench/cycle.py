@@ -3,14 +3,18 @@
 A fresh database ``volcanoweb_cycle_<pid>`` (dropped afterwards), the database-backed sim on a manual
 clock with ``--nodes`` nodes (16 CPUs, 64 GiB), ``--running`` pods in gangs of 4 that bind in the first
 cycles and keep running, and ``--pending`` pods in gangs of 4 too big for any node (each cycle gives them
-a reason). Then ``--cycles`` steady-state cycles alternate recording on and off (``INSIGHTS_RECORD``), in
-pairs, so that both halves see the same state and the same machine noise; the report gives the median
-cycle duration of each half and the relative overhead (``overhead_pct``: of the medians;
-``paired_overhead_pct``: the median difference within a pair, against the median without, which the
-machine's drift over the run does not move), and the recording's own time, commit included
-(``median_whole_record_ms``: each run's ``record_ms``). With ``--busy N`` each timed cycle first gets N new
-pods (gangs of 4) that wait, so that every cycle changes its snapshot and opens waits, as the stack's cycles
-under load do.
+a reason). Then ``--cycles`` steady-state cycles per mode, recording on and off (``INSIGHTS_RECORD``), in
+blocks of ``--block`` that alternate (a round: one block of each, in alternating order), so that both modes
+see the same state and the same machine noise. Recording runs as the product runs it, in the recorder's
+writer thread beside the loop (``--in-line``: inside the cycle): each block starts with an untimed lead
+cycle, so that every timed cycle with recording has the previous cycle's recording going on beside it,
+and ends by waiting for the last recording (untimed), so that no block without recording has one beside
+it. The report gives the median cycle duration of each mode and the relative overhead (``overhead_pct``:
+of the medians; ``paired_overhead_pct``: the median over rounds of the difference of the blocks' medians,
+against the median without, which the machine's drift over the run does not move), and the recording's
+own time, commit included (``median_whole_record_ms``: each run's ``record_ms``). With ``--busy N`` each
+cycle first gets N new pods (gangs of 4) that wait, so that every cycle changes its snapshot and opens
+waits, as the stack's cycles under load do.
 """
 
 from __future__ import annotations
@@ -127,23 +131,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for _ in range(args.warmup):
             run_cycle(backend=backend)
             cluster_services.sync_from_backend(backend)
+        from volcanoweb.insights import recorder
+
+        settings.INSIGHTS_RECORD_ASYNC = not args.in_line
         times: dict[str, list[float]] = {"on": [], "off": []}
         run_ids: dict[str, list[int]] = {"recording": [], "no_recording": []}
-        for i in range(args.cycles):
-            for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
+        pairs: list[float] = []  # per round: the median of its recording block less that of its other block
+        block = max(1, args.block)
+        for r in range((args.cycles + block - 1) // block):
+            medians: dict[str, float] = {}
+            for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
                 settings.INSIGHTS_RECORD = mode == "on"
-                if args.busy:  # new gangs that wait (the running pods fill the nodes' CPU)
-                    _add_gangs(backend, f"busy{i}{mode}-", args.busy, 500, 256 * 1024**2)
-                run = run_cycle(backend=backend)
-                assert run is not None
-                assert run.status == "succeeded", run.error
-                run_ids["recording" if mode == "on" else "no_recording"].append(run.pk)
-                times[mode].append(run.duration_ms)
-                if args.busy:
-                    cluster_services.sync_from_backend(backend)
+                block_times = []
+                for i in range(block + 1):  # a lead cycle (untimed): the 1st timed one has its recording beside it
+                    if args.busy:  # new gangs that wait (the running pods fill the nodes' CPU)
+                        _add_gangs(backend, f"busy{r}-{i}{mode}-", args.busy, 500, 256 * 1024**2)
+                    run = run_cycle(backend=backend)
+                    assert run is not None
+                    assert run.status == "succeeded", run.error
+                    if i:
+                        run_ids["recording" if mode == "on" else "no_recording"].append(run.pk)
+                        block_times.append(run.duration_ms)
+                    if args.busy:
+                        cluster_services.sync_from_backend(backend)
+                recorder.flush()  # untimed: the block's last recording, before the other mode's block
+                times[mode] += block_times
+                medians[mode] = statistics.median(block_times)
+            pairs.append(medians["on"] - medians["off"])
         on, off = statistics.median(times["on"]), statistics.median(times["off"])
-        # each pair ran back to back (in alternating order): its difference is free of the machine's drift
-        paired = statistics.median(a - b for a, b in zip(times["on"], times["off"], strict=True))
+        # each round ran both blocks back to back (in alternating order): free of the machine's drift
+        paired = statistics.median(pairs)
         # the recording's own time, commit included, as each run keeps it (the timed cycles only)
         record_ms = list(
             SchedulingRun.objects.filter(pk__in=run_ids["recording"]).order_by("pk").values_list("record_ms", flat=True)
@@ -160,6 +177,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "pods_in_db": Pod.objects.count(),
             "cycles_per_mode": args.cycles,
             "busy_pods_per_cycle": args.busy,
+            "recording": "in line" if args.in_line else "writer thread",
+            "block": block,
             "median_cycle_ms": {"recording": round(on, 2), "no_recording": round(off, 2)},
             "median_whole_record_ms": round(statistics.median(record_ms), 2) if record_ms else None,
             "per_cycle_ms": {  # in run order: duration, apply, recording

@@ -78,6 +78,15 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
 
 
 @pytest.fixture(autouse=True)
+def _insights_in_line(request: pytest.FixtureRequest, settings: Any) -> None:
+    """Record insights inside the cycle in unit and integration tests (their rows live in the test's
+    transaction, which the recorder's writer thread cannot see); e2e tests and the recorder's own tests
+    (``recorder_thread`` marker) use the writer thread, as the product does."""
+    if not (request.node.get_closest_marker("e2e") or request.node.get_closest_marker("recorder_thread")):
+        settings.INSIGHTS_RECORD_ASYNC = False
+
+
+@pytest.fixture(autouse=True)
 def _eager_celery(request: pytest.FixtureRequest) -> Iterator[None]:
     """Run Celery tasks in-process in unit and integration tests; e2e tests use real workers."""
     if request.node.get_closest_marker("e2e"):

@@ -194,6 +194,11 @@ except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
 # Insights (volcanoweb/insights): how many recent cycle inputs to keep (0: none), and how long queue
 # history is kept per roll-up (per cycle, per minute, per hour) and job wait timelines, in seconds.
 INSIGHTS_RECORD = env_bool("INSIGHTS_RECORD", True)  # off: cycles record nothing (for A/B benchmarks)
+# Record each cycle in a writer thread beside the loop (off: in line, inside the cycle's time); the writer
+# takes at most BACKLOG waiting cycles, and a cycle waits at most WAIT seconds for room (then it is dropped).
+INSIGHTS_RECORD_ASYNC = env_bool("INSIGHTS_RECORD_ASYNC", True)
+INSIGHTS_RECORD_BACKLOG = env_int("INSIGHTS_RECORD_BACKLOG", 2, minimum=1)
+INSIGHTS_RECORD_WAIT = env_float("INSIGHTS_RECORD_WAIT", 30.0, positive=True)
 INSIGHTS_KEEP_CYCLE_INPUTS = env_int("INSIGHTS_KEEP_CYCLE_INPUTS", 50, minimum=0)
 INSIGHTS_CYCLE_RETENTION = env_float("INSIGHTS_CYCLE_RETENTION", 3600.0, positive=True)
 INSIGHTS_MINUTE_RETENTION = env_float("INSIGHTS_MINUTE_RETENTION", 86400.0, positive=True)

@@ -112,6 +112,7 @@ def install() -> bool:
     from volcanoweb.api import views as api_views
     from volcanoweb.clusters import services as cluster_services
     from volcanoweb.clusters.backends import simengine
+    from volcanoweb.insights import recorder
     from volcanoweb.live import broadcast
     from volcanoweb.runtime import services as runtime_services
     from volcanoweb.scheduling import cycles
@@ -124,7 +125,7 @@ def install() -> bool:
     _patch(cycles, "build_snapshot", "cycle snapshot")
     _patch(scheduler, "run_cycle", "cycle decide")
     _patch(cycles, "apply_result", "cycle apply")
-    _patch(cycles, "record_cycle", "cycle apply")
+    _patch(recorder, "record_run", "insights record")  # in line or in the recorder's writer thread
     _patch(cycles, "execute_intents", "cycle bind")
     _patch(cluster_services, "sync_from_backend", "backend mirror")
     engine = simengine.SimEngine

@@ -1,6 +1,7 @@
 """Recording a cycle's insights: its replayable input, the jobs' wait intervals and the queues' samples.
 
-The scheduling cycle calls :func:`record_cycle` once, after its decisions are committed. Recording
+The scheduling cycle hands each committed cycle to :mod:`volcanoweb.insights.recorder`, which calls
+:func:`record_run` once for it, in line or in its writer thread. Recording
 only observes: it never changes a row the scheduler reads, and a failure here is logged and leaves
 the cycle's outcome untouched.
 """
@@ -61,34 +62,74 @@ def _yaml(config: SchedulerConfig) -> str:
     return hit[1]
 
 
-def record_cycle(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, config: SchedulerConfig) -> float:
+@dataclass(frozen=True)
+class RunRef:
+    """What the recording needs of the cycle's run row (the cycle keeps changing its own instance)."""
+
+    pk: int
+    started_at: datetime
+    config_version: int
+
+
+#: The advisory lock (PostgreSQL) that serialises recordings across processes; SQLite's writer lock does there.
+RECORDER_LOCK = (0x1D51, 1)
+
+
+def record_run(
+    run: RunRef, info: SnapshotInfo, result: CycleResult, config: SchedulerConfig, *, save_ms: bool = True
+) -> float:
     """Record what this committed cycle saw and decided; return the milliseconds it took (never raises).
 
     A quiet cycle (no wait opened or closed, the snapshot text stored before) sends two batches of
     statements (:func:`~volcanoweb.core.batchsql.execute_batch`, one round trip each on PostgreSQL): the
-    setting, the shared snapshot's claim and the open waits' read; then the sample and input inserts."""
-    if not settings.INSIGHTS_RECORD:
-        return 0.0
+    setting, the lock, the shared snapshot's claim, the later-recording check and the open waits' read;
+    then the sample and input inserts (and, with ``save_ms``, the run's ``record_ms``).
+
+    Recordings of one database take turns (:data:`RECORDER_LOCK`). One that comes after a later
+    cycle's (two processes' writers, see :mod:`volcanoweb.insights.recorder`) stores its samples and
+    input but not its wait intervals: the later cycle's already say where each job's wait stands."""
     started = time.perf_counter()
     try:
         now = timezone.now()
         pending = _compress_input(run, info.snapshot, result, config, now)
         with transaction.atomic():
+            reads: list[Statement] = [*_no_flush_wait()]
+            if connection.vendor == "postgresql":
+                reads.append(("SELECT pg_advisory_xact_lock(%s, %s)", list(RECORDER_LOCK)))
             claim = _claim_snapshot(run, pending)
-            reads = execute_batch([*_no_flush_wait(), *claim, _open_waits()])
-            waits = _by_key(reads[-1].rows)
+            claim_at = len(reads)
+            reads += claim
+            later_at = len(reads)
+            reads += [_later_recorded(run.pk), _open_waits()]
+            outcomes = execute_batch(reads)
             scan = _TaskScan(info.snapshot, result)
-            record_timeline(run.pk, info, result, now, waits, scan)
+            if outcomes[later_at].rows:
+                log.info("insights: cycle %s recorded after a later one: its wait intervals are left out", run.pk)
+            else:
+                record_timeline(run.pk, info, result, now, _by_key(outcomes[later_at + 1].rows), scan)
             writes = record_queue_samples(run.pk, info.snapshot, result, now, scan)
             if pending is not None:
-                claimed = reads[-2].rowcount == 1 if claim else None
+                claimed = outcomes[claim_at].rowcount == 1 if claim else None
                 writes += store_input(run, pending, claimed)
+            if save_ms:  # the time until the last batch: its commit does not wait for the WAL flush
+                writes.append(_save_record_ms(run.pk, (time.perf_counter() - started) * 1000))
             execute_batch(writes)
             if pending is not None and run.pk % 10 == 0:
                 prune_inputs()
     except Exception:  # observation must never break scheduling
         log.exception("recording insights of cycle %s failed", run.pk)
     return (time.perf_counter() - started) * 1000
+
+
+def _later_recorded(run_id: int) -> Statement:
+    """The query that finds a later run recorded already (a row when there is one)."""
+    table = connection.ops.quote_name(SchedulingRun._meta.db_table)
+    return f"SELECT id FROM {table} WHERE id > %s AND record_ms > 0 LIMIT 1", [run_id]
+
+
+def _save_record_ms(run_id: int, ms: float) -> Statement:
+    table = connection.ops.quote_name(SchedulingRun._meta.db_table)
+    return f"UPDATE {table} SET record_ms = %s WHERE id = %s", [max(ms, 0.001), run_id]
 
 
 def _no_flush_wait() -> list[Statement]:
@@ -145,7 +186,7 @@ def _same_objects(a: Snapshot, b: Snapshot) -> bool:
 
 
 def _compress_input(
-    run: SchedulingRun, snapshot: Snapshot, result: CycleResult, config: SchedulerConfig, now: datetime
+    run: RunRef, snapshot: Snapshot, result: CycleResult, config: SchedulerConfig, now: datetime
 ) -> PendingInput | None:
     """Prepare this cycle's input file; None when no input is kept.
 
@@ -183,7 +224,7 @@ def _compress_input(
     return pending
 
 
-def _claim_snapshot(run: SchedulingRun, pending: PendingInput | None) -> list[Statement]:
+def _claim_snapshot(run: RunRef, pending: PendingInput | None) -> list[Statement]:
     """The claim of the stored snapshot text ``pending`` reuses (none when it stores a new one).
 
     The claim moves the row's ``last_run`` up to this run, which keeps it from the prune from now on;
@@ -196,7 +237,7 @@ def _claim_snapshot(run: SchedulingRun, pending: PendingInput | None) -> list[St
     return [(sql, [run.pk, run.pk, key])]
 
 
-def store_input(run: SchedulingRun, pending: PendingInput, claimed: bool | None) -> list[Statement]:
+def store_input(run: RunRef, pending: PendingInput, claimed: bool | None) -> list[Statement]:
     """The inserts that store a prepared cycle input for ``run`` (and its snapshot text when new).
 
     ``claimed``: whether :func:`_claim_snapshot` found the snapshot text ``pending`` reuses."""

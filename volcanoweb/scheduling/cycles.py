@@ -15,6 +15,8 @@ One cycle (:func:`run_cycle`):
    queue status, and the :class:`SchedulingRun` row.
 5. **Call the cluster** for this cycle's intents; each acknowledged intent is deleted. A crash
    between 4 and 5 leaves intents that step 2 of the next cycle completes.
+6. **Hand the cycle to the insights recorder** (:mod:`volcanoweb.insights.recorder`), which records
+   it beside the loop (or, with ``INSIGHTS_RECORD_ASYNC`` off, in line between 4 and 5).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.core import metrics
 from volcanoweb.core.idlist import one_of
-from volcanoweb.insights.recording import record_cycle
+from volcanoweb.insights import recorder
 from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhase
 from volcanoweb.live.broadcast import discard_pending, publish, publish_queue
 from volcanoweb.queues.models import Queue
@@ -613,6 +615,7 @@ def _run_claimed_cycle(
     config, version = active_config()
     run = SchedulingRun.objects.create(holder=holder, token=token, config_version=version)
     result: CycleResult | None = None
+    applied = False
     try:
         recovered = recover_intents(backend, exclude_run=run.pk)
         run.recovered = recovered.bound + recovered.evicted
@@ -626,7 +629,8 @@ def _run_claimed_cycle(
         t2 = time.perf_counter()
         apply_result(info, result, run, token)
         t3 = time.perf_counter()
-        record_ms = record_cycle(run, info, result, config)  # observation only (volcanoweb/insights); 0: off
+        applied = True
+        record_ms = recorder.record_in_line(run, info, result, config)  # observation (volcanoweb/insights)
         t4 = time.perf_counter()
         for fault in AFTER_APPLY_FAULTS:
             fault(run)
@@ -657,6 +661,8 @@ def _run_claimed_cycle(
             unschedulable=len(run.unschedulable),
             duration_ms=round(run.duration_ms, 2),
         )
+    if applied and result is not None:  # after the run row is saved: the recorder's writer sets its record_ms
+        recorder.hand_over(run, info, result, config)
     _record_metrics(run, result)
     if run.pk % 100 == 0:
         SchedulingRun.objects.filter(pk__lt=run.pk - KEEP_RUNS).delete()
