@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -153,6 +155,66 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     }
     _write(report, args.out)
     return 0 if report["ok"] else 1
+
+
+def cmd_e2e_ab(args: argparse.Namespace) -> int:
+    """The stack benchmark with and without insights recording, in alternating rounds (issue 19: < 5 %).
+
+    Each run is ``python -m bench e2e`` in a process of its own (a stack and a database of its own), the
+    rest of the command line passed on; a round runs both modes, in alternating order. The summary gives
+    per mode the median over rounds of the cycles' median duration, the jobs per second and the CPU per
+    job, and the recording's own CPU per job (the writer's ``insights record`` stage) as a share of all."""
+    runs: dict[str, list[dict[str, Any]]] = {"recording": [], "no_recording": []}
+    for r in range(args.rounds):
+        for mode in ("recording", "no_recording") if r % 2 == 0 else ("no_recording", "recording"):
+            rest = [a for a in args.rest if a != "--"]
+            argv = [sys.executable, "-m", "bench", "e2e", *rest, *(["--no-insights"] if mode == "no_recording" else [])]
+            out = subprocess.run(argv, capture_output=True, text=True, check=False)
+            if out.returncode not in (0, 1):
+                sys.stderr.write(out.stderr)
+                raise SystemExit(f"bench e2e failed ({out.returncode}): {' '.join(argv)}")
+            section = json.loads(out.stdout)["end_to_end"]
+            cycles, cpu = section.get("scheduling_cycles", {}), section.get("cpu_profile", {})
+            runs[mode].append(
+                {
+                    "round": r,
+                    "ok": section.get("ok"),
+                    "jobs_per_second": round(section.get("jobs_per_second") or 0, 2),
+                    "cycle_median_ms": (cycles.get("duration_ms") or {}).get("median"),
+                    "record_median_ms": (cycles.get("record_ms") or {}).get("median"),
+                    "cpu_ms_per_job": cpu.get("total_cpu_ms_per_job"),
+                    "insights_cpu_ms_per_job": (cpu.get("stages") or {}).get("insights record", 0.0),
+                }
+            )
+
+    def med(mode: str, key: str) -> float | None:
+        values = [run[key] for run in runs[mode] if run[key] is not None]
+        return round(statistics.median(values), 2) if values else None
+
+    summary: dict[str, Any] = {
+        mode: {k: med(mode, k) for k in ("jobs_per_second", "cycle_median_ms", "cpu_ms_per_job")} for mode in runs
+    }
+    on, off = summary["recording"], summary["no_recording"]
+    if on["cycle_median_ms"] and off["cycle_median_ms"]:
+        summary["cycle_overhead_pct"] = round((on["cycle_median_ms"] / off["cycle_median_ms"] - 1) * 100, 2)
+    if on["jobs_per_second"] and off["jobs_per_second"]:
+        summary["throughput_change_pct"] = round((on["jobs_per_second"] / off["jobs_per_second"] - 1) * 100, 2)
+    insights_cpu = med("recording", "insights_cpu_ms_per_job")
+    if insights_cpu is not None and on["cpu_ms_per_job"]:
+        summary["recording_cpu_ms_per_job"] = insights_cpu
+        summary["recording_cpu_share_pct"] = round(insights_cpu / on["cpu_ms_per_job"] * 100, 2)
+    summary["target_pct"] = 5.0
+    report = {
+        "kind": "bench-e2e-ab",
+        "version": "v1",
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(["python -m bench", *sys.argv[1:]]),
+        "machine": machine(),
+        "runs": runs,
+        "summary": summary,
+    }
+    _write(report, args.out)
+    return 0 if all(run["ok"] for mode in runs.values() for run in mode) else 1
 
 
 def cmd_cycle(args: argparse.Namespace) -> int:
@@ -324,6 +386,13 @@ def main(argv: list[str] | None = None) -> int:
     _e2e_args(e)
     e.add_argument("--out", default=None)
     e.set_defaults(func=cmd_e2e)
+    ab = sub.add_parser(
+        "e2e-ab", help="the stack benchmark with and without insights recording, in alternating rounds (issue 19)"
+    )
+    ab.add_argument("--rounds", type=int, default=2, help="rounds (each: one run with and one without recording)")
+    ab.add_argument("--out", default=None)
+    ab.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of `bench e2e` (after --)")
+    ab.set_defaults(func=cmd_e2e_ab)
     k = sub.add_parser("_case", help=argparse.SUPPRESS)
     k.add_argument("workload")
     k.add_argument("size")

@@ -50,3 +50,43 @@ def test_stage_diff_subtracts_the_first_reading() -> None:
     before = {7: {"stages": {"a": {"cpu_seconds": 1.0, "calls": 1}}}}
     after = {7: {"stages": {"a": {"cpu_seconds": 3.5, "calls": 4}, "b": {"cpu_seconds": 0.5, "calls": 1}}}}
     assert cpuprof.stage_diff(before, after) == {7: {"a": 2.5, "b": 0.5}}
+
+
+def test_the_insights_a_b_alternates_the_modes_and_compares_their_medians(monkeypatch: Any, capsys: Any) -> None:
+    """``bench e2e-ab`` runs ``bench e2e`` per mode in alternating order and compares medians over rounds."""
+    import json
+    import subprocess
+    from types import SimpleNamespace
+
+    from bench import cli
+
+    calls: list[list[str]] = []
+
+    real = subprocess.run
+
+    def fake(argv: list[str], **kwargs: Any) -> Any:
+        if argv[1:3] != ["-m", "bench"]:
+            return real(argv, **kwargs)  # the machine's facts (git)
+        calls.append(argv)
+        on = "--no-insights" not in argv
+        section = {
+            "ok": True,
+            "jobs_per_second": 19.0 if on else 20.0,
+            "scheduling_cycles": {"duration_ms": {"median": 1050.0 if on else 1000.0}, "record_ms": {"median": 0.0}},
+            "cpu_profile": {
+                "total_cpu_ms_per_job": 80.0,
+                "stages": {"insights record": 1.2} if on else {},
+            },
+        }
+        return SimpleNamespace(returncode=0, stdout=json.dumps({"end_to_end": section}), stderr="")
+
+    monkeypatch.setattr(subprocess, "run", fake)
+    assert cli.main(["e2e-ab", "--rounds", "2", "--", "--jobs", "100", "--ws-clients", "0"]) == 0
+    modes = ["--no-insights" in argv for argv in calls]
+    assert modes == [False, True, True, False]  # alternating order per round
+    assert all(argv[3:7] == ["e2e", "--jobs", "100", "--ws-clients"] for argv in calls)
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["cycle_overhead_pct"] == 5.0
+    assert summary["throughput_change_pct"] == -5.0
+    assert summary["recording_cpu_ms_per_job"] == 1.2
+    assert summary["recording_cpu_share_pct"] == 1.5
