@@ -20,7 +20,7 @@ snapshots sharing unchanged objects (the web app's snapshot memo) only encodes w
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.config import SchedulerConfig, dump_config, parse_config
@@ -272,12 +272,13 @@ class SnapshotEncoder:
     """Encode snapshots as JSON text, reusing the text of objects seen in the previous call.
 
     Objects are immutable, so the very same object encodes the same: only new or changed objects
-    are encoded again. The cache holds the objects themselves (their ids stay unique while cached)
-    and only those of the last call.
+    are encoded again. The cache maps the ids of the previous call's objects to their texts and keeps
+    those objects' sequences alive, so that no new object can have one of those ids meanwhile.
     """
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[object, str]] = {}
+        self._cache: dict[int, str] = {}
+        self._alive: list[Sequence[object]] = []
 
     def encode(self, snapshot: Snapshot) -> str:
         """Return ``snapshot`` as a JSON object's text (lists in snapshot order)."""
@@ -290,18 +291,17 @@ class SnapshotEncoder:
         around it once for a run of cycles that differ only in their clock.
         """
         old = self._cache
-        new: dict[int, tuple[object, str]] = {}
+        new: dict[int, str] = {}
+        alive: list[Sequence[object]] = []
 
-        def enc(objects: tuple[Any, ...], fn: Any) -> str:
-            parts = []
-            for obj in objects:
-                key = id(obj)
-                hit = old.get(key)
-                if hit is None or hit[0] is not obj:
-                    hit = (obj, _dumps(fn(obj)))
-                new[key] = hit
-                parts.append(hit[1])
-            return "[" + ",".join(parts) + "]"
+        def enc(objects: Sequence[Any], fn: Any) -> str:
+            ids = list(map(id, objects))
+            texts: list[Any] = list(map(old.get, ids))  # None: not in the previous call
+            for i in [i for i, text in enumerate(texts) if text is None]:
+                texts[i] = _dumps(fn(objects[i]))
+            new.update(zip(ids, texts, strict=True))
+            alive.append(objects)
+            return "[" + ",".join(texts) + "]"
 
         # Keys in sorted order (as ``_dumps`` writes them); ``now``, ``pod_disruption_budgets`` and
         # ``resource_quotas`` only when set, so that snapshots without them encode as they always did.
@@ -326,7 +326,7 @@ class SnapshotEncoder:
             + ',"tasks":' + enc(snapshot.tasks, encode_task)
             + "}"
         )  # fmt: skip
-        self._cache = new
+        self._cache, self._alive = new, alive
         return before, now, after
 
 

@@ -359,23 +359,20 @@ class _TaskScan:
             return
         self.held_queues = held_queues
         job_queue, binds, demand, with_pods, held = self.job_queue, self.binds, self.demand, self.with_pods, self.held
-        pending, placed = TaskStatus.PENDING, _PLACED
-        for t in self.snapshot.tasks:
-            job = t.job
-            with_pods.add(job)
-            queue = job_queue.get(job)
-            if queue is None:
-                continue
-            status = t.status
-            if status is pending:
-                if not t.node_name and not (binds and t.key in binds):
-                    demand[queue].add(t.requests)
-            elif queue in held_queues and status in placed:
-                jobs = held[queue]
-                total = jobs.get(job)
-                if total is None:
-                    total = jobs[job] = _Sum()
-                total.add(t.requests)
+        pending, placed, tasks = TaskStatus.PENDING, _PLACED, self.snapshot.tasks
+        with_pods.update(map(operator.attrgetter("job"), tasks))
+        for t in [t for t in tasks if t.status is pending and not t.node_name]:
+            queue = job_queue.get(t.job)
+            if queue is not None and not (binds and t.key in binds):
+                demand[queue].add(t.requests)
+        if not held_queues:
+            return
+        for t in [t for t in tasks if t.status in placed and job_queue.get(t.job) in held_queues]:
+            jobs = held[job_queue[t.job]]
+            total = jobs.get(t.job)
+            if total is None:
+                total = jobs[t.job] = _Sum()
+            total.add(t.requests)
 
     def holders(self, queues: set[str]) -> dict[str, list[dict[str, Any]]]:
         """Per queue, the PodGroups holding its resources (largest first) with their requests."""
@@ -439,10 +436,14 @@ def record_timeline(
     if close:
         TimelineEntry.objects.filter(one_of("pk", close)).update(ended_at=now, ended_run=run_id)
     first_binds: set[str] = set()
+    bound_tasks = []
     if result.binds:
-        bound = set(result.binds)
-        groups = {t.job for t in snapshot.tasks if t.key in bound and t.job}
-        phases = {j.key: j.phase for j in snapshot.jobs if j.key in groups}
+        bound = result.binds
+        names = {key.partition("/")[2] for key in bound}  # a name first: cheaper than each task's key
+        bound_tasks = [t for t in snapshot.tasks if t.name in names and t.key in bound]
+        groups = {t.job for t in bound_tasks if t.job}
+        group_names = {key.partition("/")[2] for key in groups}
+        phases = {j.key: j.phase for j in snapshot.jobs if j.name in group_names and j.key in groups}
         first_binds = {g for g in groups if phases.get(g) != JobPhase.RUNNING}
     milestones = {k: v for k, v in result.podgroups.items() if v in (JobPhase.INQUEUE, JobPhase.RUNNING)}
     keys = set(opening) | first_binds | set(milestones)
@@ -509,7 +510,7 @@ def record_timeline(
         label = "Enqueued" if phase == JobPhase.INQUEUE else "Running"
         entry(key, EntryKind.MILESTONE, str(phase), "", f"{label} (PodGroup phase {phase})", no_numbers, True)
     if first_binds:
-        pods_bound = Counter(t.job for t in snapshot.tasks if t.job in first_binds and t.key in result.binds)
+        pods_bound = Counter(t.job for t in bound_tasks if t.job in first_binds)
         for key in sorted(first_binds):
             count = pods_bound[key]
             pods = db_value(TimelineEntry, "numbers", {"pods": count})
