@@ -184,6 +184,7 @@ def cmd_e2e_ab(args: argparse.Namespace) -> int:
                     "record_median_ms": (cycles.get("record_ms") or {}).get("median"),
                     "cpu_ms_per_job": cpu.get("total_cpu_ms_per_job"),
                     "insights_cpu_ms_per_job": (cpu.get("stages") or {}).get("insights record", 0.0),
+                    "cpu_ms_per_job_by_stage": cpu.get("stages"),
                 }
             )
 

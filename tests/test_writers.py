@@ -25,7 +25,7 @@ WRITERS = {
     "volcanoweb/runtime/queuecontrol.py": "the queue controller's status writes",
     "volcanoweb/scheduling/cycles.py": "the scheduling cycle applies its decisions and records its run",
     "volcanoweb/workflows/controllers.py": "the CronJob and JobFlow controllers' status writes",
-    "volcanoweb/insights/recording.py": "the cycle's observation rows (queue samples, waits, inputs)",
+    "volcanoweb/insights/recording.py": "observation rows (samples, waits, inputs) and the run's record_ms",
     "volcanoweb/clusters/simdb.py": "the simulated cluster's database store",
     "volcanoweb/queues/builtin.py": "the built-in root and default queues at start",
 }
