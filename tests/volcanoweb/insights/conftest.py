@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -31,3 +31,23 @@ def cluster(sim: Any, cast: Any) -> Any:
     ensure_builtin_queues()
     cluster_services.sync_from_backend()
     return sim
+
+
+@pytest.fixture
+def failing_input_insert(monkeypatch: Any) -> Callable[[bool], None]:
+    """``switch(True)`` makes the cycle input's insert (the recording's last statement) fail; ``switch(False)``
+    puts the real one back."""
+    from volcanoweb.insights import recording
+    from volcanoweb.insights.models import CycleInput
+
+    real = recording.insert_statement
+
+    def failing(objs: Any, *args: Any) -> Any:
+        if isinstance(objs[0], CycleInput):
+            return "INSERT INTO insights_no_such_table (id) VALUES (%s)", [1]
+        return real(objs, *args)
+
+    def switch(fail: bool) -> None:
+        monkeypatch.setattr(recording, "insert_statement", failing if fail else real)
+
+    return switch

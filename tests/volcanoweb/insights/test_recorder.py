@@ -107,21 +107,14 @@ def test_a_full_backlog_drops_a_cycle_s_recording_after_the_wait_and_the_loop_go
 
 
 def test_a_failed_recording_in_the_writer_is_logged_and_the_next_is_recorded(
-    cluster: Any, cast: Any, monkeypatch: Any, caplog: Any
+    cluster: Any, failing_input_insert: Any, caplog: Any
 ) -> None:
-    real = recording.insert_statement
-
-    def failing(objs: Any, *args: Any) -> Any:
-        if isinstance(objs[0], CycleInput):
-            return "INSERT INTO insights_no_such_table (id) VALUES (%s)", [1]
-        return real(objs, *args)
-
-    monkeypatch.setattr(recording, "insert_statement", failing)
+    failing_input_insert(True)
     failed = _cycle()
     assert recorder.flush(timeout=30)
     assert "recording insights of cycle" in caplog.text
     assert not QueueSample.objects.filter(run_id=failed.pk).exists()  # rolled back whole
-    monkeypatch.setattr(recording, "insert_statement", real)
+    failing_input_insert(False)
     again = _cycle()  # the writer's connection records the next one
     assert recorder.flush(timeout=30)
     assert CycleInput.objects.filter(run_id=again.pk).exists()

@@ -146,20 +146,13 @@ def test_a_recording_inside_the_callers_transaction_leaves_its_commit_alone(clus
 
 @pytest.mark.django_db(transaction=True)
 def test_a_failed_recording_writes_nothing_and_leaves_the_cycle_and_the_connection_alone(
-    cluster: Any, cast: Any, monkeypatch: Any, caplog: Any
+    cluster: Any, cast: Any, failing_input_insert: Any, caplog: Any
 ) -> None:
-    """The recording's statements go in one batch on PostgreSQL (psycopg's pipeline): an error found when the
-    batch is read (the cycle input's insert, the last statement) rolls back the samples and waits sent before it."""
+    """The recording's statements go in one batch on PostgreSQL: an error found when the batch is read (the
+    cycle input's insert, the last statement) rolls back the samples and waits sent before it."""
     make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)  # a wait opened by the cycle
     cluster_services.sync_from_backend()
-    real = recording.insert_statement
-
-    def failing(objs: Any, *args: Any) -> Any:
-        if isinstance(objs[0], CycleInput):
-            return "INSERT INTO insights_no_such_table (id) VALUES (%s)", [1]
-        return real(objs, *args)
-
-    monkeypatch.setattr(recording, "insert_statement", failing)
+    failing_input_insert(True)
     run = run_cycle()
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED  # the cycle's own outcome is untouched …
@@ -167,7 +160,7 @@ def test_a_failed_recording_writes_nothing_and_leaves_the_cycle_and_the_connecti
     assert not CycleInput.objects.filter(run_id=run.pk).exists()  # … and nothing of its recording is left
     assert not QueueSample.objects.filter(run_id=run.pk).exists()
     assert not TimelineEntry.objects.filter(started_run=run.pk).exists()
-    monkeypatch.setattr(recording, "insert_statement", real)
+    failing_input_insert(False)
     again = run_cycle()  # the same connection records the next cycle whole
     assert again is not None
     assert again.status == RunStatus.SUCCEEDED
