@@ -128,13 +128,20 @@ def flush(timeout: float | None = None) -> bool:
 
 
 def stop(timeout: float | None = None) -> bool:
-    """Record what is queued, then end this process's writer and close its connection; False on ``timeout``."""
+    """Record what is queued, then end this process's writer and close its connection; False on ``timeout``
+    (a writer stuck with a full backlog is left running: it must not hold a process's exit)."""
     global _writer
-    with _writer_lock:
-        w, _writer = _writer, None
+    w = _writer
     if w is None or w.pid != os.getpid() or not w.thread.is_alive():
+        _writer = None
         return True
-    w.queue.put(None)
+    try:
+        w.queue.put(None, timeout=timeout)
+    except queue.Full:
+        return False
+    with _writer_lock:
+        if _writer is w:
+            _writer = None
     w.thread.join(timeout)
     return not w.thread.is_alive()
 

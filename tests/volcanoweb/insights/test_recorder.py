@@ -106,6 +106,17 @@ def test_a_full_backlog_drops_a_cycle_s_recording_after_the_wait_and_the_loop_go
     assert set(CycleInput.objects.values_list("run_id", flat=True)) == {runs[0].pk, runs[1].pk}
 
 
+def test_stopping_gives_up_on_a_stuck_writer_after_its_timeout(cluster: Any, settings: Any, monkeypatch: Any) -> None:
+    settings.INSIGHTS_RECORD_BACKLOG = 1
+    gate = Gate(monkeypatch)
+    held, waiting = _cycle(), _cycle()  # one held in the writer, one in the full backlog
+    assert recorder.stop(timeout=0.2) is False  # a process's exit is not held
+    gate.open.set()
+    assert recorder.flush(timeout=30)  # the writer goes on …
+    assert gate.runs == [held.pk, waiting.pk]
+    assert recorder.stop(timeout=30)  # … and stops once it has room
+
+
 def test_a_failed_recording_in_the_writer_is_logged_and_the_next_is_recorded(
     cluster: Any, failing_input_insert: Any, caplog: Any
 ) -> None:
