@@ -6,6 +6,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -53,6 +54,15 @@ def test_make_run_serves_the_seeded_demo(tmp_path: Path) -> None:
             page = client.get(f"{base}/jobs/")
             assert page.status_code == 200
             assert "pytorch-distributed" in page.text
+            # The insights recorder's writer thread records the in-process loop's cycles on SQLite too.
+            timeline = f"{base}/api/v1/namespaces/ml/jobs/pytorch-distributed/timeline"
+            deadline = time.monotonic() + 90
+            entries: list[Any] = []
+            while not entries and time.monotonic() < deadline:
+                entries = client.get(timeline).json()["entries"]
+                time.sleep(0.5)
+            assert entries, "no cycle of the embedded loop was recorded"
+        assert "recording insights of cycle" not in log_path.read_text()
         # The seed runs once: a second start must not duplicate anything.
     with running(["make", "--no-print-directory", "run"], env, tmp_path / "run2.log") as proc:
         wait_http(f"{base}/healthz", timeout=120, proc=proc)
