@@ -72,6 +72,18 @@ def test_stack_serves_runs_celery_and_pushes_channels_messages(tmp_path: Path) -
         finally:
             ws.close()
 
+        # The stack's cycles are recorded (by default by the insights writer thread of the periodic worker, which sets
+        # each recorded run's record_ms after the cycle saved it as 0).
+        from volcanoweb.insights.models import CycleInput
+        from volcanoweb.scheduling.models import SchedulingRun
+
+        deadline = time.monotonic() + 60
+        while not SchedulingRun.objects.filter(record_ms__gt=0).exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        recorded = SchedulingRun.objects.filter(record_ms__gt=0).order_by("-pk").first()
+        assert recorded is not None, "no cycle of the stack was recorded"
+        assert CycleInput.objects.filter(run_id=recorded.pk).exists()
+
         # kill -9 of the controller worker: the web keeps serving, the worker is restarted with back-off.
         log_text = (tmp_path / "stack.log").read_text()
         worker_pid = int(re.search(r"started worker \(pid (\d+)\)", log_text).group(1))  # type: ignore[union-attr]
