@@ -33,6 +33,17 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _head(kind: str) -> dict[str, Any]:
+    """The fields every report starts with: its kind, format version, time, command line and machine."""
+    return {
+        "kind": kind,
+        "version": "v1",
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(["python -m bench", *sys.argv[1:]]),
+        "machine": machine(),
+    }
+
+
 def _write(report: dict[str, Any], out: str | None) -> None:
     text = json.dumps(report, indent=2, default=str)
     if out:
@@ -101,11 +112,7 @@ def _core(args: argparse.Namespace) -> dict[str, Any]:
     by = {(r["workload"], r["size"]): r for r in records}
     items = [i for r in records if "pods_per_second" in r for i in data_items(r)]
     return {
-        "kind": "bench-core",
-        "version": "v1",
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python -m bench", *sys.argv[1:]]),
-        "machine": machine(),
+        **_head("bench-core"),
         "seed": args.seed,
         "repeat": args.repeat,
         "session_cache": not args.no_cache,
@@ -142,11 +149,7 @@ def cmd_e2e(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     section = _e2e(args)
     report = {
-        "kind": "bench-e2e",
-        "version": "v1",
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python -m bench", *sys.argv[1:]]),
-        "machine": machine(),
+        **_head("bench-e2e"),
         "seconds": time.perf_counter() - t0,
         "loadavg_end": os.getloadavg(),
         "targets": targets.evaluate_e2e(section),
@@ -206,11 +209,7 @@ def cmd_e2e_ab(args: argparse.Namespace) -> int:
         summary["recording_cpu_share_pct"] = round(insights_cpu / on["cpu_ms_per_job"] * 100, 2)
     summary["target_pct"] = 5.0
     report = {
-        "kind": "bench-e2e-ab",
-        "version": "v1",
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python -m bench", *sys.argv[1:]]),
-        "machine": machine(),
+        **_head("bench-e2e-ab"),
         "runs": runs,
         "summary": summary,
     }
@@ -225,17 +224,10 @@ def cmd_cycle(args: argparse.Namespace) -> int:
 
     section = cycle.main(args)
     report = {
-        "kind": "bench-cycle",
-        "version": "v1",
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python -m bench", *sys.argv[1:]]),
-        "machine": machine(),
+        **_head("bench-cycle"),
         "cycle": section,
     }
-    text = json.dumps(report, indent=2)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    print(text)
+    _write(report, args.out)
     return 0
 
 
@@ -247,11 +239,7 @@ def cmd_pages(args: argparse.Namespace) -> int:
     section = pages.run(args)
     worst = section.get("worst_median_ms")
     report = {
-        "kind": "bench-pages",
-        "version": "v1",
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python -m bench", *sys.argv[1:]]),
-        "machine": machine(),
+        **_head("bench-pages"),
         "seconds": time.perf_counter() - t0,
         "targets": [
             {

@@ -61,15 +61,16 @@ class Writer:
         return True
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every queued cycle is recorded; False if ``timeout`` seconds passed first."""
-        done = threading.Event()
+        """Wait until every queued cycle is recorded; False if ``timeout`` seconds passed first.
 
-        def joined() -> None:
-            self.queue.join()
-            done.set()
+        ``Queue.join`` with a timeout: the queue's own condition, notified by each ``task_done``."""
+        done = self.queue.all_tasks_done
+        with done:
+            return done.wait_for(lambda: not self.queue.unfinished_tasks, timeout)
 
-        threading.Thread(target=joined, name="insights-recorder-flush", daemon=True).start()
-        return done.wait(timeout)
+    def alive(self) -> bool:
+        """Whether this writer's thread runs in this process (a fork's child has none of its parent's)."""
+        return self.pid == os.getpid() and self.thread.is_alive()
 
     def _run(self) -> None:
         while True:
@@ -97,7 +98,7 @@ def writer() -> Writer:
     global _writer
     with _writer_lock:
         w = _writer
-        if w is None or w.pid != os.getpid() or not w.thread.is_alive():
+        if w is None or not w.alive():
             w = _writer = Writer(int(settings.INSIGHTS_RECORD_BACKLOG))
         return w
 
@@ -122,9 +123,7 @@ def hand_over(run: SchedulingRun, info: SnapshotInfo, result: CycleResult, confi
 def flush(timeout: float | None = None) -> bool:
     """Wait until this process's writer has recorded every handed cycle (True at once without one)."""
     w = _writer
-    if w is None or w.pid != os.getpid() or not w.thread.is_alive():
-        return True
-    return w.flush(timeout)
+    return w is None or not w.alive() or w.flush(timeout)
 
 
 def stop(timeout: float | None = None) -> bool:
@@ -132,8 +131,7 @@ def stop(timeout: float | None = None) -> bool:
     (a writer stuck with a full backlog is left running: it must not hold a process's exit)."""
     global _writer
     w = _writer
-    if w is None or w.pid != os.getpid() or not w.thread.is_alive():
-        _writer = None
+    if w is None or not w.alive():
         return True
     try:
         w.queue.put(None, timeout=timeout)
