@@ -346,7 +346,6 @@ class _TaskScan:
 
     def __init__(self, snapshot: Snapshot, result: CycleResult) -> None:
         self.snapshot, self.binds = snapshot, result.binds
-        self.job_queue = {j.key: j.queue for j in snapshot.jobs}
         self.held_queues: set[str] | None = None  # None: not scanned yet
         self.demand: dict[str, _Sum] = defaultdict(_Sum)
         self.with_pods: set[str] = set()
@@ -358,7 +357,8 @@ class _TaskScan:
             assert held_queues <= self.held_queues, "the scan was made for other queues"
             return
         self.held_queues = held_queues
-        job_queue, binds, demand, with_pods, held = self.job_queue, self.binds, self.demand, self.with_pods, self.held
+        job_queue = {j.key: j.queue for j in self.snapshot.jobs}  # here: a quiet cycle makes no scan at all
+        binds, demand, with_pods, held = self.binds, self.demand, self.with_pods, self.held
         pending, placed, tasks = TaskStatus.PENDING, _PLACED, self.snapshot.tasks
         with_pods.update(map(operator.attrgetter("job"), tasks))
         for t in [t for t in tasks if t.status is pending and not t.node_name]:
