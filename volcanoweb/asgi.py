@@ -16,7 +16,7 @@ from django.conf import settings  # noqa: E402
 # ~10 ms), so PostgreSQL connections come from a pool shared by the request threads instead.
 for _db in settings.DATABASES.values():
     _db["CONN_MAX_AGE"] = 0
-    if _db.get("ENGINE") == "django.db.backends.postgresql" and settings.ASGI_DB_POOL_SIZE > 0:
+    if str(_db.get("ENGINE", "")).endswith("postgresql") and settings.ASGI_DB_POOL_SIZE > 0:
         _db.setdefault("OPTIONS", {}).setdefault(
             "pool", {"min_size": 1, "max_size": settings.ASGI_DB_POOL_SIZE, "timeout": 30}
         )

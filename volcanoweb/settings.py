@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "volcanoweb.runtime",
     "volcanoweb.demo",
     "volcanoweb.dashboard",
+    "volcanoweb.feed",  # last: its post_migrate (re)creates the log triggers on every other app's tables
 ]
 
 MIDDLEWARE = [
@@ -105,6 +106,9 @@ try:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 except Exception as exc:  # dj_database_url raises several types for bad URLs
     raise ImproperlyConfigured(f"DATABASE_URL: cannot parse {DATABASE_URL!r}: {exc}") from exc
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend, stamping the change log's revisions just before COMMIT (core/backends/postgresql).
+    DATABASES["default"]["ENGINE"] = "volcanoweb.core.backends.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Django's backend, with this process's write transactions served in arrival order (core/backends/sqlite3).
     DATABASES["default"]["ENGINE"] = "volcanoweb.core.backends.sqlite3"

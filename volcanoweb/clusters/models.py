@@ -44,6 +44,10 @@ class Node(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
+    resource_version = models.BigIntegerField(
+        default=0, help_text="the last revision of the change log that changed this row (stamped by the database)"
+    )
+
     class Meta:
         ordering = ["name"]
 

@@ -8,7 +8,7 @@ from django.conf import settings
 def ensure_database() -> bool:
     """Create the default database on a PostgreSQL server if missing; return True if created."""
     cfg = settings.DATABASES["default"]
-    if cfg["ENGINE"] != "django.db.backends.postgresql":
+    if not str(cfg["ENGINE"]).endswith("postgresql"):
         return False
     import psycopg
     from psycopg import sql

@@ -251,6 +251,10 @@ class Command(models.Model):
     consumed_at = models.DateTimeField(null=True, blank=True, db_index=True)
     result = models.TextField(blank=True, default="")
 
+    resource_version = models.BigIntegerField(
+        default=0, help_text="the last revision of the change log that changed this row (stamped by the database)"
+    )
+
     class Meta:
         ordering = ["created_at", "id"]
 
@@ -281,6 +285,10 @@ class Event(models.Model):
     source = models.CharField(max_length=63, blank=True, default="")
     first_timestamp = models.DateTimeField(default=timezone.now)
     last_timestamp = models.DateTimeField(default=timezone.now, db_index=True)
+
+    resource_version = models.BigIntegerField(
+        default=0, help_text="the last revision of the change log that changed this row (stamped by the database)"
+    )
 
     class Meta:
         ordering = ["-last_timestamp", "-id"]

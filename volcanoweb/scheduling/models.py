@@ -22,6 +22,10 @@ class SchedulerProfile(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
 
+    resource_version = models.BigIntegerField(
+        default=0, help_text="the last revision of the change log that changed this row (stamped by the database)"
+    )
+
     class Meta:
         ordering = ["-version"]
         constraints = [

@@ -47,6 +47,10 @@ class Namespace(models.Model):
     annotations = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
+    resource_version = models.BigIntegerField(
+        default=0, help_text="the last revision of the change log that changed this row (stamped by the database)"
+    )
+
     class Meta:
         ordering = ["name"]
 

@@ -1,0 +1,1 @@
+"""PostgreSQL with the change log stamped at commit (ADR 0024)."""
