@@ -98,3 +98,27 @@ def _eager_celery(request: pytest.FixtureRequest) -> Iterator[None]:
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = previous
+
+
+def _transactional(request: pytest.FixtureRequest) -> bool:
+    marker = request.node.get_closest_marker("django_db")
+    if marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])):
+        return True
+    return bool({"transactional_db", "live_server", "django_db_reset_sequences"} & set(request.fixturenames))
+
+
+@pytest.fixture(autouse=True)
+def _feed_stamps_at_write(request: pytest.FixtureRequest) -> None:
+    """A test inside a transaction that never commits has the change log's revisions given at write time.
+
+    On PostgreSQL the revisions are given at commit (ADR 0024), which such a test never reaches; ``SET LOCAL``
+    lasts until the test's transaction is rolled back. Transactional tests and real processes commit.
+    """
+    uses_db = request.node.get_closest_marker("django_db") is not None or "db" in request.fixturenames
+    if not uses_db or _transactional(request) or database_vendor() != "postgresql":
+        return
+    request.getfixturevalue("db")
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('volcanoweb.feed_stamp', 'write', true)")

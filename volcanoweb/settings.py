@@ -127,6 +127,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # PostgreSQL connections the ASGI server keeps in a pool for its request threads (volcanoweb/asgi.py; 0: none).
 ASGI_DB_POOL_SIZE = env_int("ASGI_DB_POOL_SIZE", 10, minimum=0)
+# --- change log (volcanoweb/feed, ADR 0024) ---------------------------------------------------------------
+# Compaction keeps at least this many revisions, for at least this long; a watch, list or continue token
+# from an older revision answers 410 Expired.
+FEED_RETENTION_ENTRIES = env_int("FEED_RETENTION_ENTRIES", 100_000, minimum=0)
+FEED_RETENTION_SECONDS = env_float("FEED_RETENTION_SECONDS", 600.0, positive=True)
+# How often a process's tailer looks at the log's head when no wakeup came (SQLite; PostgreSQL is woken by
+# LISTEN/NOTIFY and polls this often only as a safety net).
+FEED_POLL_SECONDS = env_float("FEED_POLL_SECONDS", 0.05, positive=True)
 
 # --- redis, channels, celery ---------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")

@@ -196,3 +196,26 @@ def paginate(queryset: QuerySet[Any], params: Any) -> tuple[list[Any], dict[str,
         meta["continue"] = token
         meta["remainingItemCount"] = max(queryset.count() - offset - limit, 0)
     return items, meta
+
+
+def label_matches(labels: dict[str, Any] | None, requirements: list[Requirement]) -> bool:
+    """Return True when ``labels`` satisfy every requirement (the same rules as :func:`apply_label_selector`)."""
+    labels = labels or {}
+    for req in requirements:
+        present = req.key in labels
+        value = str(labels.get(req.key, ""))
+        if req.op == "exists":
+            ok = present
+        elif req.op == "!exists":
+            ok = not present
+        elif req.op == "=":
+            ok = present and value == req.values[0]
+        elif req.op == "!=":
+            ok = not present or value != req.values[0]
+        elif req.op == "in":
+            ok = present and value in req.values
+        else:
+            ok = not present or value not in req.values
+        if not ok:
+            return False
+    return True

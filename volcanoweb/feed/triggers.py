@@ -165,9 +165,13 @@ def _sqlite_triggers(tracked: Tracked) -> list[str]:
     if len(fields) > SQLITE_MAX_COLUMNS:
         raise ValueError(f"{table} has {len(fields)} columns; the SQLite log trigger serialises at most 63")
     columns = {f.column for f in fields}
-    changed = " OR ".join(f'OLD."{f.column}" IS NOT NEW."{f.column}"' for f in fields if f.column not in IGNORED)
-    bump = "INSERT INTO feed_head (id, rev, compacted) VALUES (1, 1, 0) ON CONFLICT(id) DO UPDATE SET rev = rev + 1;"
     head = "(SELECT rev FROM feed_head WHERE id = 1)"
+    plain = [f for f in fields if f.column not in (*IGNORED, "resource_version")]
+    changed = " OR ".join(f'OLD."{f.column}" IS NOT NEW."{f.column}"' for f in plain)
+    if "resource_version" in columns:
+        # A writer's own bump counts; the write-back of the stamp below (rv := head) does not.
+        changed += f" OR (NEW.resource_version IS NOT OLD.resource_version AND NEW.resource_version IS NOT {head})"
+    bump = "INSERT INTO feed_head (id, rev, compacted) VALUES (1, 1, 0) ON CONFLICT(id) DO UPDATE SET rev = rev + 1;"
     stamp = "resource_version" in columns
     out = []
     for op, row, code, prev in (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -10,7 +9,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from volcanoweb.core.errors import ApiError, BadRequest, Cause
+from volcanoweb.core.errors import BadRequest, Cause
 from volcanoweb.kubeapi.registry import KubeResource
 
 #: Field selectors every kind supports, and the extra ones per kind (dotted path -> ORM field, "" = in Python).
@@ -29,16 +28,7 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
     "pods": {"spec.nodeName": "node_name", "status.phase": "phase"},
     "commands": {"metadata.name": "", "metadata.namespace": "target_namespace"},
 }
-#: A list's resourceVersion is the server clock in milliseconds; a watch may resume from one this recent.
-WATCH_WINDOW_MS = 5 * 60 * 1000
 TABLE_MEDIA = "as=table"
-
-
-class Gone(ApiError):
-    """410: a watch from a resourceVersion older than the server keeps."""
-
-    code = 410
-    reason = "Expired"
 
 
 @dataclass(frozen=True)
@@ -132,17 +122,8 @@ def matches(resource: KubeResource, obj: dict[str, Any], terms: list[FieldRequir
     return True
 
 
-def list_version() -> str:
-    """Return the resourceVersion of a list: the server clock in milliseconds (docs/adr/0013-kubernetes-api.md)."""
-    return str(time.time_ns() // 1_000_000)
-
-
 def check_watch_version(value: str | None) -> int | None:
-    """Return the list version a watch resumes from (None: start with the current state as ADDED events).
-
-    A list version older than :data:`WATCH_WINDOW_MS` is 410 Gone; "0", "" and object versions
-    replay the current state.
-    """
+    """Return the revision a watch starts after (None: ``resourceVersion`` omitted or ``0``: the current state)."""
     if not value or value == "0":
         return None
     try:
@@ -152,11 +133,11 @@ def check_watch_version(value: str | None) -> int | None:
             f"invalid resourceVersion {value!r}: must be a number",
             causes=[Cause("resourceVersion", f"Invalid value: {value!r}")],
         ) from None
-    if number < 10**12:  # an object's own version, not a list version: replay the state
-        return None
-    now = int(list_version())
-    if now - number > WATCH_WINDOW_MS:
-        raise Gone(f"too old resource version: {number} ({now})")
+    if number < 0:
+        raise BadRequest(
+            f"invalid resourceVersion {value!r}: must not be negative",
+            causes=[Cause("resourceVersion", f"Invalid value: {value!r}")],
+        )
     return number
 
 

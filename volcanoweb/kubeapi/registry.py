@@ -117,7 +117,7 @@ def namespace_manifest(ns: Namespace) -> dict[str, Any]:
     annotations = dict(ns.annotations or {})
     if ns.tenant is not None:
         annotations["volcanoweb.io/tenant"] = ns.tenant.name
-    meta: dict[str, Any] = {"name": ns.name, "uid": f"namespace-{ns.pk}", "resourceVersion": "1"}
+    meta: dict[str, Any] = {"name": ns.name, "uid": f"namespace-{ns.pk}", "resourceVersion": str(ns.resource_version)}
     if ns.labels:
         meta["labels"] = dict(ns.labels)
     if annotations:
@@ -137,7 +137,7 @@ def event_manifest(event: Event) -> dict[str, Any]:
             "name": f"{event.involved_name}.{event.pk:x}",
             "namespace": event.namespace,
             "uid": f"event-{event.pk}",
-            "resourceVersion": str(event.count),
+            "resourceVersion": str(event.resource_version),
             "creationTimestamp": render.timestamp(event.first_timestamp),
         },
         "involvedObject": {
@@ -159,7 +159,7 @@ def event_manifest(event: Event) -> dict[str, Any]:
 def command_manifest(command: Command) -> dict[str, Any]:
     """Return a ``bus.volcano.sh/v1alpha1`` Command with the metadata kubectl expects."""
     out = jobs.command_manifest(command)
-    out["metadata"] = {**out["metadata"], "resourceVersion": "2" if command.consumed_at else "1"}
+    out["metadata"] = {**out["metadata"], "resourceVersion": str(command.resource_version)}
     if command.job_id is not None:
         out["metadata"]["ownerReferences"] = [
             {

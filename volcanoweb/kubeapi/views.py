@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
+from django.core.exceptions import ValidationError
 from django.core.handlers.asgi import ASGIRequest
 from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
@@ -20,11 +21,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from volcanoweb.api.base import MANIFEST_PARSERS, ApiView, RawBodyParser
-from volcanoweb.api.listing import apply_label_selector, clean_text, paginate
+from volcanoweb.api.listing import apply_label_selector, clean_text
 from volcanoweb.core.errors import ApiError, BadRequest, Cause, Conflict, Errors, NotFound, invalid, not_found
+from volcanoweb.feed import log
 from volcanoweb.jobs import services as jobs
-from volcanoweb.kubeapi import openapi, patch, query, watch
+from volcanoweb.kubeapi import lists, openapi, patch, query, watch
 from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, RESOURCES, KubeResource
+from volcanoweb.kubeapi.selection import Selection
 from volcanoweb.live import notify
 from volcanoweb.manifests import strict
 from volcanoweb.manifests.parse import duplicate_fields, load_patch, parse_documents
@@ -281,6 +284,20 @@ def _run(call: Callable[[], Any], *, dry_run: bool) -> Any:
     return result
 
 
+def _stamped(resource: KubeResource, manifest: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+    """The written object with the revision its commit got (the row's ``resource_version``, stamped at commit)."""
+    uid = manifest.get("metadata", {}).get("uid")
+    if dry_run or not uid or resource.model is None:
+        return manifest
+    try:
+        version = resource.model.objects.filter(uid=uid).values_list("resource_version", flat=True).first()
+    except (ValueError, ValidationError):
+        return manifest
+    if version is None:
+        return manifest
+    return {**manifest, "metadata": {**manifest["metadata"], "resourceVersion": str(version)}}
+
+
 class ResourceView(KubeView):
     """Every verb on ``/apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/status]]`` (and core ``/api/v1``)."""
 
@@ -339,17 +356,12 @@ class ResourceView(KubeView):
                 raise NotFound(f"the server could not find the requested resource ({resource.plural}/{subresource})")
             obj = resource.render(self.find(access, resource, namespace, name))
             if query.wants_table(request.headers.get("Accept", "")):
-                return Response(query.table(resource, [obj], {"resourceVersion": query.list_version()}))
+                return Response(
+                    query.table(resource, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")})
+                )
             return Response(obj)
-        terms = query.parse_field_selector(resource, clean_text(params.get("fieldSelector"), "fieldSelector", 2000))
-        queryset = self.scoped(access, resource, namespace, "list")
-        queryset = query.filter_fields(resource, queryset, terms)
-        selector = clean_text(params.get("labelSelector"), "labelSelector", 2000)
-        if selector and resource.labels:
-            queryset = apply_label_selector(queryset, selector)
-        items, meta = paginate(queryset.order_by(*resource.order), params)
-        objects = [o for o in (resource.render(obj) for obj in items) if query.matches(resource, o, terms)]
-        meta["resourceVersion"] = query.list_version()
+        selection = self.selection(request, access, resource, namespace, None, "list")
+        objects, meta = lists.page(selection, params)
         if query.wants_table(request.headers.get("Accept", "")):
             return Response(query.table(resource, objects, meta))
         list_version = resource.info.api_version
@@ -357,40 +369,42 @@ class ResourceView(KubeView):
             {"apiVersion": list_version, "kind": f"{resource.info.kind}List", "metadata": meta, "items": objects}
         )
 
-    def watch(
-        self, request: Request, access: Access, resource: KubeResource, namespace: str | None, name: str | None
-    ) -> StreamingHttpResponse:
+    def selection(
+        self,
+        request: Request,
+        access: Access,
+        resource: KubeResource,
+        namespace: str | None,
+        name: str | None,
+        verb: str,
+    ) -> Selection:
+        """What a list or watch selects: authorized first (403 before anything is read), then the selectors."""
         params = request.query_params
+        self.scoped(access, resource, namespace, verb)
         selector = clean_text(params.get("fieldSelector"), "fieldSelector", 2000) or ""
         if name is not None:
             selector = ",".join(s for s in (selector, f"metadata.name={name}") if s)
         terms = query.parse_field_selector(resource, selector)
         label_selector = clean_text(params.get("labelSelector"), "labelSelector", 2000)
+        return Selection.build(resource, access, namespace, terms, label_selector)
+
+    def watch(
+        self, request: Request, access: Access, resource: KubeResource, namespace: str | None, name: str | None
+    ) -> StreamingHttpResponse:
+        params = request.query_params
+        selection = self.selection(request, access, resource, namespace, name, "watch")
         since = query.check_watch_version(clean_text(params.get("resourceVersion"), "resourceVersion", 40))
-        timeout = watch.timeout_seconds(params.get("timeoutSeconds"))
-        self.scoped(access, resource, namespace, "watch")  # authorization before the stream starts
-
-        def snapshot() -> dict[str, dict[str, Any]]:
-            queryset = query.filter_fields(resource, self.scoped(access, resource, namespace, "watch"), terms)
-            if label_selector and resource.labels:
-                queryset = apply_label_selector(queryset, label_selector)
-            objects = (resource.render(obj) for obj in queryset.order_by(*resource.order)[: watch.MAX_OBJECTS])
-            return {
-                o["metadata"].get("uid") or o["metadata"]["name"]: o
-                for o in objects
-                if query.matches(resource, o, terms)
-            }
-
-        driver = watch.events if isinstance(request._request, ASGIRequest) else watch.events_sync
-        stream = driver(
-            snapshot,
-            resource=resource,
-            replay=since is None,
-            timeout=timeout,
+        initial = params.get("sendInitialEvents") in ("true", "1") if "sendInitialEvents" in params else since is None
+        stream = watch.Stream(
+            selection,
+            since=since,
+            initial=initial,
             bookmarks=params.get("allowWatchBookmarks") in ("true", "1"),
             as_table=query.wants_table(request.headers.get("Accept", "")),
+            timeout=watch.timeout_seconds(params.get("timeoutSeconds")),
         )
-        response = StreamingHttpResponse(stream, content_type="application/json")
+        driver = watch.events if isinstance(request._request, ASGIRequest) else watch.events_sync
+        response = StreamingHttpResponse(driver(stream), content_type="application/json")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response
@@ -456,7 +470,7 @@ class ResourceView(KubeView):
         apply = resource.apply
         assert apply is not None
         outcome = _run(lambda: apply(access, doc, namespace, mode="create"), dry_run=dry_run)
-        return Response(outcome.object, status=status.HTTP_201_CREATED)
+        return Response(_stamped(resource, outcome.object, dry_run), status=status.HTTP_201_CREATED)
 
     def create_command(self, access: Access, doc: dict[str, Any], namespace: str | None, dry_run: bool) -> Any:
         target = doc.get("target")
@@ -493,7 +507,7 @@ class ResourceView(KubeView):
         apply = resource.apply
         assert apply is not None
         outcome = _run(lambda: apply(access, doc, namespace, mode="update"), dry_run=dry_run)
-        return Response(outcome.object)
+        return Response(_stamped(resource, outcome.object, dry_run))
 
     def patch(self, request: Request, **kwargs: Any) -> Response:
         resource, namespace, name, subresource = self.kwargs_of(kwargs)
@@ -573,7 +587,8 @@ class ResourceView(KubeView):
                 # the patch on the new version (unless the caller pinned a resourceVersion).
                 if pinned or attempt == PATCH_ATTEMPTS - 1:
                     raise
-        return Response(outcome.object, status=status.HTTP_201_CREATED if outcome.action == "created" else 200)
+        created = outcome.action == "created"
+        return Response(_stamped(resource, outcome.object, dry_run), status=201 if created else 200)
 
     def delete(self, request: Request, **kwargs: Any) -> Response:
         resource, namespace, name, subresource = self.kwargs_of(kwargs)
@@ -594,7 +609,7 @@ class ResourceView(KubeView):
             obj = self.find(access, resource, namespace, name)
             outcome = _run(lambda: remove(access, namespace, name), dry_run=dry_run)
             if outcome.object.get("metadata", {}).get("deletionTimestamp"):
-                return Response(outcome.object)
+                return Response(_stamped(resource, outcome.object, dry_run))
             return Response(_success(resource, name, str(getattr(obj, "uid", ""))))
         # deletecollection
         queryset = self.scoped(access, resource, namespace, "deletecollection")
@@ -611,7 +626,7 @@ class ResourceView(KubeView):
             return [remove(access, ns, obj_name).object for ns, obj_name in targets]
 
         removed = _run(remove_all, dry_run=dry_run)
-        meta = {"resourceVersion": query.list_version()}
+        meta = {"resourceVersion": str(log.head()[0])}
         return Response(
             {
                 "apiVersion": resource.info.api_version,

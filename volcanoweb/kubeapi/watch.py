@@ -1,30 +1,42 @@
-"""``?watch=1``: a stream of ``{"type": ADDED|MODIFIED|DELETED|BOOKMARK, "object": ...}`` lines.
+"""``?watch=1``: the change log read from a revision, as Kubernetes' watch (ADR 0024).
 
-The stream compares snapshots of the watched objects (scoped and filtered like a list) every
-:data:`POLL_SECONDS`, so it sees every writer (services, controllers, the scheduler's bulk updates)
-in both modes without a change feed: the database is the one source of truth. See
-docs/adr/0013-kubernetes-api.md for how resourceVersions relate to this.
+* ``resourceVersion`` omitted or ``0`` (or ``sendInitialEvents=true``): the current state first, as ADDED
+  events read at one revision (a consistent list), then every change after that revision;
+  ``resourceVersion=N``: every change after N. Changes come in revision order, one event each, never merged,
+  each with the object as of that change.
+* Label and field selectors apply per event to the object before and after the change, so an object that
+  leaves the selection is a DELETED event for this watch (and one that enters it an ADDED).
+* A revision older than the compaction point ends the stream with an ``ERROR`` event carrying a 410
+  ``Expired`` Status, as kube-apiserver sends it; a client relists.
+* ``allowWatchBookmarks``: a BOOKMARK with the revision the watch has read up to, after the initial state
+  (annotated ``k8s.io/initial-events-end``) and then every :data:`BOOKMARK_SECONDS`.
+
+Under ASGI a watch is woken by this process's tailer (:mod:`volcanoweb.feed.tailer`) only when its kind and
+namespace changed and reads the tailer's ring; under WSGI (and Django's test client) it polls the log itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
 from volcanoweb.core.errors import BadRequest, Cause
-from volcanoweb.kubeapi import query
-from volcanoweb.kubeapi.registry import KubeResource
+from volcanoweb.feed import log
+from volcanoweb.feed.log import Change, Expired
+from volcanoweb.feed.tailer import tailer, waker
+from volcanoweb.kubeapi import lists, query
+from volcanoweb.kubeapi.selection import Selection
 
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.2
 BOOKMARK_SECONDS = 10.0
 DEFAULT_TIMEOUT = 1800
 MAX_TIMEOUT = 3600
-MAX_OBJECTS = 5000
 
 
 def timeout_seconds(value: str | None) -> int:
@@ -42,107 +54,174 @@ def timeout_seconds(value: str | None) -> int:
     return min(seconds, MAX_TIMEOUT)
 
 
-def _line(kind: str, obj: dict[str, Any], resource: KubeResource, as_table: bool, first: bool) -> bytes:
-    if as_table and kind != "BOOKMARK":
-        obj = query.table(
-            resource, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, headers=first
-        )
+def _dump(kind: str, obj: dict[str, Any]) -> bytes:
     return (json.dumps({"type": kind, "object": obj}, separators=(",", ":")) + "\n").encode()
 
 
-def _bookmark(resource: KubeResource) -> dict[str, Any]:
-    return {
-        "apiVersion": resource.info.api_version,
-        "kind": resource.info.kind,
-        "metadata": {"resourceVersion": query.list_version(), "annotations": {"k8s.io/initial-events-end": "true"}},
+def expired_line(error: Expired) -> bytes:
+    """The ``ERROR`` event kube-apiserver sends when a watch's revision was compacted."""
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": error.message,
+        "reason": "Expired",
+        "code": 410,
     }
+    return _dump("ERROR", status)
 
 
-def _fingerprint(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, sort_keys=True, default=str)
+class Stream:
+    """One watch: where it reads from, what it selects and how it prints."""
 
-
-class Differ:
-    """Turns successive snapshots ({key: object}) into watch event lines."""
-
-    def __init__(self, resource: KubeResource, *, as_table: bool, bookmarks: bool) -> None:
-        self.resource = resource
-        self.as_table = as_table
+    def __init__(
+        self,
+        selection: Selection,
+        *,
+        since: int | None,
+        initial: bool,
+        bookmarks: bool,
+        as_table: bool,
+        timeout: int,
+    ) -> None:
+        self.selection = selection
+        self.since = since
+        self.initial = initial
         self.bookmarks = bookmarks
-        self.state: dict[str, dict[str, Any]] = {}
-        self.prints: dict[str, str] = {}
+        self.as_table = as_table
+        self.timeout = timeout
+        self.cursor = 0
         self.first = True
+        self.done = False
         self.last_bookmark = time.monotonic()
 
-    def _emit(self, kind: str, obj: dict[str, Any]) -> bytes:
-        line = _line(kind, obj, self.resource, self.as_table, self.first)
-        self.first = False
-        return line
+    # -- printing --------------------------------------------------------------------------------------------
 
-    def start(self, state: dict[str, dict[str, Any]], *, replay: bool) -> list[bytes]:
-        """Take the first snapshot; with ``replay`` every object is an ADDED event."""
-        self.state = state
-        self.prints = {key: _fingerprint(obj) for key, obj in state.items()}
-        lines = [self._emit("ADDED", obj) for obj in state.values()] if replay else []
-        if self.bookmarks:
-            lines.append(_line("BOOKMARK", _bookmark(self.resource), self.resource, self.as_table, True))
+    def line(self, kind: str, obj: dict[str, Any], change: Change | None = None) -> bytes:
+        if self.as_table and kind != "BOOKMARK":
+            meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+            out = _dump(kind, query.table(self.selection.resource, [obj], meta, headers=self.first))
+            self.first = False
+            return out
+        if change is None:
+            return _dump(kind, obj)
+        key = f"line:{kind}:{id(obj)}"
+        cached = change.cache.get(key)
+        if cached is None:
+            cached = change.cache[key] = _dump(kind, obj)
+        return bytes(cached)
+
+    def bookmark(self, *, initial_end: bool = False) -> bytes:
+        resource = self.selection.resource
+        meta: dict[str, Any] = {"resourceVersion": str(self.cursor)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         self.last_bookmark = time.monotonic()
+        return _dump(
+            "BOOKMARK", {"apiVersion": resource.info.api_version, "kind": resource.info.kind, "metadata": meta}
+        )
+
+    # -- reading (sync: may touch the database) --------------------------------------------------------------
+
+    def start(self) -> list[bytes]:
+        """Check the revision and read the initial state; return the first lines."""
+        if self.since is not None:
+            try:
+                log.check(self.since)
+            except Expired as error:
+                self.done = True
+                return [expired_line(error)]
+        lines: list[bytes] = []
+        if self.initial:
+            revision, objects = lists.snapshot(self.selection)
+            self.cursor = max(revision, self.since or 0)
+            lines = [self.line("ADDED", obj) for obj in objects]
+            if self.bookmarks:
+                lines.append(self.bookmark(initial_end=True))
+        else:
+            self.cursor = self.since or 0
         return lines
 
-    def step(self, current: dict[str, dict[str, Any]]) -> list[bytes]:
-        """Compare the next snapshot with the previous one."""
+    def convert(self, changes: list[Change], upto: int) -> list[bytes]:
+        """Turn changes of the watched kind after the cursor into event lines; advance the cursor to ``upto``."""
         lines = []
-        for key, obj in current.items():
-            mark = _fingerprint(obj)
-            if key not in self.prints:
-                lines.append(self._emit("ADDED", obj))
-            elif self.prints[key] != mark:
-                lines.append(self._emit("MODIFIED", obj))
-            self.prints[key] = mark
-        for key in [k for k in self.prints if k not in current]:
-            lines.append(self._emit("DELETED", self.state.get(key) or {"metadata": {"name": key}}))
-            del self.prints[key]
-        self.state = current
+        if self.selection.kind == "queues" and any(c.type == log.ADDED for c in changes):
+            self.selection.refresh()
+        for change in changes:
+            if change.rev <= self.cursor:
+                continue
+            event = self.selection.event(change)
+            if event is not None:
+                lines.append(self.line(event[0], event[1], change))
+        self.cursor = max(self.cursor, upto)
         if self.bookmarks and time.monotonic() - self.last_bookmark >= BOOKMARK_SECONDS:
-            lines.append(_line("BOOKMARK", _bookmark(self.resource), self.resource, self.as_table, True))
-            self.last_bookmark = time.monotonic()
+            lines.append(self.bookmark())
         return lines
 
+    def read_log(self) -> list[bytes]:
+        """Read the log itself from the cursor (one batch); a compacted cursor ends the stream with 410."""
+        current, compacted = log.head()
+        try:
+            log.check(self.cursor, compacted)
+        except Expired as error:
+            self.done = True
+            return [expired_line(error)]
+        changes = log.changes(self.cursor, [self.selection.kind])
+        upto = changes[-1].rev if len(changes) == log.BATCH else max(current, changes[-1].rev if changes else 0)
+        return self.convert(changes, upto)
 
-async def events(
-    snapshot: Callable[[], dict[str, dict[str, Any]]],
-    *,
-    resource: KubeResource,
-    replay: bool,
-    timeout: int,
-    bookmarks: bool,
-    as_table: bool,
-) -> AsyncIterator[bytes]:
-    """Yield watch event lines until ``timeout`` seconds have passed (ASGI: the client may disconnect earlier)."""
-    read = sync_to_async(snapshot, thread_sensitive=True)
-    deadline = time.monotonic() + timeout
-    differ = Differ(resource, as_table=as_table, bookmarks=bookmarks)
-    for line in differ.start(await read(), replay=replay):
+
+async def events(stream: Stream) -> AsyncIterator[bytes]:
+    """The ASGI stream: woken by the tailer when the watched kind changed (the client may disconnect earlier)."""
+    deadline = time.monotonic() + stream.timeout
+    for line in await sync_to_async(stream.start)():
         yield line
-    while time.monotonic() < deadline:
-        await asyncio.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
-        for line in differ.step(await read()):
-            yield line
+    if stream.done:
+        return
+    feed = tailer()
+    wake = asyncio.Event()
+    subscriber = feed.subscribe(
+        stream.selection.kind, stream.selection.namespace, waker(asyncio.get_running_loop(), wake)
+    )
+    try:
+        wake.set()  # what committed between the initial read and the subscription
+        while not stream.done:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=min(left, BOOKMARK_SECONDS))
+            wake.clear()
+            found = feed.read(stream.selection.kind, stream.cursor)
+            if found is None:  # behind the ring: read the log itself until caught up
+                lines = await sync_to_async(stream.read_log)()
+                wake.set()
+            elif found[0]:
+                lines = await sync_to_async(stream.convert)(*found)
+            else:
+                stream.cursor = max(stream.cursor, found[1])
+                lines = [stream.bookmark()] if stream.bookmarks and _due(stream) else []
+            for line in lines:
+                yield line
+    finally:
+        feed.unsubscribe(subscriber)
 
 
-def events_sync(
-    snapshot: Callable[[], dict[str, dict[str, Any]]],
-    *,
-    resource: KubeResource,
-    replay: bool,
-    timeout: int,
-    bookmarks: bool,
-    as_table: bool,
-) -> Iterator[bytes]:
-    """The same stream for WSGI servers (one thread per watch)."""
-    deadline = time.monotonic() + timeout
-    differ = Differ(resource, as_table=as_table, bookmarks=bookmarks)
-    yield from differ.start(snapshot(), replay=replay)
-    while time.monotonic() < deadline:
-        time.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
-        yield from differ.step(snapshot())
+def _due(stream: Stream) -> bool:
+    return time.monotonic() - stream.last_bookmark >= BOOKMARK_SECONDS
+
+
+def events_sync(stream: Stream) -> Iterator[bytes]:
+    """The same stream for WSGI servers and Django's test client (one thread per watch, polling the log)."""
+    deadline = time.monotonic() + stream.timeout
+    yield from stream.start()
+    while not stream.done:
+        lines = stream.read_log()
+        yield from lines
+        if lines:
+            continue
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(POLL_SECONDS, left))

@@ -30,8 +30,8 @@ pytestmark = pytest.mark.both_databases
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
-#: Columns that differ between any two runs (ids, uids, clocks) and say nothing about what was applied.
-VOLATILE = {"id", "uid", "created_at", "updated_at", "at", "job_id", "created_by_id", "actor_id"}
+#: Columns that differ between any two runs (ids, uids, clocks, log revisions) and say nothing about what was applied.
+VOLATILE = {"id", "uid", "created_at", "updated_at", "at", "job_id", "created_by_id", "actor_id", "resource_version"}
 FRAGMENTS = {"05-spark-driver-pod-template.yaml"}
 
 

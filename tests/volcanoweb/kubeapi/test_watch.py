@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from tests.volcanoweb import builders
 from volcanoweb.jobs.models import Job
-from volcanoweb.kubeapi import query, watch
-from volcanoweb.kubeapi.registry import RESOURCES
+from volcanoweb.feed import log
+from volcanoweb.kubeapi import watch
 
 pytestmark = pytest.mark.django_db
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs"
-JOB_RESOURCE = next(r for r in RESOURCES if r.plural == "jobs")
 
 
 def _events(response) -> list[dict]:
@@ -27,14 +27,24 @@ def api(client_for, cast):
     return client_for(cast.alice, "token")
 
 
+def _patch(api, url: str, body: dict) -> dict:
+    response = api.patch(url, data=json.dumps(body), content_type="application/merge-patch+json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
 def test_a_watch_without_version_starts_with_the_current_objects(api) -> None:
-    builders.make_job("team-a", "train")
+    job = builders.make_job("team-a", "train")
     response = api.get(f"{JOBS}?watch=1&timeoutSeconds=0&allowWatchBookmarks=true")
     assert response.status_code == 200
     events = _events(response)
     assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
     assert events[0]["object"]["metadata"]["name"] == "train"
-    assert int(events[1]["object"]["metadata"]["resourceVersion"]) > 10**12
+    job.refresh_from_db()
+    assert events[0]["object"]["metadata"]["resourceVersion"] == str(job.resource_version)
+    bookmark = events[1]["object"]["metadata"]
+    assert bookmark["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(bookmark["resourceVersion"]) == log.head()[0] >= job.resource_version
 
 
 def test_a_watch_from_the_lists_version_sends_only_changes(api) -> None:
@@ -44,14 +54,70 @@ def test_a_watch_from_the_lists_version_sends_only_changes(api) -> None:
     assert events == []
 
 
-def test_a_too_old_version_is_410_gone(api) -> None:
-    old = int(query.list_version()) - query.WATCH_WINDOW_MS - 1000
-    response = api.get(f"{JOBS}?watch=1&resourceVersion={old}")
-    assert response.status_code == 410
-    assert response.json()["reason"] == "Expired"
+def test_five_quick_patches_are_five_modified_events_in_order(api) -> None:
+    builders.make_job("team-a", "train")
+    version = api.get(JOBS).json()["metadata"]["resourceVersion"]
+    written = [_patch(api, f"{JOBS}/train", {"metadata": {"labels": {"step": str(i)}}}) for i in range(5)]
+    events = _events(api.get(f"{JOBS}?watch=1&timeoutSeconds=0&resourceVersion={version}"))
+    assert [e["type"] for e in events] == ["MODIFIED"] * 5
+    assert [e["object"]["metadata"]["labels"]["step"] for e in events] == ["0", "1", "2", "3", "4"]
+    versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert versions == sorted(versions) and len(set(versions)) == 5
+    assert versions == [int(w["metadata"]["resourceVersion"]) for w in written]
+
+
+def test_a_change_between_the_list_and_the_watch_is_delivered(api) -> None:
+    builders.make_job("team-a", "train")
+    listed = api.get(JOBS).json()
+    _patch(api, f"{JOBS}/train", {"metadata": {"labels": {"after": "list"}}})
+    builders.make_job("team-a", "second")
+    rv = listed["metadata"]["resourceVersion"]
+    events = _events(api.get(f"{JOBS}?watch=1&timeoutSeconds=0&resourceVersion={rv}"))
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("MODIFIED", "train"),
+        ("ADDED", "second"),
+    ]
+    assert events[0]["object"]["metadata"]["labels"] == {"after": "list"}
+
+
+def test_a_compacted_version_is_410_expired_as_an_error_event(api, settings) -> None:
+    builders.make_job("team-a", "train")
+    _patch(api, f"{JOBS}/train", {"metadata": {"labels": {"a": "1"}}})
+    settings.FEED_RETENTION_ENTRIES = 0
+    point = log.compact(now=timezone.now() + timedelta(days=1))
+    assert point == log.head()[0] > 1
+    response = api.get(f"{JOBS}?watch=1&resourceVersion=1&timeoutSeconds=0")
+    assert response.status_code == 200
+    events = _events(response)
+    assert [e["type"] for e in events] == ["ERROR"]
+    assert events[0]["object"]["code"] == 410
+    assert events[0]["object"]["reason"] == "Expired"
+    # A watch from the compaction point (or later) is fine: nothing it needs is gone.
+    assert _events(api.get(f"{JOBS}?watch=1&resourceVersion={point}&timeoutSeconds=0")) == []
     bad = api.get(f"{JOBS}?watch=1&resourceVersion=abc")
     assert bad.status_code == 400
     assert api.get(f"{JOBS}?watch=1&timeoutSeconds=-1").status_code == 400
+
+
+def test_an_object_leaving_the_label_selector_is_deleted_for_that_watch(api) -> None:
+    builders.make_job("team-a", "train")
+    _patch(api, f"{JOBS}/train", {"metadata": {"labels": {"team": "vision"}}})
+    rv = api.get(JOBS).json()["metadata"]["resourceVersion"]
+    _patch(api, f"{JOBS}/train", {"metadata": {"labels": {"team": "speech"}}})
+    _patch(api, f"{JOBS}/train", {"metadata": {"labels": {"team": "vision"}}})
+    events = _events(api.get(f"{JOBS}?watch=1&timeoutSeconds=0&resourceVersion={rv}&labelSelector=team%3Dvision"))
+    assert [e["type"] for e in events] == ["DELETED", "ADDED"]
+    assert events[0]["object"]["metadata"]["labels"] == {"team": "vision"}  # the object as it was in the selection
+    assert int(events[0]["object"]["metadata"]["resourceVersion"]) > int(rv)
+
+
+def test_deletes_are_delivered_with_the_last_state(api) -> None:
+    builders.make_job("team-a", "train")
+    rv = api.get(JOBS).json()["metadata"]["resourceVersion"]
+    assert api.delete(f"{JOBS}/train").status_code == 200
+    events = _events(api.get(f"{JOBS}?watch=1&timeoutSeconds=0&resourceVersion={rv}"))
+    assert [e["type"] for e in events][-1] == "DELETED"
+    assert events[-1]["object"]["metadata"]["name"] == "train"
 
 
 def test_a_watch_by_name_and_as_table(api) -> None:
@@ -68,41 +134,6 @@ def test_a_watch_by_name_and_as_table(api) -> None:
 
 def query_table() -> str:
     return "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-
-
-def test_the_stream_reports_additions_changes_and_deletions(monkeypatch) -> None:
-    monkeypatch.setattr(watch, "POLL_SECONDS", 0.01)
-    monkeypatch.setattr(watch, "BOOKMARK_SECONDS", 0.0)
-
-    def obj(name: str, phase: str) -> dict:
-        return {"metadata": {"name": name, "uid": name, "resourceVersion": "1"}, "status": {"state": {"phase": phase}}}
-
-    states = iter(
-        [
-            {"a": obj("a", "Pending")},
-            {"a": obj("a", "Running"), "b": obj("b", "Pending")},
-            {"b": obj("b", "Pending")},
-        ]
-    )
-    last: dict = {}
-
-    def snapshot() -> dict:
-        nonlocal last
-        last = next(states, last)
-        return last
-
-    async def collect() -> list[tuple[str, str]]:
-        out = []
-        stream = watch.events(snapshot, resource=JOB_RESOURCE, replay=True, timeout=1, bookmarks=True, as_table=False)
-        async for line in stream:
-            event = json.loads(line)
-            if event["type"] != "BOOKMARK":
-                out.append((event["type"], event["object"]["metadata"]["name"]))
-            if len(out) == 4:
-                break
-        return out
-
-    assert asyncio.run(collect()) == [("ADDED", "a"), ("MODIFIED", "a"), ("ADDED", "b"), ("DELETED", "a")]
 
 
 ALL_JOBS = "/apis/batch.volcano.sh/v1alpha1/jobs"

@@ -1,0 +1,185 @@
+"""Reading the change log: the head, the changes after a revision, rows as of a revision, and compaction.
+
+Every consumer reads the log the same way: ``head()`` for the revision a read is consistent with,
+``changes(after, kinds)`` for what happened since (in revision order, nothing merged), ``instance()`` to turn
+an entry's row back into a model instance that the kind's renderer turns into a manifest. ``compact()``
+drops entries older than the retention window; a read from a revision at or below the compaction point is
+410 Gone (:class:`Expired`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.apps import apps as django_apps
+from django.conf import settings
+from django.db import connection, models, transaction
+from django.utils.dateparse import parse_datetime
+
+from volcanoweb.core.errors import ApiError
+from volcanoweb.feed.tables import BY_KIND
+
+#: The most entries one read returns.
+BATCH = 1000
+ADDED, MODIFIED, DELETED = "A", "M", "D"
+
+
+class Expired(ApiError):
+    """410: a read from a revision the log no longer keeps (Kubernetes' ``Expired``)."""
+
+    code = 410
+    reason = "Expired"
+
+
+@dataclass
+class Change:
+    """One entry: the change of one object at one revision (``data`` = the row after; before, for a delete)."""
+
+    rev: int
+    kind: str
+    obj_id: int
+    type: str
+    namespace: str
+    name: str
+    uid: str
+    data: dict[str, Any]
+    prev: dict[str, Any] | None
+    #: rendered manifests, filled once per process by whoever needs them first (see ``manifest``)
+    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def before(self) -> dict[str, Any] | None:
+        """The row before the change (None for a create)."""
+        if self.type == DELETED:
+            return self.data
+        return self.prev
+
+    @property
+    def after(self) -> dict[str, Any] | None:
+        """The row after the change (None for a delete)."""
+        return None if self.type == DELETED else self.data
+
+
+_COLUMNS = ("rev", "kind", "obj_id", "type", "namespace", "name", "uid", "data", "prev")
+
+
+def _change(row: dict[str, Any]) -> Change:
+    return Change(**{k: row[k] for k in _COLUMNS})
+
+
+def head() -> tuple[int, int]:
+    """Return ``(revision, compacted)``: the last revision committed and the compaction point."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rev, compacted FROM feed_head WHERE id = 1")
+        row = cursor.fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def check(rev: int, compacted: int | None = None) -> None:
+    """Raise :class:`Expired` when ``rev`` is older than the log keeps (the changes after it are gone)."""
+    if compacted is None:
+        compacted = head()[1]
+    if rev < compacted:
+        raise Expired(f"too old resource version: {rev} ({compacted})")
+
+
+def changes(after: int, kinds: Collection[str] | None = None, *, limit: int = BATCH) -> list[Change]:
+    """Return the committed changes with a revision above ``after``, oldest first (at most ``limit``)."""
+    from volcanoweb.feed.models import FeedEntry
+
+    query = FeedEntry.objects.filter(rev__gt=after)
+    if kinds is not None:
+        query = query.filter(kind__in=list(kinds))
+    return [_change(row) for row in query.order_by("rev").values(*_COLUMNS)[:limit]]
+
+
+def iter_changes(after: int, until: int, kinds: Collection[str] | None = None) -> Iterator[Change]:
+    """Yield every change in ``(after, until]``, in batches."""
+    while after < until:
+        batch = [c for c in changes(after, kinds) if c.rev <= until]
+        if not batch:
+            return
+        yield from batch
+        after = batch[-1].rev
+        if len(batch) < BATCH and after < until:
+            return
+
+
+def model_of(kind: str) -> type[models.Model]:
+    """The model of a log kind."""
+    return django_apps.get_model(BY_KIND[kind].model)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def instance(kind: str, data: dict[str, Any]) -> Any:
+    """Return an unsaved model instance holding the row ``data`` of an entry (as the row was then)."""
+    model = model_of(kind)
+    values: dict[str, Any] = {}
+    for f in model._meta.concrete_fields:
+        if f.column not in data:
+            continue
+        raw = data[f.column]
+        if isinstance(f, models.JSONField):
+            value = raw
+        elif isinstance(f, models.DateTimeField):
+            value = _aware(parse_datetime(raw)) if isinstance(raw, str) else raw
+        elif raw is None:
+            value = None
+        else:
+            value = f.to_python(raw)
+        values[f.attname] = value
+    obj = model(**values)
+    obj._state.adding = False
+    return obj
+
+
+def retention() -> tuple[int, timedelta]:
+    """Return the retention window: at least this many entries, for at least this long (settings)."""
+    return int(settings.FEED_RETENTION_ENTRIES), timedelta(seconds=float(settings.FEED_RETENTION_SECONDS))
+
+
+def compact(now: datetime | None = None) -> int:
+    """Drop the entries outside the retention window; return the new compaction point.
+
+    An entry goes once it is both older than ``FEED_RETENTION_SECONDS`` and more than
+    ``FEED_RETENTION_ENTRIES`` revisions behind the head (so a quiet log keeps its recent history and a
+    busy one keeps at least the last minutes).
+    """
+    from volcanoweb.feed.models import FeedEntry, FeedHead
+
+    keep, window = retention()
+    cutoff = (now or datetime.now(tz=UTC)) - window
+    with transaction.atomic():
+        current, compacted = head()
+        by_count = current - keep
+        old = FeedEntry.objects.filter(rev__lte=by_count, at__lt=cutoff).order_by("-rev").values_list("rev", flat=True)
+        point = old.first()
+        if point is None or point <= compacted:
+            return compacted
+        FeedEntry.objects.filter(rev__lte=point).delete()
+        FeedHead.objects.filter(id=1).update(compacted=point)
+    return int(point)
+
+
+_wake = threading.Condition()
+
+
+def wake_local() -> None:
+    """Tell this process's tailer that something committed (SQLite: no NOTIFY; the tailer polls otherwise)."""
+    with _wake:
+        _wake.notify_all()
+
+
+def wait_local(timeout: float) -> None:
+    """Wait for :func:`wake_local` or ``timeout`` seconds."""
+    with _wake:
+        _wake.wait(timeout)

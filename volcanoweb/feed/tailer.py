@@ -1,0 +1,195 @@
+"""One reader of the change log per process, fanning out to that process's subscribers (a watch cache).
+
+The tailer thread waits for a wakeup (PostgreSQL ``LISTEN volcanoweb_feed``; SQLite: this process's own
+commits, else a short poll of the head), reads the new entries once, keeps the recent ones per kind in a ring,
+and wakes only the subscribers of the kinds (and namespaces) that changed: an idle watch costs nothing per
+change it does not select. A subscriber reads the ring from its own cursor; one that fell behind the ring
+reads the log itself (:func:`volcanoweb.feed.log.changes`), so nothing is lost or merged either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from volcanoweb.feed import log
+from volcanoweb.feed.log import Change
+
+logger = logging.getLogger(__name__)
+#: Entries kept per kind.
+RING = 20_000
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """A consumer of one kind (optionally one namespace), woken through ``notify`` (thread-safe)."""
+
+    kind: str
+    namespace: str | None
+    notify: Callable[[], None]
+
+
+@dataclass
+class _Ring:
+    #: the ring holds every change of its kind with a revision above ``start``
+    start: int
+    entries: collections.deque[Change] = field(default_factory=lambda: collections.deque(maxlen=RING))
+
+
+class Tailer:
+    """The process's log reader (start with :func:`tailer`)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rings: dict[str, _Ring] = {}
+        self.subscribers: dict[str, set[Subscriber]] = collections.defaultdict(set)
+        self.position = -1
+        #: the revision the tailer started from: a kind without a ring has had no change since
+        self.origin = -1
+        self.started = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="feed-tailer", daemon=True)
+
+    # -- subscribers -----------------------------------------------------------------------------------------
+
+    def subscribe(self, kind: str, namespace: str | None, notify: Callable[[], None]) -> Subscriber:
+        """Register a consumer; ``notify`` is called from the tailer thread when its kind changed."""
+        subscriber = Subscriber(kind, namespace, notify)
+        with self.lock:
+            self.subscribers[kind].add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        with self.lock:
+            self.subscribers[subscriber.kind].discard(subscriber)
+
+    def read(self, kind: str, after: int) -> tuple[list[Change], int] | None:
+        """Return the kind's changes after ``after`` from the ring and the revision read up to, or None when
+        the ring does not reach back that far (the caller reads the log itself)."""
+        with self.lock:
+            if self.position < 0:
+                return None
+            ring = self.rings.get(kind)
+            start = self.origin if ring is None else ring.start
+            if after < start:
+                return None
+            if ring is None or after >= self.position or (ring.entries and ring.entries[-1].rev <= after):
+                return [], self.position
+            return [c for c in ring.entries if c.rev > after], self.position
+
+    # -- the thread ------------------------------------------------------------------------------------------
+
+    def _publish(self, batch: list[Change], upto: int) -> None:
+        woken: set[Subscriber] = set()
+        with self.lock:
+            for change in batch:
+                ring = self.rings.get(change.kind)
+                if ring is None:
+                    ring = self.rings[change.kind] = _Ring(start=self.position)
+                if len(ring.entries) == ring.entries.maxlen:
+                    ring.start = ring.entries[0].rev
+                ring.entries.append(change)
+                for subscriber in self.subscribers.get(change.kind, ()):
+                    if subscriber.namespace is None or subscriber.namespace == change.namespace:
+                        woken.add(subscriber)
+            self.position = upto
+        for subscriber in woken:
+            try:
+                subscriber.notify()
+            except Exception:  # a closed event loop: the subscriber is going away
+                logger.debug("feed subscriber could not be woken", exc_info=True)
+
+    def _reset(self, position: int) -> None:
+        """The log went back (a test database was flushed): forget what the rings hold."""
+        with self.lock:
+            self.rings.clear()
+            self.position = self.origin = position
+            subscribers = [s for group in self.subscribers.values() for s in group]
+        for subscriber in subscribers:
+            subscriber.notify()
+
+    def catch_up(self) -> None:
+        """Read what committed since the last read (the thread's step; tests call it directly)."""
+        current, _ = log.head()
+        if self.position < 0:
+            with self.lock:
+                self.position = self.origin = current
+            return
+        if current < self.position:
+            self._reset(current)
+            return
+        while self.position < current:
+            batch = log.changes(self.position)
+            if not batch:
+                break
+            self._publish(batch, batch[-1].rev if len(batch) == log.BATCH else max(current, batch[-1].rev))
+
+    def _listen(self) -> Any:
+        if connection.vendor != "postgresql":
+            return None
+        import psycopg
+
+        params = connection.get_connection_params()
+        params.pop("cursor_factory", None)
+        params.pop("context", None)
+        params.pop("prepare_threshold", None)
+        conn = psycopg.connect(**params, autocommit=True)
+        conn.execute("LISTEN volcanoweb_feed")
+        return conn
+
+    def _run(self) -> None:
+        listener = None
+        poll = float(settings.FEED_POLL_SECONDS)
+        while True:
+            try:
+                if listener is None and connection.vendor == "postgresql":
+                    listener = self._listen()
+                self.catch_up()
+                self.started.set()
+                if listener is not None:
+                    for _ in listener.notifies(timeout=max(poll * 20, 1.0), stop_after=1):
+                        pass
+                else:
+                    log.wait_local(poll)
+            except Exception:
+                logger.exception("feed tailer: reading the log failed; retrying")
+                if listener is not None:
+                    with contextlib.suppress(Exception):
+                        listener.close()
+                listener = None
+                close_old_connections()
+                self.started.set()
+                log.wait_local(1.0)
+
+
+_tailer: Tailer | None = None
+_tailer_lock = threading.Lock()
+
+
+def tailer() -> Tailer:
+    """Return this process's tailer, starting its thread on first use."""
+    global _tailer
+    with _tailer_lock:
+        if _tailer is None:
+            _tailer = Tailer()
+            _tailer.thread.start()
+            _tailer.started.wait(5.0)
+        return _tailer
+
+
+def waker(loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> Callable[[], None]:
+    """A thread-safe ``notify`` that sets ``event`` on ``loop``."""
+
+    def notify() -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(event.set)
+
+    return notify
