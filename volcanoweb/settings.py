@@ -135,6 +135,7 @@ FEED_RETENTION_SECONDS = env_float("FEED_RETENTION_SECONDS", 600.0, positive=Tru
 # How often a process's tailer looks at the log's head when no wakeup came (SQLite; PostgreSQL is woken by
 # LISTEN/NOTIFY and polls this often only as a safety net).
 FEED_POLL_SECONDS = env_float("FEED_POLL_SECONDS", 0.05, positive=True)
+FEED_COMPACT_PERIOD = env_float("FEED_COMPACT_PERIOD", 30.0, positive=True)
 
 # --- redis, channels, celery ---------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")
@@ -224,6 +225,7 @@ PERIODIC_TASKS: list[tuple[str, str, float]] = [
     ("cronjob-tick", "volcanoweb.workflows.tasks.tick_cronjobs", CRONJOB_TICK_PERIOD),
     ("jobflow-sync", "volcanoweb.workflows.tasks.sync_jobflows", CONTROLLER_RESYNC_PERIOD),
     ("insights-prune", "volcanoweb.insights.tasks.prune", INSIGHTS_PRUNE_PERIOD),
+    ("feed-compact", "volcanoweb.feed.tasks.compact", FEED_COMPACT_PERIOD),
 ]
 CELERY_BEAT_SCHEDULE = {
     name: {"task": task, "schedule": period, "options": {"expires": max(period * 2, 1.0)}}

@@ -18,6 +18,7 @@ from django.db.models import Q, QuerySet
 
 from volcanoweb.core import jsonq
 from volcanoweb.core.errors import BadRequest, Cause
+from volcanoweb.feed import log
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -189,7 +190,7 @@ def paginate(queryset: QuerySet[Any], params: Any) -> tuple[list[Any], dict[str,
     """Return one page of objects and the list ``metadata`` (``continue``, ``remainingItemCount``)."""
     limit, offset = _limit(params), _offset(clean_text(params.get("continue"), "continue", 200))
     items = list(queryset[offset : offset + limit + 1])
-    meta: dict[str, Any] = {}
+    meta: dict[str, Any] = {"resourceVersion": str(log.head()[0])}
     if len(items) > limit:
         items = items[:limit]
         token = base64.urlsafe_b64encode(json.dumps({"o": offset + limit}).encode()).decode().rstrip("=")

@@ -44,7 +44,7 @@ BEGIN
     IF n = 0 THEN
         RETURN 0;
     END IF;
-    INSERT INTO feed_head (id, rev, compacted) VALUES (1, n, 0)
+    INSERT INTO feed_head (id, rev, compacted) VALUES (1, coalesce((SELECT max(rev) FROM feed_entry), 0) + n, 0)
         ON CONFLICT (id) DO UPDATE SET rev = feed_head.rev + n RETURNING rev INTO top;
     UPDATE feed_entry e SET rev = o.r, data = jsonb_set(e.data, '{resource_version}', to_jsonb(o.r))
         FROM (SELECT id, top - n + row_number() OVER (ORDER BY id) AS r FROM feed_entry WHERE rev IS NULL) o
@@ -171,7 +171,11 @@ def _sqlite_triggers(tracked: Tracked) -> list[str]:
     if "resource_version" in columns:
         # A writer's own bump counts; the write-back of the stamp below (rv := head) does not.
         changed += f" OR (NEW.resource_version IS NOT OLD.resource_version AND NEW.resource_version IS NOT {head})"
-    bump = "INSERT INTO feed_head (id, rev, compacted) VALUES (1, 1, 0) ON CONFLICT(id) DO UPDATE SET rev = rev + 1;"
+    # (A flush may have emptied feed_head before the entries: a new head continues after the last entry.)
+    bump = (
+        "INSERT INTO feed_head (id, rev, compacted) VALUES (1, coalesce((SELECT max(rev) FROM feed_entry), 0) + 1, 0) "
+        "ON CONFLICT(id) DO UPDATE SET rev = rev + 1;"
+    )
     stamp = "resource_version" in columns
     out = []
     for op, row, code, prev in (

@@ -11,8 +11,9 @@ only of the ids whose version moved (or that it has not seen); a deleted row is 
   UPDATE that writes the same values leaves the version alone). A writer that saves a stale ``row_version``
   still gets ``OLD + 1``.
 * SQLite (the embedded mode) cannot change ``NEW`` in a trigger: an ``AFTER UPDATE`` row trigger writes
-  ``OLD.row_version + 1`` to the row (SQLite's ``recursive_triggers`` is off, so that write fires nothing).
-  It bumps on every UPDATE of the row, also one that writes the same values.
+  ``OLD.row_version + 1`` to the row (SQLite's ``recursive_triggers`` is off, so that write fires nothing)
+  when a column other than the two versions changed.
+* The change log's stamp of ``resource_version`` (ADR 0024) is no change of the row on either database.
 
 A new row starts at 0; row ids are never reused (PostgreSQL identity, SQLite ``AUTOINCREMENT``), so
 ``(id, row_version)`` names one state of one row. SQLite drops a table's triggers when Django rebuilds the
@@ -30,6 +31,10 @@ TABLES = ("jobs_pod", "jobs_podgroup")
 _PG_FUNCTION = """
 CREATE OR REPLACE FUNCTION jobs_bump_row_version() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    -- The change log stamping the row's resource_version (volcanoweb/feed, ADR 0024) is no change of it.
+    IF current_setting('volcanoweb.feed_stamping', true) = 'on' THEN
+        RETURN NEW;
+    END IF;
     NEW.row_version := OLD.row_version + 1;
     RETURN NEW;
 END
@@ -40,7 +45,7 @@ CREATE TRIGGER {table}_row_version BEFORE UPDATE ON {table} FOR EACH ROW
 WHEN (OLD.* IS DISTINCT FROM NEW.*) EXECUTE FUNCTION jobs_bump_row_version()
 """
 _SQLITE_TRIGGER = """
-CREATE TRIGGER IF NOT EXISTS {table}_row_version AFTER UPDATE ON {table} FOR EACH ROW
+CREATE TRIGGER {table}_row_version AFTER UPDATE ON {table} FOR EACH ROW WHEN {changed}
 BEGIN
     UPDATE {table} SET row_version = OLD.row_version + 1 WHERE id = NEW.id;
 END
@@ -70,19 +75,27 @@ def installed(connection: Any) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
+def _sqlite_changed(cursor: Any, table: str) -> str:
+    """The trigger's condition: a column other than the two versions changed (the change log's stamp of
+    ``resource_version`` is no change of the row)."""
+    cursor.execute(f"PRAGMA table_info({table})")
+    columns = [row[1] for row in cursor.fetchall() if row[1] not in ("row_version", "resource_version")]
+    return "(" + " OR ".join(f'OLD."{c}" IS NOT NEW."{c}"' for c in columns) + ")"
+
+
 def install(connection: Any) -> list[str]:
-    """Create the row-version triggers that are missing; return the tables that got one."""
+    """Create the row-version triggers that are missing (and refresh the trigger code); return the tables that
+    got one."""
     missing = [t for t in TABLES if t not in installed(connection)]
-    if not missing:
-        return []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(_PG_FUNCTION)
             for table in missing:
                 cursor.execute(_PG_TRIGGER.format(table=table))
         else:
-            for table in missing:
-                cursor.execute(_SQLITE_TRIGGER.format(table=table))
+            for table in TABLES:
+                cursor.execute(f"DROP TRIGGER IF EXISTS {trigger_name(table)}")
+                cursor.execute(_SQLITE_TRIGGER.format(table=table, changed=_sqlite_changed(cursor, table)))
     return missing
 
 

@@ -707,7 +707,15 @@ def is_kube_request(request: HttpRequest) -> bool:
     if request.method == "PATCH":
         return True  # the REST API has no PATCH: kubectl apply/patch/label of a pod needs the Kubernetes view
     params = request.GET
-    if any(key in params for key in ("watch", "fieldSelector", "resourceVersion", "timeoutSeconds")):
+    kube_only = (
+        "watch",
+        "fieldSelector",
+        "resourceVersion",
+        "resourceVersionMatch",
+        "timeoutSeconds",
+        "sendInitialEvents",
+    )
+    if any(key in params for key in kube_only):
         return True
     return query.wants_table(request.headers.get("Accept", ""))
 
