@@ -287,6 +287,12 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bind-timeout", type=float, default=3600.0, help="seconds to wait for the last bind")
     p.add_argument("--ws-clients", type=int, default=100, help="WebSocket clients (0: skip)")
     p.add_argument("--ws-messages", type=int, default=50)
+    p.add_argument(
+        "--kube-watchers",
+        type=int,
+        default=0,
+        help="Kubernetes API watches of the bench namespace's jobs, opened before the run and checked against the log",
+    )
     p.add_argument("--ws-interval", type=float, default=0.1, help="seconds between probe broadcasts")
     p.add_argument(
         "--ws-subscribe",

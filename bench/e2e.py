@@ -687,6 +687,14 @@ def run(args: Any) -> dict[str, Any]:
         ws_connected, ws_until = threading.Event(), threading.Event()
         ws_thread = None
         ws_topics = _topics(getattr(args, "ws_subscribe", None))
+        kube_watchers: list[Any] = []
+        watch_since = 0
+        if getattr(args, "kube_watchers", 0):
+            from bench import watchers as kube_watch
+            from volcanoweb.feed import log as feed_log
+
+            watch_since = feed_log.head()[0]
+            kube_watchers = kube_watch.start(stack.base, users["token"], NAMESPACE, args.kube_watchers, watch_since)
         if ws_clients and ws_phase == "during":
 
             def do_ws() -> None:
@@ -780,6 +788,10 @@ def run(args: Any) -> dict[str, Any]:
             }
         )
         report["scheduling_cycles"] = _cycle_summary(start)
+        if kube_watchers:
+            from bench import watchers as kube_watch
+
+            report["kube_watchers"] = kube_watch.check(kube_watchers, NAMESPACE, watch_since)
         report["ok"] = bool(t_bound) and lost == 0 and report["duplicated"] == 0 and final["pods"] == n == accepted
         if ws_thread is not None:
             ws_thread.join(30)

@@ -44,12 +44,19 @@ BEGIN
     IF n = 0 THEN
         RETURN 0;
     END IF;
+    PERFORM set_config('volcanoweb.feed_stamping', 'on', true);
+    -- Writing resource_version below re-runs the foreign-key checks of every row this transaction wrote
+    -- (PostgreSQL re-checks a row version of its own transaction even when the key is unchanged), and a
+    -- check locks the referenced row. Take those locks now, before the head's: once holding the head, a
+    -- transaction must never wait for another, or two committers could deadlock.
+    FOR t IN SELECT DISTINCT tbl FROM feed_entry WHERE rev IS NULL AND type <> 'D' LOOP
+        EXECUTE format('SELECT volcanoweb_feed_lock_%s()', t);
+    END LOOP;
     INSERT INTO feed_head (id, rev, compacted) VALUES (1, coalesce((SELECT max(rev) FROM feed_entry), 0) + n, 0)
         ON CONFLICT (id) DO UPDATE SET rev = feed_head.rev + n RETURNING rev INTO top;
     UPDATE feed_entry e SET rev = o.r, data = jsonb_set(e.data, '{resource_version}', to_jsonb(o.r))
         FROM (SELECT id, top - n + row_number() OVER (ORDER BY id) AS r FROM feed_entry WHERE rev IS NULL) o
         WHERE e.id = o.id;
-    PERFORM set_config('volcanoweb.feed_stamping', 'on', true);
     FOR t IN SELECT DISTINCT tbl FROM feed_entry WHERE rev > top - n AND type <> 'D' LOOP
         EXECUTE format(
             'UPDATE %I AS t SET resource_version = e.rev FROM (SELECT obj_id, max(rev) AS rev FROM feed_entry '
@@ -134,7 +141,34 @@ def trigger_names(tracked: Tracked) -> list[str]:
     return [f"feed_{table}_{op}" for op in ("insert", "update", "delete")]
 
 
+def _pg_lock_function(cursor: Any, table: str) -> str:
+    """``volcanoweb_feed_lock_<table>()``: take the KEY SHARE locks the foreign-key checks of this
+    transaction's rows of ``table`` will need (what PostgreSQL's own check would take), in one statement per key."""
+    cursor.execute(
+        "SELECT a.attname, r.relname, ra.attname, format_type(ra.atttypid, ra.atttypmod) FROM pg_constraint c "
+        "JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class r ON r.oid = c.confrelid "
+        "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
+        "JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = c.confkey[1] "
+        "WHERE c.contype = 'f' AND t.relname = %s AND pg_table_is_visible(t.oid) AND array_length(c.conkey, 1) = 1",
+        [table],
+    )
+    statements = [
+        f'PERFORM 1 FROM "{ref}" AS x WHERE x."{ref_column}" IN '
+        f"(SELECT (e.data->>'{column}')::{kind} FROM feed_entry e WHERE e.rev IS NULL AND e.tbl = '{table}' "
+        f"AND e.type <> 'D' AND e.data->>'{column}' IS NOT NULL) FOR KEY SHARE OF x;"
+        for column, ref, ref_column, kind in cursor.fetchall()
+    ]
+    body = "\n    ".join(statements) or "NULL;"
+    return (
+        f"CREATE OR REPLACE FUNCTION volcanoweb_feed_lock_{table}() RETURNS void LANGUAGE plpgsql AS $$\n"
+        f"BEGIN\n    {body}\nEND\n$$"
+    )
+
+
 def _pg_install(cursor: Any) -> None:
+    for tracked in TRACKED:
+        table = _model(tracked)._meta.db_table
+        cursor.execute(_pg_lock_function(cursor, table))
     cursor.execute(_PG_FUNCTIONS)
     cursor.execute("DROP TRIGGER IF EXISTS feed_entry_stamp ON feed_entry")
     cursor.execute(_PG_DEFERRED)
@@ -239,3 +273,5 @@ def uninstall(connection: Any) -> None:
             cursor.execute("DROP TRIGGER IF EXISTS feed_entry_stamp ON feed_entry")
             for function in ("record", "deferred", "commit", "stamp"):
                 cursor.execute(f"DROP FUNCTION IF EXISTS volcanoweb_feed_{function}()")
+            for tracked in TRACKED:
+                cursor.execute(f"DROP FUNCTION IF EXISTS volcanoweb_feed_lock_{_model(tracked)._meta.db_table}()")

@@ -21,10 +21,11 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import connection
 
 from volcanoweb.core.errors import BadRequest, Cause
 from volcanoweb.feed import log
@@ -172,10 +173,23 @@ class Stream:
         return self.convert(changes, upto)
 
 
+def _released(step: Callable[..., list[bytes]]) -> Callable[..., list[bytes]]:
+    """A step of an ASGI watch that gives its database connection back when done: a stream lasts up to an hour
+    and must not hold one of the server's pooled connections between wakeups."""
+
+    def run(*args: Any) -> list[bytes]:
+        try:
+            return step(*args)
+        finally:
+            connection.close()
+
+    return run
+
+
 async def events(stream: Stream) -> AsyncIterator[bytes]:
     """The ASGI stream: woken by the tailer when the watched kind changed (the client may disconnect earlier)."""
     deadline = time.monotonic() + stream.timeout
-    for line in await sync_to_async(stream.start)():
+    for line in await sync_to_async(_released(stream.start))():
         yield line
     if stream.done:
         return
@@ -195,10 +209,10 @@ async def events(stream: Stream) -> AsyncIterator[bytes]:
             wake.clear()
             found = feed.read(stream.selection.kind, stream.cursor)
             if found is None:  # behind the ring: read the log itself until caught up
-                lines = await sync_to_async(stream.read_log)()
+                lines = await sync_to_async(_released(stream.read_log))()
                 wake.set()
             elif found[0]:
-                lines = await sync_to_async(stream.convert)(*found)
+                lines = await sync_to_async(_released(stream.convert))(*found)
             else:
                 stream.cursor = max(stream.cursor, found[1])
                 lines = [stream.bookmark()] if stream.bookmarks and _due(stream) else []

@@ -1,0 +1,65 @@
+"""Committers never deadlock on the log's head (PostgreSQL): a transaction that holds the head must not wait.
+
+The case that did deadlock under load: T1 changed a PodGroup (its job's foreign key unchanged); T2 locked
+that Job ``FOR UPDATE`` and changed it. T1's commit took the head, then writing the PodGroup's
+resource_version re-ran its foreign-key check, which waited for T2's lock on the Job, while T2's commit waited
+for the head. The stamp now takes the foreign-key locks before the head: T1 waits for T2 *before* it
+holds the head, T2 commits, then T1 does.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection, transaction
+
+from tests.volcanoweb import builders
+from volcanoweb.feed import log
+from volcanoweb.jobs.models import Job, PodGroup
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgresql_only]
+
+
+def test_a_committer_holding_the_head_never_waits_for_a_row_lock(cast) -> None:
+    job = builders.make_job("team-a", "train")
+    group = PodGroup.objects.get(job=job)
+    t1_wrote, t2_locked = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                PodGroup.objects.filter(pk=group.pk).update(annotations={"t": "1"})
+                t1_wrote.set()
+                t2_locked.wait(10)
+            # committed (after T2, whose lock it waited for)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            t1_wrote.wait(10)
+            with transaction.atomic():
+                locked = Job.objects.select_for_update().get(pk=job.pk)
+                Job.objects.filter(pk=locked.pk).update(annotations={"t": "2"})
+                t2_locked.set()
+                threading.Event().wait(0.5)  # T1 is committing now and must wait for this lock first
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    before = log.head()[0]
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not errors, errors
+    changes = log.changes(before)
+    assert [(c.kind, c.data["annotations"]) for c in changes] == [("jobs", {"t": "2"}), ("podgroups", {"t": "1"})]
+    group.refresh_from_db()
+    assert group.resource_version == changes[-1].rev
