@@ -257,6 +257,32 @@ def cmd_pages(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+def cmd_watch_idle(args: argparse.Namespace) -> int:
+    """Web CPU per change with 0, 100 and 1,000 idle Kubernetes watches open (issue 26: flat)."""
+    from bench import watchidle
+
+    t0 = time.perf_counter()
+    section = watchidle.run(args)
+    ratio = section.get("web_cpu_ratio_max_to_none")
+    report = {
+        **_head("bench-watch-idle"),
+        "seconds": time.perf_counter() - t0,
+        "targets": [
+            {
+                "target": "web CPU per change with the most idle watches / with none",
+                "measured": ratio,
+                "goal": "<= 1.2 (flat)",
+                "met": None if ratio is None else ratio <= 1.2,
+                "anchor": "issue 26",
+            }
+        ],
+        "watch_idle": section,
+        "ok": bool(section.get("ok")),
+    }
+    _write(report, args.out)
+    return 0 if report["ok"] else 1
+
+
 def cmd_all(args: argparse.Namespace) -> int:
     """Core, then the end-to-end part on the stack (when PostgreSQL and Redis are configured)."""
     report = _core(args)
@@ -381,6 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     _e2e_args(e)
     e.add_argument("--out", default=None)
     e.set_defaults(func=cmd_e2e)
+    w = sub.add_parser("watch-idle", help="web CPU per change with 0, 100 and 1,000 idle Kubernetes watches")
+    w.add_argument("--watches", default="0,100,1000", help="idle watch counts, comma-separated")
+    w.add_argument("--changes", type=int, default=500, help="merge patches per count")
+    w.add_argument("--out", default=None)
+    w.set_defaults(func=cmd_watch_idle)
     ab = sub.add_parser(
         "e2e-ab", help="the stack benchmark with and without insights recording, in alternating rounds (issue 19)"
     )

@@ -441,9 +441,10 @@ def websocket_fanout(
     import websocket
     from django.test import Client
 
-    from volcanoweb.live import broadcast, groups
+    from volcanoweb.jobs.models import PriorityClass
 
     cookies = []
+    sent: dict[str, float] = {}
     for user in users:
         c = Client()
         c.force_login(user)
@@ -477,8 +478,8 @@ def websocket_fanout(
         kind, ident = doc.get("kind"), doc.get("id")
         if ident == "*" or kind == "*":
             counters[k]["refresh_all" if kind == "*" else "markers"] += 1
-        elif kind == "bench-fanout" and "sent" in doc:
-            probes[k].append(now - float(doc["sent"]))
+        elif kind == "priorityclass" and isinstance(ident, str) and ident in sent:
+            probes[k].append(now - sent[ident])
         elif kind == "job" and isinstance(ident, str) and ident not in first_seen[k]:
             first_seen[k][ident] = now
 
@@ -525,12 +526,15 @@ def websocket_fanout(
         connected.set()
     i = 0
     while (i < messages) if until is None else not until.is_set():
-        # as a commit does: through this process's outbox (the code before ADR 0019 sends at once)
-        broadcast.send_many([(groups.cluster_group(), {"kind": "bench-fanout", "id": i, "sent": time.time()})])
+        # a probe is a committed row of the change log, which every socket reads (ADR 0024): a PriorityClass,
+        # a kind every user may see; its commit time is when the write returned
+        PriorityClass.objects.create(name=f"bench-probe-{i}", value=0)
+        sent[f"bench-probe-{i}"] = time.time()
         i += 1
         time.sleep(interval)
     messages = i
     time.sleep(3.0)
+    PriorityClass.objects.filter(name__startswith="bench-probe-").delete()
     for _, ws in conns:
         with contextlib.suppress(Exception):
             ws.send(json.dumps({"kind": "stats"}))
@@ -562,7 +566,8 @@ def websocket_fanout(
         "other_messages_sample": other[:20],
         "phase": "during the run (first request to last bind)" if until is not None else "after the run",
         "note": (
-            "delivery_latency: probes published every interval from the bench process, publish to frame; "
+            "delivery_latency: a probe (a PriorityClass row) written every interval by the bench process, from its "
+            "commit to the frame naming it; "
             "commit_to_frame: per frame, now - t0 (the oldest commit in it); "
             "job_first_seen: API answer to the first frame naming the job, per client"
         ),

@@ -48,6 +48,8 @@ class Change:
     uid: str
     data: dict[str, Any]
     prev: dict[str, Any] | None
+    #: when the change was written (epoch seconds)
+    at: float = 0.0
     #: rendered manifests, filled once per process by whoever needs them first (see ``manifest``)
     cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -64,11 +66,14 @@ class Change:
         return None if self.type == DELETED else self.data
 
 
-_COLUMNS = ("rev", "kind", "obj_id", "type", "namespace", "name", "uid", "data", "prev")
+_COLUMNS = ("rev", "kind", "obj_id", "type", "namespace", "name", "uid", "data", "prev", "at")
 
 
 def _change(row: dict[str, Any]) -> Change:
-    return Change(**{k: row[k] for k in _COLUMNS})
+    values = {k: row[k] for k in _COLUMNS}
+    at = values["at"]
+    values["at"] = at.timestamp() if isinstance(at, datetime) else 0.0
+    return Change(**values)
 
 
 def head() -> tuple[int, int]:

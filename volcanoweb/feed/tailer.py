@@ -25,8 +25,11 @@ from volcanoweb.feed import log
 from volcanoweb.feed.log import Change
 
 logger = logging.getLogger(__name__)
-#: Entries kept per kind.
+#: Entries kept per kind, and of every kind (for subscribers of everything: the live sockets).
 RING = 20_000
+RING_ALL = 50_000
+#: The kind a subscriber of every change subscribes to.
+EVERYTHING = "*"
 
 
 @dataclass(eq=False)
@@ -51,11 +54,14 @@ class Tailer:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.rings: dict[str, _Ring] = {}
+        self.everything = _Ring(start=-1, entries=collections.deque(maxlen=RING_ALL))
         self.subscribers: dict[str, set[Subscriber]] = collections.defaultdict(set)
         self.position = -1
         #: the revision the tailer started from: a kind without a ring has had no change since
         self.origin = -1
         self.started = threading.Event()
+        #: set while someone is subscribed: an idle process's tailer reads nothing
+        self.active = threading.Event()
         self.thread = threading.Thread(target=self._run, name="feed-tailer", daemon=True)
 
     # -- subscribers -----------------------------------------------------------------------------------------
@@ -65,6 +71,7 @@ class Tailer:
         subscriber = Subscriber(kind, namespace, notify)
         with self.lock:
             self.subscribers[kind].add(subscriber)
+        self.active.set()
         return subscriber
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
@@ -85,12 +92,35 @@ class Tailer:
                 return [], self.position
             return [c for c in ring.entries if c.rev > after], self.position
 
+    def read_all(self, after: int | None) -> tuple[list[Change], int] | None:
+        """Every change after ``after`` and the revision read up to, or None when the ring does not reach back
+        (``after`` None: a subscriber that starts with the present, before the tailer had a position)."""
+        with self.lock:
+            if self.position < 0:
+                return None if after is not None else ([], -1)
+            if after is None or after > self.position:
+                # subscribed while the tailer was (re)starting, or the log went back (a flushed test
+                # database): everything since the tailer (re)started
+                after = self.origin
+            if after < self.everything.start:
+                return None
+            entries = self.everything.entries
+            if after >= self.position or not entries or entries[-1].rev <= after:
+                return [], self.position
+            if entries[0].rev > after:
+                return list(entries), self.position
+            return [c for c in entries if c.rev > after], self.position
+
     # -- the thread ------------------------------------------------------------------------------------------
 
     def _publish(self, batch: list[Change], upto: int) -> None:
         woken: set[Subscriber] = set()
         with self.lock:
+            everything = self.everything.entries
             for change in batch:
+                if len(everything) == everything.maxlen:
+                    self.everything.start = everything[0].rev
+                everything.append(change)
                 ring = self.rings.get(change.kind)
                 if ring is None:
                     ring = self.rings[change.kind] = _Ring(start=self.position)
@@ -101,6 +131,8 @@ class Tailer:
                     if subscriber.namespace is None or subscriber.namespace == change.namespace:
                         woken.add(subscriber)
             self.position = upto
+            if batch:
+                woken |= self.subscribers.get(EVERYTHING, set())
         for subscriber in woken:
             try:
                 subscriber.notify()
@@ -111,18 +143,28 @@ class Tailer:
         """The log went back (a test database was flushed): forget what the rings hold."""
         with self.lock:
             self.rings.clear()
+            self.everything = _Ring(start=position, entries=collections.deque(maxlen=RING_ALL))
             self.position = self.origin = position
             subscribers = [s for group in self.subscribers.values() for s in group]
         for subscriber in subscribers:
             subscriber.notify()
 
+    def ensure_position(self) -> None:
+        """Give a (re)started tailer its position, the head now (sync: a subscriber calls this before it takes
+        its cursor, so that nothing it needs is before the tailer's start)."""
+        if self.position >= 0:
+            return
+        current, _ = log.head()
+        with self.lock:
+            if self.position < 0:
+                self.rings.clear()
+                self.everything = _Ring(start=current, entries=collections.deque(maxlen=RING_ALL))
+                self.position = self.origin = current
+
     def catch_up(self) -> None:
         """Read what committed since the last read (the thread's step; tests call it directly)."""
+        self.ensure_position()
         current, _ = log.head()
-        if self.position < 0:
-            with self.lock:
-                self.position = self.origin = current
-            return
         if current < self.position:
             self._reset(current)
             return
@@ -145,10 +187,27 @@ class Tailer:
         conn.execute("LISTEN volcanoweb_feed")
         return conn
 
+    def _idle(self) -> bool:
+        with self.lock:
+            return not any(self.subscribers.values())
+
     def _run(self) -> None:
         listener = None
         poll = float(settings.FEED_POLL_SECONDS)
         while True:
+            if self._idle():
+                self.active.clear()
+                with self.lock:  # nothing is read while idle: a subscriber starts again from the head
+                    self.position = -1
+                self.started.set()
+                if listener is not None:
+                    with contextlib.suppress(Exception):
+                        listener.close()
+                    listener = None
+                close_old_connections()
+                connection.close()
+                self.active.wait()
+                continue
             try:
                 if listener is None and connection.vendor == "postgresql":
                     listener = self._listen()
@@ -175,13 +234,12 @@ _tailer_lock = threading.Lock()
 
 
 def tailer() -> Tailer:
-    """Return this process's tailer, starting its thread on first use."""
+    """Return this process's tailer, starting its thread on first use (it reads only while subscribed to)."""
     global _tailer
     with _tailer_lock:
         if _tailer is None:
             _tailer = Tailer()
             _tailer.thread.start()
-            _tailer.started.wait(5.0)
         return _tailer
 
 

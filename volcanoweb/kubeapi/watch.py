@@ -186,6 +186,14 @@ def _released(step: Callable[..., list[bytes]]) -> Callable[..., list[bytes]]:
     return run
 
 
+def _positioned(feed: Any) -> Callable[[], list[bytes]]:
+    def run() -> list[bytes]:
+        feed.ensure_position()
+        return []
+
+    return run
+
+
 async def events(stream: Stream) -> AsyncIterator[bytes]:
     """The ASGI stream: woken by the tailer when the watched kind changed (the client may disconnect earlier)."""
     deadline = time.monotonic() + stream.timeout
@@ -205,7 +213,8 @@ async def events(stream: Stream) -> AsyncIterator[bytes]:
             if left <= 0:
                 return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=min(left, BOOKMARK_SECONDS))
+                # an idle watch sleeps until a change of its kind (or its next bookmark) is due
+                await asyncio.wait_for(wake.wait(), timeout=min(left, BOOKMARK_SECONDS) if stream.bookmarks else left)
             wake.clear()
             found = feed.read(stream.selection.kind, stream.cursor)
             if found is None:  # behind the ring: read the log itself until caught up

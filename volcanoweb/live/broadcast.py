@@ -30,6 +30,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 from volcanoweb.live import groups
+from volcanoweb.live.feedsource import LOG_KINDS
 
 log = logging.getLogger(__name__)
 _local = threading.local()
@@ -63,8 +64,13 @@ def audience(kind: str, *, tenant_id: int | None = None, tenant_ids: Iterable[in
 
 
 def publish_queue(queue: Any, **fields: Any) -> None:
-    """Queue a message about a Queue for its readers only: everyone for a public queue, else its tenants."""
-    from volcanoweb.tenancy.access import queue_readers
+    """Queue a message about a Queue for its readers only: everyone for a public queue, else its tenants.
+
+    Queues are rows of the change log, which is what the sockets read (``live.feedsource``): nothing goes
+    over the channel layer for them (kept for callers; see :func:`publish`)."""
+    if "queue" in LOG_KINDS:
+        return
+    from volcanoweb.tenancy.access import queue_readers  # pragma: no cover - queues are in the log
 
     readers = queue_readers(queue)
     if readers is None:
@@ -77,7 +83,12 @@ def publish(
     kind: str, key: str, *, tenant_id: int | None = None, tenant_ids: Iterable[int] | None = None, **fields: Any
 ) -> None:
     """Queue a message about one object for delivery on commit, to :func:`audience` (``kind`` decides
-    whether an object without a tenant is everyone's: see :data:`CLUSTER_KINDS`)."""
+    whether an object without a tenant is everyone's: see :data:`CLUSTER_KINDS`).
+
+    The kinds that are rows of the change log (jobs, pods, queues, nodes...: ``live.feedsource.LOG_KINDS``)
+    reach the sockets from the log; only the others (scheduling cycles) go over the channel layer."""
+    if kind in LOG_KINDS:
+        return
     _queue_message(audience(kind, tenant_id=tenant_id, tenant_ids=tenant_ids), kind, key, fields)
 
 

@@ -15,7 +15,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from volcanoweb.live import groups
+from volcanoweb.feed.tailer import EVERYTHING, tailer
+from volcanoweb.live import feedsource, groups
 from volcanoweb.live.hub import hub as live_hub
 
 log = logging.getLogger(__name__)
@@ -175,6 +176,16 @@ def _token_user(headers: list[tuple[bytes, bytes]]) -> tuple[Any, int] | None:
 
 
 @database_sync_to_async
+def _reader(user: Any) -> tuple[bool, frozenset[int]]:
+    """(platform admin, tenant ids): what the socket may read of the change log."""
+    from volcanoweb.tenancy.models import Membership
+
+    if user.is_superuser:
+        return True, frozenset()
+    return False, frozenset(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
+
+
+@database_sync_to_async
 def _groups_for(user: Any) -> list[str]:
     names = [groups.cluster_group()]
     if user.is_superuser:
@@ -212,6 +223,12 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
         self.joined: list[str] = []
         self.hub: Any = None
         self.closing: asyncio.Future[None] | None = None
+        self.feed: Any = None
+        self.subscriber: Any = None
+        self.cursor: int | None = None
+        self.feed_pending = False
+        self.admin = False
+        self.tenants: frozenset[int] = frozenset()
 
     async def connect(self) -> None:
         self.init_state()
@@ -236,13 +253,50 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             await self.channel_layer.group_add(name, self.channel_name)
         self.hub = live_hub(self.channel_layer)
         await self.hub.join(self, await _groups_for(user))
+        # Object changes come from the change log, read from this socket's own cursor (ADR 0024).
+        self.admin, self.tenants = await _reader(user)
+        self.feed = tailer()
+        loop = asyncio.get_running_loop()
+        self.subscriber = self.feed.subscribe(EVERYTHING, None, lambda: loop.call_soon_threadsafe(self._feed_woken))
+        await database_sync_to_async(self.feed.ensure_position)()
+        self.cursor = self.feed.position
         await self.accept()
         self.sender = asyncio.ensure_future(self._send_frames())
 
     async def disconnect(self, code: int) -> None:
         await self._leave()
 
+    def _feed_woken(self) -> None:
+        self.feed_pending = True
+        self.wake.set()
+
+    async def _pull_feed(self) -> None:
+        """Queue what the log has for this socket since its cursor: each object's latest state; a socket the
+        ring no longer reaches back for gets one resync (``{"kind": "*"}``)."""
+        found = self.feed.read_all(self.cursor)
+        if found is None:
+            self.queue.refresh_all()
+            self.cursor = self.feed.position
+            return
+        changes, upto = found
+        if upto < 0:
+            return
+        if any(feedsource.needs_database(c) for c in changes):
+            await database_sync_to_async(feedsource.prepare)(changes)
+        for change in changes:
+            found_message = feedsource.message(change)
+            if found_message is None:
+                continue
+            payload, audience = found_message
+            if feedsource.visible(audience, self.admin, self.tenants) and wanted(self.topics, payload):
+                self.queue.add(payload, change.at or time.time())
+        self.cursor = upto if self.cursor is None else max(self.cursor, upto)
+
     async def _leave(self) -> None:
+        subscriber = getattr(self, "subscriber", None)
+        if subscriber is not None:
+            self.subscriber = None
+            self.feed.unsubscribe(subscriber)
         sender = getattr(self, "sender", None)
         if sender is not None:
             sender.cancel()
@@ -353,6 +407,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             delay = next_at - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
+            if self.feed_pending and not self.revoked:
+                self.feed_pending = False
+                await self._pull_feed()
             frame = self.queue.take()
             if frame is None or self.revoked:
                 continue

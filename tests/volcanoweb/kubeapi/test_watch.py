@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from tests.volcanoweb import builders
-from volcanoweb.jobs.models import Job
 from volcanoweb.feed import log
+from volcanoweb.jobs.models import Job
 from volcanoweb.kubeapi import watch
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +62,8 @@ def test_five_quick_patches_are_five_modified_events_in_order(api) -> None:
     assert [e["type"] for e in events] == ["MODIFIED"] * 5
     assert [e["object"]["metadata"]["labels"]["step"] for e in events] == ["0", "1", "2", "3", "4"]
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
-    assert versions == sorted(versions) and len(set(versions)) == 5
+    assert versions == sorted(versions)
+    assert len(set(versions)) == 5
     assert versions == [int(w["metadata"]["resourceVersion"]) for w in written]
 
 

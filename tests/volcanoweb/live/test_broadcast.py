@@ -24,13 +24,14 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
 @pytest.mark.django_db(transaction=True)
 def test_messages_are_sent_on_commit_and_merged(sent: list[tuple[str, dict[str, Any]]]) -> None:
     with transaction.atomic():
-        broadcast.publish("job", "ml/a", tenant_id=3, phase="Pending")
-        broadcast.publish("job", "ml/a", tenant_id=3, phase="Running")
-        broadcast.publish("node", "n1", ready=True)
+        broadcast.publish("audit", "ml/a", tenant_id=3, phase="Pending")
+        broadcast.publish("audit", "ml/a", tenant_id=3, phase="Running")
+        broadcast.publish("cycle", "n1", ready=True)
+        broadcast.publish("job", "ml/a", tenant_id=3, phase="Running")  # a row of the change log: not sent
         assert sent == []
     assert sent == [
-        (groups.tenant_group(3), {"kind": "job", "id": "ml/a", "phase": "Running"}),
-        (groups.cluster_group(), {"kind": "node", "id": "n1", "ready": True}),
+        (groups.tenant_group(3), {"kind": "audit", "id": "ml/a", "phase": "Running"}),
+        (groups.cluster_group(), {"kind": "cycle", "id": "n1", "ready": True}),
     ]
 
 
@@ -38,13 +39,13 @@ def test_messages_are_sent_on_commit_and_merged(sent: list[tuple[str, dict[str, 
 def test_a_rolled_back_change_is_never_sent(sent: list[tuple[str, dict[str, Any]]]) -> None:
     def failing_write() -> None:
         with transaction.atomic():
-            broadcast.publish("job", "ml/lost", tenant_id=1, phase="Running")
+            broadcast.publish("audit", "ml/lost", tenant_id=1, phase="Running")
             raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):
         failing_write()
     with transaction.atomic():
-        broadcast.publish("job", "ml/kept", tenant_id=1, phase="Pending")
+        broadcast.publish("audit", "ml/kept", tenant_id=1, phase="Pending")
     assert [payload["id"] for _, payload in sent] == ["ml/kept"]
 
 

@@ -19,7 +19,10 @@ from django.db import transaction
 from django.test import Client
 
 from tests.volcanoweb import builders
+from tests.volcanoweb.clusters.helpers import make_gang
 from tests.volcanoweb.conftest import FAST_HASHERS, Cast, build_cast
+from volcanoweb.clusters.models import Node
+from volcanoweb.jobs.models import PriorityClass
 from volcanoweb.live import broadcast, consumers, groups
 from volcanoweb.live.routing import websocket_urlpatterns
 from volcanoweb.queues import services as queue_services
@@ -147,48 +150,71 @@ async def test_jobs_and_their_objects_reach_only_their_tenant(
     assert not [f for f in alice if "team-b" in str(f.get("id"))], alice
 
 
-@pytest.mark.parametrize("kind", ["pod", "podgroup", "job", "cronjob", "jobflow", "jobtemplate", "event"])
-async def test_every_namespaced_kind_goes_to_its_tenant_and_without_one_to_admins_only(
-    kind: str, world: Cast, sockets: dict[str, WebsocketCommunicator]
+@sync_to_async
+def gang(name: str, tenant: Any, namespace: str) -> None:
+    """A PodGroup and one pod written as rows (the change log carries them to the sockets)."""
+    make_gang(name, 1, namespace=namespace, tenant=tenant)
+
+
+async def test_every_namespaced_object_goes_to_its_tenant_and_without_one_to_admins_only(
+    world: Cast, sockets: dict[str, WebsocketCommunicator]
 ) -> None:
-    @sync_to_async
-    def publish() -> None:
-        broadcast.publish(kind, "team-b/x", tenant_id=world.team_b.pk, phase="Running")
-        broadcast.publish(kind, "orphan/y", tenant_id=None, phase="Running")
-
-    await publish()
+    await gang("x", world.team_b, "team-b")
+    await gang("y", None, "orphan")
     alice, charlie, root = [await drain(sockets[n]) for n in ("alice", "charlie", "root")]
-    assert ids(alice, kind) == set()
-    assert ids(charlie, kind) == {"team-b/x"}
-    assert ids(root, kind) == {"team-b/x", "orphan/y"}
+    for kind, suffix in (("podgroup", ""), ("pod", "-0")):
+        assert ids(alice, kind) == set()
+        assert ids(charlie, kind) == {f"team-b/x{suffix}"}
+        assert ids(root, kind) == {f"team-b/x{suffix}", f"orphan/y{suffix}"}
 
 
-@pytest.mark.parametrize("kind", ["node", "cycle", "priorityclass"])
-async def test_cluster_kinds_reach_everyone(kind: str, sockets: dict[str, WebsocketCommunicator]) -> None:
-    await sync_to_async(broadcast.publish)(kind, "n1", ready=True)
+def _node(name: str) -> None:
+    Node.objects.create(name=name)
+
+
+def _priority_class(name: str) -> None:
+    PriorityClass.objects.create(name=name, value=1)
+
+
+@pytest.mark.parametrize(("kind", "write"), [("node", _node), ("priorityclass", _priority_class)])
+async def test_cluster_kinds_reach_everyone(kind: str, write: Any, sockets: dict[str, WebsocketCommunicator]) -> None:
+    await sync_to_async(write)("n1")
     for name in ("alice", "charlie", "root"):
         assert ids(await drain(sockets[name]), kind) == {"n1"}
+
+
+async def test_a_cycle_reaches_everyone_over_the_channel_layer(sockets: dict[str, WebsocketCommunicator]) -> None:
+    """A kind that is no row of the change log (a scheduling cycle's summary) still goes over the channel layer."""
+    await sync_to_async(broadcast.publish)("cycle", "7", binds=1)
+    for name in ("alice", "charlie", "root"):
+        assert ids(await drain(sockets[name]), "cycle") == {"7"}
 
 
 async def test_a_subscription_narrows_what_a_socket_gets_never_widens_it(
     world: Cast, sockets: dict[str, WebsocketCommunicator]
 ) -> None:
     alice = sockets["alice"]
-    await alice.send_json_to({"kind": "subscribe", "topics": [["job", ""], ["pod", "team-b/"], ["pod", "team-a/j-"]]})
+    await alice.send_json_to(
+        {"kind": "subscribe", "topics": [["podgroup", ""], ["pod", "team-b/"], ["pod", "team-a/j"]]}
+    )
     assert await alice.receive_json_from(timeout=2) == {"kind": "subscribed", "topics": 3}
 
     @sync_to_async
-    def publish() -> None:
+    def write() -> None:
         with transaction.atomic():
-            for tenant, key in ((world.team_a, "team-a/"), (world.team_b, "team-b/")):
-                broadcast.publish("job", key + "j", tenant_id=tenant.pk, phase="Running")
-                broadcast.publish("pod", key + "j-0", tenant_id=tenant.pk, phase="Running")
-                broadcast.publish("pod", key + "other-0", tenant_id=tenant.pk, phase="Running")
-            broadcast.publish("node", "n1", ready=True)
+            for tenant, namespace in ((world.team_a, "team-a"), (world.team_b, "team-b")):
+                make_gang("j", 1, namespace=namespace, tenant=tenant)
+                make_gang("other", 1, namespace=namespace, tenant=tenant)
+            Node.objects.create(name="n1")
 
-    await publish()
+    await write()
     got = await drain(alice)
-    assert sorted(str(f["id"]) for f in got) == ["team-a/j", "team-a/j-0"]  # no team-b pod although subscribed
+    # podgroups of its own tenant, its own pods under the prefix; no team-b pod although subscribed; no node
+    assert sorted(f"{f['kind']}:{f['id']}" for f in got) == [
+        "pod:team-a/j-0",
+        "podgroup:team-a/j",
+        "podgroup:team-a/other",
+    ]
     assert {str(f["id"]) for f in await drain(sockets["charlie"]) if f["kind"] != "queue"} >= {
         "team-b/j",
         "team-b/j-0",
@@ -200,19 +226,19 @@ async def test_a_subscription_narrows_what_a_socket_gets_never_widens_it(
 async def test_a_process_reads_each_live_group_once_for_all_its_sockets(
     world: Cast, sockets: dict[str, WebsocketCommunicator]
 ) -> None:
-    """The channel layer holds one member per live group and process (the hub), not one per socket; every
-    socket still gets what it may read, and only that."""
+    """The channel layer holds one member per live group and process (the hub), not one per socket; the change
+    log is read once per process (the tailer) for all its sockets; every socket gets what it may read, only that."""
     second = await open_socket(world.alice)  # alice twice, charlie, root: all in the cluster group
     layer = channel_layers["default"]
     assert len(layer.groups["cluster"]) == 1
     assert len(layer.groups[groups.tenant_group(world.team_a.pk)]) == 1
-    await sync_to_async(broadcast.publish)("node", "n7", ready=True)
-    await sync_to_async(broadcast.publish)("job", "team-a/solo", tenant_id=world.team_a.pk, phase="Running")
+    await sync_to_async(_node)("n7")
+    await gang("solo", world.team_a, "team-a")
     got = {name: await drain(sockets[name]) for name in ("alice", "charlie", "root")}
     for frames in got.values():
         assert "n7" in ids(frames, "node")
-    assert ids(got["charlie"], "job") == set()
-    assert ids(await drain(second), "job") == {"team-a/solo"}
+    assert ids(got["charlie"], "podgroup") == set()
+    assert ids(await drain(second), "podgroup") == {"team-a/solo"}
     await second.disconnect()
 
 
@@ -232,9 +258,13 @@ async def _assert_closed(communicator: WebsocketCommunicator) -> None:
     assert output["code"] == consumers.CLOSE_UNAUTHORIZED
 
 
-async def _job_message_reaches(communicator: WebsocketCommunicator, tenant_id: int) -> bool:
-    await sync_to_async(broadcast.publish)("job", "team-a/after", tenant_id=tenant_id, phase="Running")
-    return "team-a/after" in ids(await drain(communicator), "job")
+_written = iter(range(1_000_000))
+
+
+async def _job_message_reaches(communicator: WebsocketCommunicator, tenant: Any) -> bool:
+    name = f"after-{next(_written)}"
+    await gang(name, tenant, "team-a")
+    return f"team-a/{name}" in ids(await drain(communicator), "podgroup")
 
 
 async def test_logout_closes_the_sessions_socket_at_once(world: Cast) -> None:
@@ -246,14 +276,14 @@ async def test_logout_closes_the_sessions_socket_at_once(world: Cast) -> None:
     response = await sync_to_async(client.post)("/logout/")
     assert response.status_code in (200, 302)
     await _assert_closed(mine)
-    assert await _job_message_reaches(other, world.team_a.pk)
+    assert await _job_message_reaches(other, world.team_a)
     await other.disconnect()
 
 
 async def test_revoking_a_token_closes_its_socket(world: Cast) -> None:
     token, raw = await sync_to_async(tenancy.create_token)(world.alice, "watch")
     socket = await open_socket(token=raw)
-    assert await _job_message_reaches(socket, world.team_a.pk)
+    assert await _job_message_reaches(socket, world.team_a)
     await sync_to_async(tenancy.revoke_token)(world.alice, token.pk)
     await _assert_closed(socket)
 
@@ -271,7 +301,7 @@ async def test_a_revoked_or_unknown_token_cannot_open_a_socket(world: Cast) -> N
 
 async def test_losing_a_membership_closes_the_socket(world: Cast) -> None:
     socket = await open_socket(world.bob)
-    assert await _job_message_reaches(socket, world.team_a.pk)
+    assert await _job_message_reaches(socket, world.team_a)
 
     @sync_to_async
     def remove() -> None:
@@ -280,7 +310,7 @@ async def test_losing_a_membership_closes_the_socket(world: Cast) -> None:
     await remove()
     await _assert_closed(socket)
     reopened = await open_socket(world.bob)  # a new socket joins only what bob may still read
-    assert not await _job_message_reaches(reopened, world.team_a.pk)
+    assert not await _job_message_reaches(reopened, world.team_a)
     await reopened.disconnect()
 
 

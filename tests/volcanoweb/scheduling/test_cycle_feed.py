@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from tests.volcanoweb.clusters.helpers import make_gang
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.scheduling import cycles
@@ -28,7 +26,8 @@ def test_a_watch_sees_each_pod_the_cycles_bulk_update_binds(sim: Any, cast: Any,
     assert len(listed["items"]) == PODS
     assert not any(p["spec"].get("nodeName") for p in listed["items"])
     run = run_cycle()
-    assert run is not None and run.status == RunStatus.SUCCEEDED, run and run.error
+    assert run is not None
+    assert run.status == RunStatus.SUCCEEDED, run.error
     assert run.binds == PODS
     rv = listed["metadata"]["resourceVersion"]
     response = api.get(f"{PODS_URL}?watch=1&timeoutSeconds=0&resourceVersion={rv}")
@@ -41,4 +40,5 @@ def test_a_watch_sees_each_pod_the_cycles_bulk_update_binds(sim: Any, cast: Any,
             bound.setdefault(pod["metadata"]["name"], pod["spec"]["nodeName"])
     assert len(bound) == PODS  # every pod's change, none merged into another's
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
-    assert versions == sorted(versions) and len(set(versions)) == len(versions)
+    assert versions == sorted(versions)
+    assert len(set(versions)) == len(versions)
