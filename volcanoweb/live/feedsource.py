@@ -56,7 +56,7 @@ def _queue_audience(change: Change) -> Audience:
         with _queue_lock:
             known = _queue_readers.pop(obj_id, ...)
         if known is not ...:
-            return known  # type: ignore[return-value]
+            return known
         owner = row.get("tenant_id")
         return frozenset({owner}) if owner else frozenset()
     from volcanoweb.queues.models import Queue

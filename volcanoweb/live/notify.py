@@ -3,11 +3,11 @@
 A service that changes an object calls :func:`changed` inside its transaction, next to its audit entry
 (``audit.services.record`` only records). Once the transaction commits:
 
-* the controllers react (``runtime.hooks.on_change``: a job to sync, bare pods to group, queues to
-  resync), enqueued in-process when Celery runs eagerly;
-* the browsers are told (``live.broadcast``: cluster-scoped kinds such as priority classes and the
-  scheduler configuration to everyone, queues to the tenants that may read them, namespaced kinds only
-  to their tenant).
+* the controllers react: the listeners registered with :func:`listen` are called (the runtime registers
+  ``runtime.hooks.on_change`` when it is ready: a job to sync, bare pods to group, queues to resync,
+  enqueued in-process when Celery runs eagerly), so this module never imports the controllers;
+* the browsers learn of it from the change log (``live.feedsource``); only kinds that are no rows of the
+  log go over ``live.broadcast``.
 
 Nothing happens for a transaction that rolls back: :func:`discard` forgets the messages it queued (dry
 runs, failed applies). Messages that need no controller work (a pod bound or evicted by a cycle, a
@@ -26,6 +26,17 @@ from django.db import transaction
 from volcanoweb.live import broadcast
 
 log = logging.getLogger(__name__)
+#: (kind, obj, action) and (kind, objs, action) listeners called on commit (registered at app start-up).
+_listeners: list[Any] = []
+_many_listeners: list[Any] = []
+
+
+def listen(one: Any, many: Any) -> None:
+    """Register the reactions to committed changes (the runtime's hooks; idempotent)."""
+    if one not in _listeners:
+        _listeners.append(one)
+    if many not in _many_listeners:
+        _many_listeners.append(many)
 
 
 def changed(kind: str, obj: Any, action: str) -> None:
@@ -68,13 +79,10 @@ def discard() -> None:
 
 
 def _react(kind: str, obj: Any, action: str) -> None:
-    # The one upward import of the lower apps: the controllers import the services that call changed().
-    from volcanoweb.runtime import hooks
-
-    hooks.on_change(kind, obj, action)
+    for listener in list(_listeners):
+        listener(kind, obj, action)
 
 
 def _react_many(kind: str, objs: list[Any], action: str) -> None:
-    from volcanoweb.runtime import hooks
-
-    hooks.on_change_many(kind, objs, action)
+    for listener in list(_many_listeners):
+        listener(kind, objs, action)

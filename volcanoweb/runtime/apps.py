@@ -9,3 +9,10 @@ class RuntimeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "volcanoweb.runtime"
     verbose_name = "Runtime controllers"
+
+    def ready(self) -> None:
+        """React to committed changes (``live.notify`` calls the listeners; it never imports the runtime)."""
+        from volcanoweb.live import notify
+        from volcanoweb.runtime import hooks
+
+        notify.listen(hooks.on_change, hooks.on_change_many)

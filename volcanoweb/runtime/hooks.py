@@ -1,4 +1,4 @@
-"""Post-commit reactions to control-plane writes (called from ``live.notify.changed`` on commit).
+"""Post-commit reactions to control-plane writes (``live.notify`` listeners, registered by ``runtime.apps``).
 
 Each reaction enqueues a runtime task (run in-process when Celery is eager, as in the embedded mode);
 a failure is logged and never reaches the request that made the change.
