@@ -17,11 +17,13 @@ from django.db import connection, transaction
 from tests.volcanoweb import builders
 from volcanoweb.feed import log
 from volcanoweb.jobs.models import Job, PodGroup
+from volcanoweb.queues.builtin import ensure_builtin_queues
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgresql_only]
 
 
 def test_a_committer_holding_the_head_never_waits_for_a_row_lock(cast) -> None:
+    ensure_builtin_queues()  # the flush between transactional tests removed them
     job = builders.make_job("team-a", "train")
     group = PodGroup.objects.get(job=job)
     t1_wrote, t2_locked = threading.Event(), threading.Event()
