@@ -13,6 +13,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -231,6 +232,15 @@ class Tailer:
 
 _tailer: Tailer | None = None
 _tailer_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    """A forked child has none of its parent's threads: it starts a tailer of its own when it needs one."""
+    global _tailer, _tailer_lock
+    _tailer, _tailer_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def tailer() -> Tailer:
