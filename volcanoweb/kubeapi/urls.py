@@ -12,7 +12,7 @@ from django.http import HttpResponseBase
 from django.urls import path
 
 from volcanoweb.api import views as rest
-from volcanoweb.kubeapi import views
+from volcanoweb.kubeapi import discovery, views
 
 app_name = "kubeapi"
 
@@ -28,12 +28,15 @@ _G = "apis/<str:group>/<str:version>"
 
 urlpatterns = [
     path("version", views.VersionView.as_view(), name="version"),
+    path("version/", views.VersionView.as_view()),
     path("openapi/v2", views.OpenAPIV2View.as_view(), name="openapi-v2"),
     path("openapi/v3", views.OpenAPIV3RootView.as_view(), name="openapi-v3"),
     path("openapi/v3/api/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-core"),
     path("openapi/v3/apis/<str:group>/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-group"),
-    path("api", views.APIVersionsView.as_view(), name="api-versions"),
-    path("api/v1", views.APIResourceListView.as_view(), {"version": "v1"}, name="core-resources"),
+    path("api", discovery.APIVersionsView.as_view(), name="api-versions"),
+    path("api/", discovery.APIVersionsView.as_view()),
+    path("api/v1", discovery.APIResourceListView.as_view(), {"version": "v1"}, name="core-resources"),
+    path("api/v1/", discovery.APIResourceListView.as_view(), {"version": "v1"}),
     path("api/v1/kubeconfig", views.KubeconfigView.as_view(), name="kubeconfig"),
     # core v1, shared with the REST API
     path(
@@ -66,9 +69,12 @@ urlpatterns = [
     path("api/v1/pods", _core("pods", rest.AllNamespacesView.as_view(resource_name="pods")), {"plural": "pods"}),
     path("api/v1/events", _core("events", rest.EventListView.as_view()), {"plural": "events"}),
     # API groups
-    path("apis", views.APIGroupListView.as_view(), name="groups"),
+    path("apis", discovery.APIGroupListView.as_view(), name="groups"),
+    path("apis/", discovery.APIGroupListView.as_view()),
     path("apis/<str:group>", views.APIGroupView.as_view(), name="group"),
-    path(_G, views.APIResourceListView.as_view(), name="group-resources"),
+    path("apis/<str:group>/", views.APIGroupView.as_view()),
+    path(_G, discovery.APIResourceListView.as_view(), name="group-resources"),
+    path(f"{_G}/", discovery.APIResourceListView.as_view()),
     path(f"{_G}/namespaces/<str:namespace>/<str:plural>", resource, name="namespaced-collection"),
     path(f"{_G}/namespaces/<str:namespace>/<str:plural>/<str:name>", resource, name="namespaced-object"),
     path(
