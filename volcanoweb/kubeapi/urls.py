@@ -12,7 +12,7 @@ from django.http import HttpResponseBase
 from django.urls import path
 
 from volcanoweb.api import views as rest
-from volcanoweb.kubeapi import discovery, views
+from volcanoweb.kubeapi import discovery, logs, views
 
 app_name = "kubeapi"
 
@@ -58,6 +58,7 @@ urlpatterns = [
         {"plural": "pods"},
         name="pod",
     ),
+    path(f"{_NS}/pods/<str:name>/log", logs.PodLogView.as_view(), {"plural": "pods"}, name="pod-log"),
     path(f"{_NS}/pods/<str:name>/<str:subresource>", resource, {"plural": "pods"}, name="pod-subresource"),
     path(
         f"{_NS}/events",
