@@ -130,7 +130,7 @@ class PodLogView(views.ResourceView):
             renderer = JSONRenderer()
             return renderer, renderer.media_type
 
-    def get(self, request: Request, **kwargs: Any) -> HttpResponseBase:  # type: ignore[override]
+    def get(self, request: Request, **kwargs: Any) -> HttpResponseBase:
         namespace, name = str(kwargs["namespace"]), str(kwargs["name"])
         access = self.access(request)
         pod: Pod = self.find(access, PODS, namespace, name)
