@@ -12,7 +12,7 @@ from django.http import HttpResponseBase
 from django.urls import path
 
 from volcanoweb.api import views as rest
-from volcanoweb.kubeapi import discovery, logs, views
+from volcanoweb.kubeapi import discovery, logs, openapi_v2, views
 
 app_name = "kubeapi"
 
@@ -29,7 +29,7 @@ _G = "apis/<str:group>/<str:version>"
 urlpatterns = [
     path("version", views.VersionView.as_view(), name="version"),
     path("version/", views.VersionView.as_view()),
-    path("openapi/v2", views.OpenAPIV2View.as_view(), name="openapi-v2"),
+    path("openapi/v2", openapi_v2.OpenAPIV2View.as_view(), name="openapi-v2"),
     path("openapi/v3", views.OpenAPIV3RootView.as_view(), name="openapi-v3"),
     path("openapi/v3/api/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-core"),
     path("openapi/v3/apis/<str:group>/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-group"),
