@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,16 @@ from scheduler.quantity import format_quantity
 from volcanoweb.audit import services as audit
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.clusters.backend import get_backend
-from volcanoweb.core.errors import ApiError, BadRequest, Conflict, Errors, Forbidden, invalid, not_found
+from volcanoweb.core.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Errors,
+    Forbidden,
+    invalid,
+    not_found,
+)
 from volcanoweb.jobs.models import (
     Command,
     CommandAction,
@@ -37,7 +47,7 @@ from volcanoweb.manifests.admission import (
     priority_values,
     queues_for_submission,
 )
-from volcanoweb.manifests.fields import Metadata, check_metadata, check_resource_list, expect
+from volcanoweb.manifests.fields import Metadata, check_dns_subdomain, check_metadata, check_resource_list, expect
 from volcanoweb.manifests.jobs import check_job_name, check_job_spec, check_job_update, task_min_resources
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.pods import check_jdb_annotations, check_pod_spec, pod_requests
@@ -428,7 +438,7 @@ def command_manifest(command: Command) -> dict[str, Any]:
         "apiVersion": "bus.volcano.sh/v1alpha1",
         "kind": "Command",
         "metadata": {
-            "name": f"{command.target_name}-{command.action.lower()}-{str(command.uid)[:5]}",
+            "name": command_name(command),
             "namespace": command.target_namespace,
             "uid": str(command.uid),
             "creationTimestamp": render.timestamp(command.created_at),
@@ -465,18 +475,34 @@ def normalise_command_action(action: Any) -> str:
 
 @transaction.atomic
 def issue_job_command(
-    access: Access, namespace: str, name: str, action: Any, reason: str = "", message: str = ""
+    access: Access,
+    namespace: str,
+    name: str,
+    action: Any,
+    reason: str = "",
+    message: str = "",
+    *,
+    command_name: str = "",
+    generate_name: str = "",
 ) -> Command:
     """Queue a user command (abort, resume, restart, terminate, complete) for the runtime's job controller.
 
     Stores a :class:`Command`, bumps the job's resourceVersion so watchers notice, audits, and fires
     ``notify.changed("Job", ..., "command")``. The runtime performs the effect and marks the command consumed.
+    ``command_name`` is the Command's ``metadata.name`` (409 AlreadyExists while a pending command of the
+    namespace has it); ``generate_name`` a prefix the server completes with five random characters.
     """
     verb_action = normalise_command_action(action)
+    command_name = _command_name(command_name, generate_name)
     job = _get_for_write(access, Job, parse.JOB, namespace, name, "update")
     if job.deletion_timestamp is not None:
         raise Conflict(f'jobs.batch.volcano.sh "{name}" is being deleted', kind="Job", name=name)
+    if command_name and pending_commands().filter(target_namespace=namespace, name=command_name).exists():
+        raise AlreadyExists(
+            f'commands.bus.volcano.sh "{command_name}" already exists', kind="commands", name=command_name
+        )
     command = Command.objects.create(
+        name=command_name,
         action=verb_action,
         target_kind="Job",
         target_namespace=namespace,
@@ -494,6 +520,48 @@ def issue_job_command(
     )
     notify.changed("Job", job, "command")
     return command
+
+
+COMMAND_INFO = parse.KindInfo("bus.volcano.sh/v1alpha1", "Command", "commands", True)
+
+
+def _command_name(name: str, generate_name: str) -> str:
+    errors = Errors()
+    if not name and generate_name:
+        name = f"{generate_name}{uuid.uuid4().hex[:5]}"
+    if name:
+        check_dns_subdomain(errors, "metadata.name" if not generate_name else "metadata.generateName", name)
+    raise_if(errors, COMMAND_INFO, name)
+    return name
+
+
+def command_name(command: Command) -> str:
+    """Return a Command's ``metadata.name`` (the REST API's commands: ``<target>-<action>-<uid>``)."""
+    return command.name or f"{command.target_name}-{command.action.lower()}-{str(command.uid)[:5]}"
+
+
+def pending_commands() -> Any:
+    """Return the commands the runtime has not acted on yet: the Kubernetes API's Commands."""
+    return Command.objects.filter(consumed_at__isnull=True)
+
+
+@transaction.atomic
+def delete_command(access: Access, namespace: str, name: str) -> Outcome:
+    """Delete a Command the runtime has not acted on yet (a consumed one is already gone from the API)."""
+    resolve_namespace(access, namespace, "delete", COMMAND_INFO, name)
+    found = [
+        c for c in pending_commands().select_for_update().filter(target_namespace=namespace) if command_name(c) == name
+    ]
+    if not found:
+        raise not_found("commands.bus.volcano.sh", name, "Command", "bus.volcano.sh")
+    command = found[0]
+    job = command.job
+    before = command_manifest(command)
+    command.delete()
+    audit.record(access.user, "delete", "Command", f"{namespace}/{name}", tenant=command.tenant, before=before)
+    if job is not None:
+        notify.changed("Job", job, "command")
+    return Outcome("deleted", "Command", name, namespace, before)
 
 
 @transaction.atomic

@@ -87,6 +87,7 @@ def _paths(resource: KubeResource) -> dict[str, Any]:
     if resource.writable:
         item["put"] = _operation(resource, "put", _WRITE_PARAMS, ref)
         item["patch"] = _operation(resource, "patch", _WRITE_PARAMS, ref)
+    if resource.delete is not None:
         item["delete"] = _operation(resource, "delete", _WRITE_PARAMS[:1], ref)
         collection["delete"] = _operation(resource, "deletecollection", _LIST_PARAMS[:2], ref)
     base = _base_path(resource, namespaced)

@@ -93,6 +93,12 @@ def _scoped(model: type[Any]) -> Callable[[Access], QuerySet[Any]]:
     return base
 
 
+def _pending_commands(access: Access) -> QuerySet[Any]:
+    """The Commands the controllers have not acted on: Volcano deletes a Command once it has acted on it."""
+    pending: QuerySet[Any] = access.scope(jobs.pending_commands())
+    return pending
+
+
 def _queues(access: Access) -> QuerySet[Any]:
     return Queue.objects.filter(visible_queue_filter(access)).distinct().select_related("parent")
 
@@ -295,7 +301,7 @@ RESOURCES: tuple[KubeResource, ...] = (
         "command",
         Command,
         command_manifest,
-        _scoped(Command),
+        _pending_commands,
         categories=("volcano",),
         columns=(
             Column("Action", "string", ".action"),
@@ -303,10 +309,11 @@ RESOURCES: tuple[KubeResource, ...] = (
             Column("Consumed", "boolean", ".status.consumed"),
             AGE,
         ),
+        delete=jobs.delete_command,
         namespace_field="target_namespace",
         order=("created_at", "pk"),
         labels=False,
-        extra_verbs=("create",),
+        extra_verbs=("create", "delete", "deletecollection"),
     ),
     KubeResource(
         parse.PRIORITYCLASS,

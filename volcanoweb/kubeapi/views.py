@@ -398,8 +398,8 @@ class ResourceView(KubeView):
     # -- writes --------------------------------------------------------------------------------------------------
 
     def writable(self, resource: KubeResource, verb: str) -> None:
-        if resource.plural == "commands" and verb == "create":
-            return
+        if resource.plural == "commands" and verb in ("create", "delete", "deletecollection"):
+            return  # Commands are created, and deleted before the controller acts on them; never changed
         if not resource.writable:
             raise MethodNotAllowed(
                 f'{resource.info.qualified_resource} is read-only here: the verb "{verb}" is not supported',
@@ -469,8 +469,23 @@ class ResourceView(KubeView):
         if not isinstance(reason, str) or not isinstance(message, str):
             raise BadRequest("reason and message must be strings", causes=[Cause("reason", "Invalid value")])
         assert namespace is not None
+        meta = doc["metadata"]
+        name, generate = str(meta.get("name") or ""), str(meta.get("generateName") or "")
+        if not name and not generate:
+            errors = Errors()
+            errors.add("metadata.name", "Required value: name or generateName is required", "FieldValueRequired")
+            raise invalid("Command", "bus.volcano.sh", "", errors)
         command = _run(
-            lambda: jobs.issue_job_command(access, namespace, str(target["name"]), doc.get("action"), reason, message),
+            lambda: jobs.issue_job_command(
+                access,
+                namespace,
+                str(target["name"]),
+                doc.get("action"),
+                reason,
+                message,
+                command_name=name,
+                generate_name=generate,
+            ),
             dry_run=dry_run,
         )
         return RESOURCES_BY_PLURAL["commands"].render(command)
@@ -605,7 +620,13 @@ class ResourceView(KubeView):
         selector = clean_text(request.query_params.get("labelSelector"), "labelSelector", 2000)
         if selector:
             queryset = apply_label_selector(queryset, selector)
-        targets = [(getattr(o, "namespace", None), o.name) for o in queryset.order_by(*resource.order)]
+        targets = [
+            (
+                getattr(o, resource.namespace_field, None),
+                jobs.command_name(o) if resource.plural == "commands" else o.name,
+            )
+            for o in queryset.order_by(*resource.order)
+        ]
 
         def remove_all() -> list[dict[str, Any]]:
             return [remove(access, ns, obj_name).object for ns, obj_name in targets]

@@ -48,6 +48,8 @@ def test_resource_lists_carry_verbs_short_names_and_categories(alice_api) -> Non
     assert set(flow) >= {"jobflows", "jobtemplates"}
     assert _resources(alice_api, "/apis/bus.volcano.sh/v1alpha1")["commands"]["verbs"] == [
         "create",
+        "delete",
+        "deletecollection",
         "get",
         "list",
         "watch",
