@@ -23,6 +23,7 @@ from volcanoweb.core.errors import (
     Conflict,
     Errors,
     Forbidden,
+    NotFound,
     invalid,
     not_found,
 )
@@ -54,6 +55,11 @@ from volcanoweb.manifests.pods import check_jdb_annotations, check_pod_spec, pod
 from volcanoweb.manifests.workflows import check_podgroup, check_priorityclass
 from volcanoweb.tenancy.access import Access, forbidden, namespaces_by_name, resolve_namespace
 from volcanoweb.tenancy.models import Namespace
+
+#: Kubernetes' propagation policies of a delete (garbage collection of the dependents).
+BACKGROUND, FOREGROUND, ORPHAN = "Background", "Foreground", "Orphan"
+PROPAGATION_POLICIES = (BACKGROUND, FOREGROUND, ORPHAN)
+FOREGROUND_FINALIZER = "foregroundDeletion"
 
 COMMAND_ALIASES = {
     "abort": CommandAction.ABORT,
@@ -414,11 +420,13 @@ def _get_for_write(access: Access, model: type[Any], info: parse.KindInfo, names
 
 
 @transaction.atomic
-def delete_job(access: Access, namespace: str, name: str) -> Outcome:
+def delete_job(access: Access, namespace: str, name: str, propagation: str = BACKGROUND) -> Outcome:
     """Delete a Job: at once when it has no finalizers (tasks, pods, PodGroup and commands go with it);
-    otherwise set ``deletion_timestamp`` and leave the removal to the runtime's clean-up."""
+    otherwise set ``deletion_timestamp`` and leave the removal to the runtime's clean-up. Objects whose
+    ownerReferences name the Job (other than its own PodGroup and pods) follow ``propagation``."""
     job = _get_for_write(access, Job, parse.JOB, namespace, name, "delete")
     before = render.job(job)
+    collect_garbage(access, namespace, str(job.uid), propagation)
     if job.finalizers:
         if job.deletion_timestamp is None:
             job.deletion_timestamp = timezone.now()
@@ -429,7 +437,60 @@ def delete_job(access: Access, namespace: str, name: str) -> Outcome:
         after = None
     audit.record(access.user, "delete", "Job", f"{namespace}/{name}", tenant=job.tenant, before=before, after=after)
     notify.changed("Job", job, "delete")
-    return Outcome("deleted", "Job", name, namespace, after or before)
+    answer = after or before
+    if propagation == FOREGROUND:  # its pods and PodGroup went first: the answer is the API server's
+        meta = answer["metadata"]
+        meta.setdefault("deletionTimestamp", render.timestamp(timezone.now()))
+        meta["finalizers"] = [*meta.get("finalizers", []), FOREGROUND_FINALIZER]
+    return Outcome("deleted", "Job", name, namespace, answer)
+
+
+# --- Garbage collection by ownerReferences ------------------------------------
+
+
+def _owned_by(obj: Any, owner_uid: str) -> bool:
+    return any(isinstance(ref, dict) and str(ref.get("uid")) == owner_uid for ref in obj.owner_references or [])
+
+
+def dependents(namespace: str, owner_uid: str) -> list[Any]:
+    """Return the objects of ``namespace`` whose ownerReferences name ``owner_uid``: Jobs, and PodGroups and
+    pods that no Job manages (a Job's own PodGroup and pods go with it). In the order they are collected."""
+    found: list[Any] = []
+    for model, extra in ((Job, {}), (PodGroup, {"job__isnull": True}), (Pod, {"job__isnull": True})):
+        rows = model.objects.filter(namespace=namespace, **extra).exclude(owner_references=[]).order_by("pk")
+        found.extend(row for row in rows if _owned_by(row, owner_uid))
+    return found
+
+
+def collect_garbage(access: Access, namespace: str, owner_uid: str, policy: str) -> list[Outcome]:
+    """Kubernetes' garbage collection for a deleted owner, in the caller's transaction.
+
+    ``Background`` and ``Foreground``: delete every dependent (through its own delete, so a Job takes its
+    PodGroup and pods, and a dependent's own dependents follow); ``Orphan``: remove the reference to the
+    owner from each dependent, which stays. Returns the dependents' outcomes.
+    """
+    if policy not in PROPAGATION_POLICIES:
+        raise BadRequest(f"unsupported propagationPolicy {policy!r}")
+    outcomes: list[Outcome] = []
+    for obj in dependents(namespace, owner_uid):
+        kind = type(obj).__name__
+        if policy == ORPHAN:
+            obj.owner_references = [r for r in obj.owner_references if str(r.get("uid")) != owner_uid]
+            obj.save(update_fields=["owner_references", *bump(obj, spec_changed=False)])
+            audit.record(access.user, "orphan", kind, obj.key, tenant=obj.tenant, message=f"owner {owner_uid} deleted")
+            notify.changed(kind, obj, "update")
+            outcomes.append(Outcome("configured", kind, obj.name, namespace, {}))
+            continue
+        remove = {"Job": delete_job, "PodGroup": delete_podgroup, "Pod": _collect_pod}[kind]
+        try:
+            outcomes.append(remove(access, namespace, obj.name))
+        except NotFound:
+            continue  # gone already (a dependent of an earlier dependent)
+    return outcomes
+
+
+def _collect_pod(access: Access, namespace: str, name: str) -> Outcome:
+    return delete_pod(access, namespace, name)
 
 
 def command_manifest(command: Command) -> dict[str, Any]:

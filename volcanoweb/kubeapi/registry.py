@@ -56,6 +56,8 @@ class KubeResource:
     order: tuple[str, ...] = ("name", "pk")
     labels: bool = True
     extra_verbs: tuple[str, ...] = field(default=())
+    #: ``delete`` takes ``propagation=`` (Background, Foreground, Orphan): garbage collection of dependents.
+    propagates: bool = False
 
     @property
     def group(self) -> str:
@@ -180,8 +182,8 @@ def command_manifest(command: Command) -> dict[str, Any]:
 
 
 def _delete_workflow(kind: str) -> Callable[..., Any]:
-    def delete(access: Access, namespace: str, name: str) -> Any:
-        return workflows.delete_workflow_object(access, kind, namespace, name)
+    def delete(access: Access, namespace: str, name: str, propagation: str = "Background") -> Any:
+        return workflows.delete_workflow_object(access, kind, namespace, name, propagation)
 
     return delete
 
@@ -224,6 +226,7 @@ RESOURCES: tuple[KubeResource, ...] = (
         ),
         apply=jobs.apply_job,
         delete=jobs.delete_job,
+        propagates=True,
     ),
     KubeResource(
         parse.CRONJOB,
@@ -241,6 +244,7 @@ RESOURCES: tuple[KubeResource, ...] = (
         ),
         apply=workflows.apply_cronjob,
         delete=_delete_workflow("CronJob"),
+        propagates=True,
     ),
     KubeResource(
         parse.QUEUE,
@@ -283,6 +287,7 @@ RESOURCES: tuple[KubeResource, ...] = (
         columns=(Column("Status", "string", ".status.state.phase"), AGE),
         apply=workflows.apply_jobflow,
         delete=_delete_workflow("JobFlow"),
+        propagates=True,
     ),
     KubeResource(
         parse.JOBTEMPLATE,
@@ -295,6 +300,7 @@ RESOURCES: tuple[KubeResource, ...] = (
         columns=(AGE,),
         apply=workflows.apply_jobtemplate,
         delete=_delete_workflow("JobTemplate"),
+        propagates=True,
     ),
     KubeResource(
         COMMAND,

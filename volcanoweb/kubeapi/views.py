@@ -7,6 +7,7 @@ helpers, call one service per write, render. Errors are ``Status`` bodies (the A
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -598,13 +599,16 @@ class ResourceView(KubeView):
         dry_run = _dry_run(request)
         access = self.access(request)
         options = self.delete_options(request)
-        if options.get("propagationPolicy") == "Orphan":
+        policy = options.get("propagationPolicy")
+        if policy == "Orphan" and resource.plural == "jobs":
             raise BadRequest(
                 "propagationPolicy Orphan is not supported: a Volcano job's pods and PodGroup go with it",
                 causes=[Cause("propagationPolicy", 'Unsupported value: "Orphan"', "FieldValueNotSupported")],
             )
         assert resource.delete is not None
         remove = resource.delete
+        if resource.propagates and policy:
+            remove = functools.partial(resource.delete, propagation=policy)
         if name is not None:
             obj = self.find(access, resource, namespace, name)
             outcome = _run(lambda: remove(access, namespace, name), dry_run=dry_run)
