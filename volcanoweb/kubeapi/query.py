@@ -216,7 +216,10 @@ def table(resource: KubeResource, objects: list[dict[str, Any]], meta: dict[str,
     ]
     rows = [
         {
-            "cells": [obj["metadata"]["name"], *(_cell(c.type, lookup(obj, c.path), now) for c in resource.columns)],
+            "cells": [
+                obj["metadata"]["name"],
+                *(_cell(c.type, c.value(obj) if c.value else lookup(obj, c.path), now) for c in resource.columns),
+            ],
             "object": obj,
         }
         for obj in objects

@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 
 from volcanoweb.jobs import services as jobs
 from volcanoweb.jobs.models import Command, Event, Job, Pod, PodGroup, PriorityClass
+from volcanoweb.kubeapi import pods
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.parse import KindInfo
 from volcanoweb.queues import services as queues
@@ -36,6 +37,8 @@ class Column:
     path: str
     priority: int = 0
     description: str = ""
+    #: Computes the cell from the object when no single field holds it (a pod's ``1/1`` READY).
+    value: Callable[[dict[str, Any]], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -345,9 +348,14 @@ RESOURCES: tuple[KubeResource, ...] = (
         short_names=("po",),
         categories=("all",),
         columns=(
-            Column("Status", "string", ".status.phase"),
-            Column("Node", "string", ".spec.nodeName"),
+            Column("Ready", "string", ".status.containerStatuses", value=pods.ready),
+            Column("Status", "string", ".status.phase", value=pods.status_text),
+            Column("Restarts", "integer", ".status.containerStatuses", value=pods.restarts),
             AGE,
+            Column("IP", "string", ".status.podIP", priority=1, value=pods.ip),
+            Column("Node", "string", ".spec.nodeName", priority=1, value=pods.node),
+            Column("Nominated Node", "string", ".status.nominatedNodeName", priority=1, value=pods.nominated),
+            Column("Readiness Gates", "string", ".spec.readinessGates", priority=1, value=pods.readiness_gates),
         ),
         apply=jobs.apply_pod,
         delete=jobs.delete_pod,
