@@ -778,12 +778,10 @@ def apply_pod(
 
 @transaction.atomic
 def delete_pod(access: Access, namespace: str, name: str) -> Outcome:
-    """Delete a plain pod. A job's pods belong to its controller: use a job command instead."""
+    """Delete a pod. A job's pod is deleted as on Volcano: the cluster removes it and the job controller sees
+    it gone as a ``PodEvicted`` event, so the job's policies decide what happens (by default the controller
+    creates it again)."""
     pod = _get_for_write(access, Pod, parse.POD, namespace, name, "delete")
-    if pod.job_id is not None:
-        raise Forbidden(
-            f'pods "{name}" is managed by a Job; use a job command (restart, abort...)', kind="Pod", name=name
-        )
     before = render.pod(pod)
     if ((pod.status or {}).get("backendUid") or pod.node_name) and get_backend().delete_pod(namespace, name):
         # In the cluster: it holds its node until the cluster removes it; the cluster sync then
