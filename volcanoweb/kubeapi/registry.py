@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from volcanoweb.jobs import services as jobs
 from volcanoweb.jobs.models import Command, Event, Job, Pod, PodGroup, PriorityClass
@@ -102,6 +102,29 @@ def _pending_commands(access: Access) -> QuerySet[Any]:
     """The Commands the controllers have not acted on: Volcano deletes a Command once it has acted on it."""
     pending: QuerySet[Any] = access.scope(jobs.pending_commands())
     return pending
+
+
+#: PodGroup ``status`` counters as Volcano's scheduler fills them, from the group's pods (zero: absent).
+PODGROUP_COUNTERS = {"running": "Running", "succeeded": "Succeeded", "failed": "Failed"}
+
+
+def _podgroups(access: Access) -> QuerySet[Any]:
+    counted: QuerySet[Any] = access.scope(PodGroup.objects.all()).annotate(
+        **{f"pods_{key}": Count("pods", filter=Q(pods__phase=phase)) for key, phase in PODGROUP_COUNTERS.items()}
+    )
+    return counted
+
+
+def podgroup_manifest(group: PodGroup) -> dict[str, Any]:
+    """Return a PodGroup with ``status.running``, ``succeeded`` and ``failed`` (when the rows were counted)."""
+    out = render.podgroup(group)
+    for key in PODGROUP_COUNTERS:
+        count = getattr(group, f"pods_{key}", None)
+        if count:
+            out["status"][key] = count
+        elif count == 0:
+            out["status"].pop(key, None)
+    return out
 
 
 def _queues(access: Access) -> QuerySet[Any]:
@@ -265,8 +288,8 @@ RESOURCES: tuple[KubeResource, ...] = (
         parse.PODGROUP,
         "podgroup",
         PodGroup,
-        render.podgroup,
-        _scoped(PodGroup),
+        podgroup_manifest,
+        _podgroups,
         short_names=("pg", "podgroup-v1beta1"),
         categories=("volcano",),
         columns=(
