@@ -22,6 +22,10 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
         "involvedObject.name": "involved_name",
         "involvedObject.namespace": "involved_namespace",
         "involvedObject.uid": "involved_uid",
+        "involvedObject.apiVersion": "",  # what kubectl events --for sends; matched on the rendered event
+        "involvedObject.resourceVersion": "",
+        "involvedObject.fieldPath": "",
+        "reportingComponent": "",
         "type": "type",
         "reason": "reason",
         "source": "source",

@@ -162,6 +162,13 @@ def namespace_manifest(ns: Namespace) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta, "spec": {}, "status": {"phase": "Active"}}
 
 
+#: The apiVersion of an event's involved object, by kind (``kubectl events --for`` selects on it).
+INVOLVED_API_VERSIONS = {
+    info.kind: info.api_version
+    for info in (parse.JOB, parse.CRONJOB, parse.PODGROUP, parse.QUEUE, parse.JOBFLOW, parse.JOBTEMPLATE, parse.POD)
+}
+
+
 def event_manifest(event: Event) -> dict[str, Any]:
     """Return a core ``v1`` Event."""
     return {
@@ -175,6 +182,7 @@ def event_manifest(event: Event) -> dict[str, Any]:
             "creationTimestamp": render.timestamp(event.first_timestamp),
         },
         "involvedObject": {
+            "apiVersion": INVOLVED_API_VERSIONS.get(event.involved_kind, "v1"),
             "kind": event.involved_kind,
             "namespace": event.involved_namespace,
             "name": event.involved_name,
