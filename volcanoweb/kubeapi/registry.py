@@ -6,16 +6,18 @@ tenancy helpers. Names, short names and printer columns follow Volcano's CRDs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
+from volcanoweb.clusters.models import Node
 from volcanoweb.jobs import services as jobs
 from volcanoweb.jobs.models import Command, Event, Job, Pod, PodGroup, PriorityClass
 from volcanoweb.kubeapi import pods
-from volcanoweb.manifests import parse, render
+from volcanoweb.manifests import corenode, parse, render
 from volcanoweb.manifests.parse import KindInfo
 from volcanoweb.queues import services as queues
 from volcanoweb.queues.models import Queue
@@ -238,9 +240,29 @@ def _delete_cluster_scoped(delete: Callable[..., Any]) -> Callable[..., Any]:
 
 COMMAND = KindInfo("bus.volcano.sh/v1alpha1", "Command", "commands", True)
 NAMESPACE = KindInfo("v1", "Namespace", "namespaces", False)
+NODE = KindInfo("v1", "Node", "nodes", False)
+SERVICE = KindInfo("v1", "Service", "services", True)
+
+
+def _no_services(access: Access) -> QuerySet[Any]:
+    """Services are not served (the svc plugin's live in the cluster backend): an empty, read-only list, so that
+    ``kubectl cluster-info`` (which lists kube-system's cluster services) prints the control plane's URL."""
+    none: QuerySet[Any] = Namespace.objects.none()
+    return none
+
+
+def _service_manifest(obj: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": obj.name}}
+
+
 EVENT = KindInfo("v1", "Event", "events", True)
 
 AGE = Column("Age", "date", ".metadata.creationTimestamp")
+
+
+def _info(key: str) -> Callable[[dict[str, Any]], str]:
+    return functools.partial(corenode.node_info, key)
+
 
 RESOURCES: tuple[KubeResource, ...] = (
     KubeResource(
@@ -406,6 +428,37 @@ RESOURCES: tuple[KubeResource, ...] = (
             Column("Message", "string", ".message"),
         ),
         order=("last_timestamp", "pk"),
+        labels=False,
+    ),
+    KubeResource(
+        NODE,
+        "node",
+        Node,
+        corenode.node_manifest,
+        _everyone(Node),
+        short_names=("no",),
+        columns=(
+            Column("Status", "string", ".status.conditions", value=corenode.status_text),
+            Column("Roles", "string", ".metadata.labels", value=corenode.roles),
+            AGE,
+            Column("Version", "string", ".status.nodeInfo.kubeletVersion"),
+            Column("Internal-IP", "string", ".status.addresses", priority=1, value=corenode.internal_ip),
+            Column("External-IP", "string", ".status.addresses", priority=1, value=corenode.external_ip),
+            Column("OS-Image", "string", ".status.nodeInfo.osImage", priority=1, value=_info("osImage")),
+            Column("Kernel-Version", "string", ".status.nodeInfo", priority=1, value=_info("kernelVersion")),
+            Column(
+                "Container-Runtime", "string", ".status.nodeInfo", priority=1, value=_info("containerRuntimeVersion")
+            ),
+        ),
+    ),
+    KubeResource(
+        SERVICE,
+        "service",
+        Namespace,
+        _service_manifest,
+        _no_services,
+        short_names=("svc",),
+        columns=(Column("Type", "string", ".spec.type"), Column("Cluster-IP", "string", ".spec.clusterIP"), AGE),
         labels=False,
     ),
     KubeResource(

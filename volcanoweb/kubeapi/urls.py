@@ -12,7 +12,7 @@ from django.http import HttpResponseBase
 from django.urls import path
 
 from volcanoweb.api import views as rest
-from volcanoweb.kubeapi import discovery, logs, openapi_v2, views
+from volcanoweb.kubeapi import auth, discovery, logs, openapi_v2, views
 
 app_name = "kubeapi"
 
@@ -67,8 +67,23 @@ urlpatterns = [
         name="events",
     ),
     path(f"{_NS}/events/<str:name>", resource, {"plural": "events"}, name="event"),
+    path("api/v1/namespaces/kube-system/services", auth.ClusterServicesView.as_view(), name="cluster-services"),
+    path(f"{_NS}/services", resource, {"plural": "services"}, name="services"),
+    path(f"{_NS}/services/<str:name>", resource, {"plural": "services"}, name="service"),
+    path("api/v1/services", resource, {"plural": "services"}),
     path("api/v1/pods", _core("pods", rest.AllNamespacesView.as_view(resource_name="pods")), {"plural": "pods"}),
     path("api/v1/events", _core("events", rest.EventListView.as_view()), {"plural": "events"}),
+    # kubectl auth can-i / whoami
+    path(
+        "apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        auth.SelfSubjectAccessReviewView.as_view(),
+        name="selfsubjectaccessreviews",
+    ),
+    path(
+        "apis/authentication.k8s.io/<str:version>/selfsubjectreviews",
+        auth.SelfSubjectReviewView.as_view(),
+        name="selfsubjectreviews",
+    ),
     # API groups
     path("apis", discovery.APIGroupListView.as_view(), name="groups"),
     path("apis/", discovery.APIGroupListView.as_view()),

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -180,7 +181,10 @@ class APIResourceListView(KubeView):
 
 
 class VersionView(KubeView):
-    """``/version``: what ``kubectl version`` prints for the server."""
+    """``/version``: what ``kubectl version`` prints for the server (public, as on kube-apiserver, whose
+    ``system:public-info-viewer`` role lets anonymous callers read it)."""
+
+    permission_classes = [AllowAny]
 
     def get(self, request: Request) -> Response:
         return Response(SERVER_VERSION)
@@ -522,9 +526,12 @@ class ResourceView(KubeView):
         dry_run = _dry_run(request)
         access = self.access(request)
         content_type = (request.content_type or "").split(";")[0].strip()
-        if content_type not in patch.PATCH_TYPES:
+        if content_type not in patch.PATCH_TYPES or (content_type == patch.STRATEGIC and _custom(resource)):
+            # Custom resources (the Volcano kinds, Commands) take no strategic merge patch on kube-apiserver.
+            accepted = [t for t in patch.PATCH_TYPES if not (t == patch.STRATEGIC and _custom(resource))]
             raise patch.UnsupportedMediaType(
-                f"the body of a PATCH must be one of {', '.join(patch.PATCH_TYPES)}; got {content_type or 'none'}"
+                "the body of the request was in an unknown format - accepted media types include: "
+                + ", ".join(accepted)
             )
         mode = _field_validation(request)
         raw = self.body(request)
@@ -669,6 +676,11 @@ class ResourceView(KubeView):
 
 
 RESOURCES_BY_PLURAL = {r.plural: r for r in RESOURCES}
+
+
+def _custom(resource: KubeResource) -> bool:
+    """Return True for a kind that is a custom resource on a real cluster (Volcano's CRDs)."""
+    return resource.group.endswith("volcano.sh")
 
 
 def _invalid_update(resource: KubeResource, name: str) -> ApiError:
