@@ -750,12 +750,20 @@ def core_dispatch(
 
 
 class KubeconfigView(KubeView):
-    """``POST /api/v1/kubeconfig``: a kubeconfig for the caller with a new token (``?name=`` names the token);
-    JSON, or YAML with ``Accept: application/yaml``."""
+    """``POST /api/v1/kubeconfig``: a kubeconfig for the caller; JSON, or YAML with ``Accept: application/yaml``.
+
+    A caller that authenticated with a bearer token gets that token back (it is valid: it just worked);
+    ``?newToken=true``, ``?name=`` (the new token's name) or a session (the dashboard) mint a new one.
+    """
 
     def post(self, request: Request) -> Response:
         from volcanoweb.kubeapi import kubeconfig
 
-        name = clean_text(request.query_params.get("name"), "name", 100) or "kubeconfig"
-        config, _ = kubeconfig.build(request._request, request.user, token_name=name)
+        name = clean_text(request.query_params.get("name"), "name", 100)
+        new = request.query_params.get("newToken") in ("true", "1") or bool(name)
+        held = None
+        if not new and request.auth is not None:
+            parts = request.headers.get("Authorization", "").split()
+            held = parts[1] if len(parts) == 2 and parts[0].lower() == "bearer" else None
+        config, _ = kubeconfig.build(request._request, request.user, token_name=name or "kubeconfig", token=held)
         return Response(config, status=status.HTTP_201_CREATED)
