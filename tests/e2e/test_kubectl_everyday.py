@@ -35,9 +35,7 @@ JOB = {
                 "template": {
                     "spec": {
                         "restartPolicy": "Never",
-                        "containers": [
-                            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
-                        ],
+                        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
                     }
                 },
             }
@@ -137,3 +135,86 @@ def test_kubectl_everyday_commands(tmp_path: Path) -> None:
         assert bogus.returncode == 1
         assert 'no matches for kind "Bogus" in version "bus.volcano.sh/v1alpha1"' in bogus.stderr, bogus.stderr
         assert "failed to download openapi" not in bogus.stderr
+
+
+def test_kubectl_pods_nodes_auth_and_kubeconfigs(tmp_path: Path) -> None:
+    """Pods with READY/RESTARTS and conditions (kubectl wait), deleting a job's pod, PodGroup RUNNINGS, events
+    --for, a queue that cannot be deleted, nodes, auth can-i/whoami, cluster-info, /livez, merged kubeconfigs."""
+    from django.contrib.auth import get_user_model
+
+    tokens = _prepare()
+    carol = create_token(get_user_model().objects.get(username="carol"), "e2e")[1]
+    with kube_server(tmp_path, SIM_DEFAULT_DURATION="600") as server:
+        dave = server.kubeconfig(tokens["dave"], "dave")
+        job = {**JOB, "metadata": {"name": "longrun"}}
+        job["spec"] = {**JOB["spec"], "tasks": [{**JOB["spec"]["tasks"][0], "replicas": 2}], "minAvailable": 2}
+        (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+        assert kubectl(dave, "apply", "-n", "dev", "-f", str(tmp_path / "job.yaml")).returncode == 0
+        pod = "longrun-build-0"
+
+        # kubectl wait on the Ready condition; READY and RESTARTS columns.
+        _wait_for(lambda: kubectl(dave, "get", "pod", "-n", "dev", pod).returncode == 0, 60, f"{pod} exists")
+        waited = kubectl(dave, "wait", "-n", "dev", "--for=condition=Ready", f"pod/{pod}", "--timeout=60s", timeout=90)
+        assert waited.returncode == 0, waited.stderr
+        assert f"pod/{pod} condition met" in waited.stdout
+        listing = kubectl(dave, "get", "pods", "-n", "dev").stdout.splitlines()
+        assert listing[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        row = next(line.split() for line in listing if line.startswith(pod))
+        assert row[1:4] == ["1/1", "Running", "0"]
+        shown = yaml.safe_load(kubectl(dave, "get", "pod", "-n", "dev", pod, "-o", "yaml").stdout)
+        assert "backendUid" not in shown["status"]
+        assert shown["status"]["containerStatuses"][0]["state"]["running"]
+
+        # PodGroup RUNNINGS.
+        groups = kubectl(dave, "get", "pg", "-n", "dev").stdout.splitlines()
+        header = groups[0].split()
+        cells = next(line.split() for line in groups[1:] if line.startswith("longrun"))
+        assert cells[header.index("RUNNINGS")] == "2", groups
+
+        # Deleting a job's pod: gone, then created again by the job controller (PodEvicted's default).
+        uid = shown["metadata"]["uid"]
+        deleted = kubectl(dave, "delete", "pod", "-n", "dev", pod, "--wait=false")
+        assert deleted.returncode == 0, deleted.stderr
+
+        def recreated() -> bool:
+            again = kubectl(dave, "get", "pod", "-n", "dev", pod, "-o", "jsonpath={.metadata.uid}")
+            return again.returncode == 0 and again.stdout not in ("", uid)
+
+        _wait_for(recreated, 90, f"{pod} created again")
+        events = kubectl(dave, "events", "-n", "dev", "--for", "vcjob/longrun")
+        assert events.returncode == 0, events.stderr
+        assert "Job/longrun" in events.stdout
+
+        # A queue with children: kubectl prints why.
+        admin = server.kubeconfig(tokens["admin"], "admin")
+        refused = kubectl(admin, "delete", "queue", "ml-team")
+        assert refused.returncode == 1
+        assert "can not be deleted because it has" in refused.stderr, refused.stderr
+
+        # Nodes, auth, cluster-info, health.
+        nodes = kubectl(dave, "get", "nodes")
+        assert nodes.stdout.splitlines()[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+        assert " Ready " in nodes.stdout
+        labels = kubectl(dave, "get", "node", "cpu-0", "-o", "jsonpath={.metadata.labels}").stdout
+        assert '"kubernetes.io/os":"linux"' in labels
+        assert kubectl(dave, "auth", "can-i", "create", "vcjob", "-n", "dev").stdout.strip() == "yes"
+        no = kubectl(dave, "auth", "can-i", "create", "vcjob", "-n", "ml")
+        assert no.stdout.startswith("no")
+        assert no.returncode == 1
+        whoami = kubectl(dave, "auth", "whoami")
+        assert re.search(r"^Username\s+dave$", whoami.stdout, re.M), whoami.stdout + whoami.stderr
+        info = kubectl(dave, "cluster-info")
+        assert f"Kubernetes control plane is running at https://127.0.0.1:{server.https_port}" in info.stdout
+        assert kubectl(dave, "get", "--raw", "/livez").stdout == "ok"
+        assert "readyz check passed" in kubectl(dave, "get", "--raw", "/readyz?verbose").stdout
+
+        # Two users' kubeconfigs merge: two contexts, one cluster.
+        carol_config = server.kubeconfig(carol, "carol")
+        merged = kubectl(dave, "config", "get-contexts", "-o", "name")
+        env_config = Path(f"{dave}:{carol_config}")
+        both = kubectl(env_config, "config", "get-contexts", "-o", "name")
+        assert merged.returncode == 0
+        assert set(both.stdout.split()) == {
+            f"dave@127.0.0.1:{server.https_port}",
+            f"carol@127.0.0.1:{server.https_port}",
+        }, both.stdout + both.stderr
