@@ -348,6 +348,54 @@ EXTRA: dict[str, Any] = {
         "spec": {"finalizers": strict.ANY},
         "status": {"phase": strict.ANY},
     },
+    "Node": {
+        "apiVersion": strict.ANY,
+        "kind": strict.ANY,
+        "metadata": strict.METADATA,
+        "spec": {
+            "taints": [dict.fromkeys(("key", "value", "effect", "timeAdded"), strict.ANY)],
+            "unschedulable": strict.ANY,
+            "podCIDR": strict.ANY,
+            "providerID": strict.ANY,
+        },
+        "status": {
+            "capacity": strict.STRING_MAP,
+            "allocatable": strict.STRING_MAP,
+            "conditions": [
+                dict.fromkeys(
+                    ("type", "status", "reason", "message", "lastHeartbeatTime", "lastTransitionTime"), strict.ANY
+                )
+            ],
+            "addresses": [dict.fromkeys(("type", "address"), strict.ANY)],
+            "nodeInfo": dict.fromkeys(
+                (
+                    "architecture",
+                    "operatingSystem",
+                    "osImage",
+                    "kernelVersion",
+                    "containerRuntimeVersion",
+                    "kubeletVersion",
+                    "kubeProxyVersion",
+                    "machineID",
+                    "systemUUID",
+                    "bootID",
+                ),
+                strict.ANY,
+            ),
+        },
+    },
+    "Service": {
+        "apiVersion": strict.ANY,
+        "kind": strict.ANY,
+        "metadata": strict.METADATA,
+        "spec": {
+            "type": strict.ANY,
+            "clusterIP": strict.ANY,
+            "selector": strict.STRING_MAP,
+            "ports": [dict.fromkeys(("name", "protocol", "port", "targetPort"), strict.ANY)],
+        },
+        "status": {"loadBalancer": strict.ANY},
+    },
     "Event": {
         **dict.fromkeys(("apiVersion", "kind", "type", "reason", "message", "count"), strict.ANY),
         "metadata": strict.METADATA,
@@ -359,6 +407,30 @@ EXTRA: dict[str, Any] = {
 }
 _LEAF_OVERRIDES = {
     "count": INTEGER,
+    "status": STRING,  # a condition's True/False/Unknown (an object's status is a tree, never a leaf)
+    "lastHeartbeatTime": TIME,
+    "lastTransitionTime": TIME,
+    "timeAdded": TIME,
+    "targetPort": QUANTITY,
+    "address": STRING,
+    **dict.fromkeys(
+        (
+            "architecture",
+            "operatingSystem",
+            "osImage",
+            "kernelVersion",
+            "containerRuntimeVersion",
+            "kubeletVersion",
+            "kubeProxyVersion",
+            "machineID",
+            "systemUUID",
+            "bootID",
+            "podCIDR",
+            "providerID",
+            "clusterIP",
+        ),
+        STRING,
+    ),
     "firstTimestamp": TIME,
     "lastTimestamp": TIME,
     "controller": BOOLEAN,
