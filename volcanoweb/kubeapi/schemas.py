@@ -405,7 +405,7 @@ EXTRA: dict[str, Any] = {
         "source": {"component": strict.ANY},
     },
 }
-_LEAF_OVERRIDES = {
+_LEAF_OVERRIDES: dict[str, dict[str, Any]] = {
     "count": INTEGER,
     "status": STRING,  # a condition's True/False/Unknown (an object's status is a tree, never a leaf)
     "lastHeartbeatTime": TIME,
@@ -457,7 +457,18 @@ def convert(node: Any, path: str = "") -> dict[str, Any]:
         return _describe({"type": "array", "items": items}, path, name)
     if isinstance(node, strict.MapOf):
         values = STRING if node is strict.STRING_MAP else convert(node.values, path)
-        if name in ("limits", "requests", "capability", "deserved", "hard", "minResources", "allocated", "resource"):
+        if name in (
+            "limits",
+            "requests",
+            "capability",
+            "capacity",
+            "allocatable",
+            "deserved",
+            "hard",
+            "minResources",
+            "allocated",
+            "resource",
+        ):
             values = QUANTITY
         return _describe({"type": "object", "additionalProperties": values}, path, name)
     leaf = _LEAF_OVERRIDES.get(name) or TYPES.get(name) or FREE
