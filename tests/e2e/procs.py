@@ -25,7 +25,7 @@ def free_port() -> int:
 
 def database_url(db_settings: Mapping[str, object]) -> str:
     """Return a DATABASE_URL for Django's DATABASES entry (the test database, under pytest)."""
-    if str(db_settings["ENGINE"]).endswith("sqlite3"):
+    if str(db_settings["ENGINE"]).endswith("sqlite3"):  # Django's, or volcanoweb.core.backends.sqlite3
         return f"sqlite:///{db_settings['NAME']}"
     user = db_settings.get("USER") or "postgres"
     password = f":{db_settings['PASSWORD']}" if db_settings.get("PASSWORD") else ""

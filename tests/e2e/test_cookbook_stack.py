@@ -289,7 +289,7 @@ def run_scenarios(admin: Api, user: Api, live: LiveClient) -> None:
     wait_for("pytorch-distributed Completed", lambda: phase(user, "pytorch-distributed") == "Completed", timeout=60)
     pytorch = user.pods(job="pytorch-distributed")
     assert len(pytorch) == 4
-    runs = {p["status"].get("scheduledBy") for p in pytorch}
+    runs = {p["metadata"].get("annotations", {}).get("scheduling.volcanoweb.io/run") for p in pytorch}
     assert len(runs) == 1, runs
     assert None not in runs, runs
     (run_id,) = runs
@@ -365,7 +365,7 @@ def run_scenarios(admin: Api, user: Api, live: LiveClient) -> None:
     spark = user.pods(podgroup="spark-pi-group")
     assert {p["metadata"]["name"] for p in spark} == {"spark-pi-driver", "spark-pi-exec-1", "spark-pi-exec-2"}
     assert all(p["spec"].get("nodeName") for p in spark)
-    assert len({p["status"].get("scheduledBy") for p in spark}) == 1
+    assert len({p["metadata"].get("annotations", {}).get("scheduling.volcanoweb.io/run") for p in spark}) == 1
     assert group["status"]["phase"] == "Running"
 
     # --- genome-analysis has done its part: free its 64 CPUs.

@@ -179,7 +179,7 @@ def run_cookbook(base: str) -> None:
     wait_for("pytorch-distributed Completed", lambda: ml.phase("ml", "pytorch-distributed") == "Completed")
     pods = ml.get("/api/v1/namespaces/ml/pods", job="pytorch-distributed")["items"]
     assert sorted(p["metadata"]["name"] for p in pods) == [f"pytorch-distributed-worker-{i}" for i in range(4)]
-    cycles = {p["status"].get("scheduledBy") for p in pods}
+    cycles = {p["metadata"].get("annotations", {}).get("scheduling.volcanoweb.io/run") for p in pods}
     assert len(cycles) == 1, cycles
     assert None not in cycles, cycles
     assert {p["status"]["phase"] for p in pods} == {"Succeeded"}

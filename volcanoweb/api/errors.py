@@ -104,6 +104,9 @@ def _handle(exc: Exception, context: dict[str, Any]) -> Response:
     )
     if code == 403 and reason == "Unauthorized":
         reason = "Forbidden"
+    message = _message(exc.detail)
+    if code == 401 and _kubectl_over_http(context.get("request")):
+        message = PLAIN_HTTP_KUBECTL
     details: dict[str, Any] = {}
     if isinstance(exc, exceptions.ValidationError):
         details["causes"] = _validation_causes(exc.detail)
@@ -114,7 +117,20 @@ def _handle(exc: Exception, context: dict[str, Any]) -> Response:
     wait = getattr(exc, "wait", None)
     if wait:
         headers["Retry-After"] = str(int(wait))
-    return Response(status_body(code, reason, _message(exc.detail), details or None), status=code, headers=headers)
+    return Response(status_body(code, reason, message, details or None), status=code, headers=headers)
+
+
+#: The 401 a kubectl gets on the plain HTTP port: kubectl never sends a bearer token over plain HTTP.
+PLAIN_HTTP_KUBECTL = (
+    "kubectl sends its bearer token only over HTTPS, and this is the plain HTTP port: use the HTTPS listener "
+    "(HTTPS_PORT; `vcctl kubeconfig` writes its URL and certificate into the kubeconfig)"
+)
+
+
+def _kubectl_over_http(request: Any) -> bool:
+    if request is None or request.is_secure():
+        return False
+    return str(request.headers.get("User-Agent", "")).startswith("kubectl/")
 
 
 def status_response(code: int, reason: str, message: str) -> JsonResponse:

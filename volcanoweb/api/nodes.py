@@ -18,13 +18,13 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from scheduler.quantity import format_quantity
 from volcanoweb.api.base import ApiView, list_body
 from volcanoweb.api.listing import apply_filters, paginate
 from volcanoweb.clusters import services
 from volcanoweb.clusters.models import Node
 from volcanoweb.core.errors import BadRequest, NotFound
 from volcanoweb.jobs.models import Pod
+from volcanoweb.manifests.corenode import node_manifest, quantities
 
 ERRORS: dict[int | str, Any] = {
     400: OpenApiTypes.OBJECT,
@@ -34,32 +34,19 @@ ERRORS: dict[int | str, Any] = {
 }
 
 
-def _quantities(vector: dict[str, int]) -> dict[str, str]:
-    return {name: format_quantity(name, int(amount)) for name, amount in sorted(vector.items())}
-
-
 def render_node(node: Node, pods: list[Pod] | None = None) -> dict[str, Any]:
-    """Return a node in the Kubernetes shape (plus ``status.pods`` when ``pods`` is given)."""
-    doc: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": node.name, "labels": node.labels, "resourceVersion": node.backend_version},
-        "spec": {"taints": node.taints, "unschedulable": node.unschedulable},
-        "status": {
-            "allocatable": _quantities(node.allocatable),
-            "capacity": _quantities(node.capacity),
-            "conditions": node.conditions,
-            "ready": node.ready,
-            "kind": node.kind,
-        },
-    }
+    """Return a core v1 Node (plus ``status.ready``, ``status.kind`` and, when ``pods`` is given,
+    ``status.pods`` and ``status.requested``: the REST API's additions)."""
+    doc = node_manifest(node)
+    doc["status"]["ready"] = node.ready
+    doc["status"]["kind"] = node.kind
     if pods is not None:
         requested: dict[str, int] = {}
         for pod in pods:
             for name, amount in (pod.requests or {}).items():
                 requested[name] = requested.get(name, 0) + int(amount)
         requested["pods"] = len(pods)
-        doc["status"]["requested"] = _quantities(requested)
+        doc["status"]["requested"] = quantities(requested)
         doc["status"]["pods"] = [{"namespace": p.namespace, "name": p.name, "phase": p.phase} for p in pods]
     return doc
 

@@ -18,19 +18,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     command = sub.add_parser(
         "kubeconfig",
         parents=[common],
-        help="write a kubeconfig for kubectl (creates a new API token)",
-        description="Ask the server for a kubeconfig with its Kubernetes API URL, its certificate and a new "
-        "API token, and print it or write it to --file (mode 0600). Then: KUBECONFIG=FILE kubectl get vcjob.",
+        help="write a kubeconfig for kubectl (with vcctl's API token, or a new one)",
+        description="Ask the server for a kubeconfig with its Kubernetes API URL, its certificate and the API "
+        "token vcctl uses (--new-token or --name: a new one), and print it or write it to --file (mode 0600). "
+        "Its cluster, user and context are named after the server and the user, so several merge: "
+        "KUBECONFIG=alice:carol kubectl config get-contexts.",
     )
     command.add_argument("--file", "-f", default="", help="write to this file instead of standard output")
-    command.add_argument("--name", default="kubeconfig", help="name of the API token to create")
+    command.add_argument("--name", default="", help="create a new API token with this name")
+    command.add_argument(
+        "--new-token", action="store_true", help="create a new API token instead of reusing the one vcctl uses"
+    )
     command.set_defaults(func=kubeconfig_command)
 
 
 def kubeconfig_command(ctx: Context) -> int:
     """``vcctl kubeconfig``."""
     args = ctx.args
-    config = ctx.client.post("/api/v1/kubeconfig", None, name=args.name)
+    params = {"name": args.name} if args.name else {}
+    if args.new_token:
+        params["newToken"] = "true"
+    config = ctx.client.post("/api/v1/kubeconfig", None, **params)
     if not isinstance(config, dict) or config.get("kind") != "Config":
         raise CliError("the server did not answer a kubeconfig")
     text = yaml.safe_dump(config, sort_keys=False)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 ReadinessCheck = Callable[[], dict[str, Any]]
 _EXTRA_CHECKS: dict[str, ReadinessCheck] = {}
@@ -46,13 +46,41 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-def readyz(request: HttpRequest) -> JsonResponse:
-    """Return 200 when the database, Redis and the scheduling loop are healthy, else 503."""
+def _kube_style(request: HttpRequest) -> bool:
+    """kube-apiserver's query parameters (``?verbose``, ``?exclude=``): answer in its plain-text form."""
+    return "verbose" in request.GET or "exclude" in request.GET
+
+
+def _plain(endpoint: str, results: dict[str, bool], request: HttpRequest) -> HttpResponse:
+    """kube-apiserver's answer: ``ok``, or with ``?verbose`` one ``[+]name ok`` line per check."""
+    excluded = set(request.GET.getlist("exclude"))
+    kept = {name: ok for name, ok in results.items() if name not in excluded}
+    healthy = all(kept.values())
+    if "verbose" not in request.GET and healthy:
+        return HttpResponse("ok", content_type="text/plain; charset=utf-8")
+    lines = [f"[+]{name} ok" if ok else f"[-]{name} failed: reason withheld" for name, ok in kept.items()]
+    lines += [f"[+]{name} excluded: ok" for name in sorted(excluded & set(results))]
+    lines.append(f"{endpoint} check {'passed' if healthy else 'failed'}")
+    return HttpResponse(
+        "\n".join(lines) + "\n", content_type="text/plain; charset=utf-8", status=200 if healthy else 500
+    )
+
+
+def livez(request: HttpRequest) -> HttpResponse:
+    """``/livez`` as kube-apiserver answers it (``ok``; ``?verbose``: its checks): the process is alive."""
+    return _plain("livez", {"ping": True, "log": True}, request)
+
+
+def readyz(request: HttpRequest) -> HttpResponse:
+    """Return 200 when the database, Redis and the scheduling loop are healthy, else 503 (JSON); with
+    kube-apiserver's ``?verbose`` or ``?exclude=``, its plain-text answer (500 when a check fails)."""
     checks: dict[str, dict[str, Any]] = {}
     for name, check in {"database": _database, "redis": _redis, **_EXTRA_CHECKS}.items():
         try:
             checks[name] = check()
         except Exception as exc:  # any failure makes the process unready; report it
             checks[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    if _kube_style(request):
+        return _plain("readyz", {"ping": True, **{n: bool(c.get("ok")) for n, c in checks.items()}}, request)
     ready = all(item.get("ok") for item in checks.values())
     return JsonResponse({"status": "ready" if ready else "unready", "checks": checks}, status=200 if ready else 503)

@@ -23,7 +23,7 @@ TEXTS = {
     ),
     403: ("You cannot do this", "Your role does not allow this page or action. A tenant admin can change your role."),
 }
-NOT_PAGES = ("/api/", "/apis/", "/static/", "/ws/", "/admin/", "/healthz", "/readyz", "/metrics")
+NOT_PAGES = ("/api/", "/apis/", "/static/", "/ws/", "/admin/", "/healthz", "/livez", "/readyz", "/metrics")
 
 
 def _render(request: HttpRequest, code: int) -> HttpResponse:

@@ -20,7 +20,7 @@ TRACKED: tuple[Tracked, ...] = (
     Tracked("podgroups", "jobs.PodGroup"),
     Tracked("pods", "jobs.Pod"),
     Tracked("priorityclasses", "jobs.PriorityClass", namespace=""),
-    Tracked("commands", "jobs.Command", namespace="target_namespace", name="target_name"),
+    Tracked("commands", "jobs.Command", namespace="target_namespace"),
     Tracked("events", "jobs.Event", name="involved_name"),
     Tracked("queues", "queues.Queue", namespace=""),
     Tracked("cronjobs", "workflows.CronJob"),

@@ -231,10 +231,14 @@ class Command(models.Model):
     """A user command (Volcano ``bus.volcano.sh/v1alpha1`` Command) waiting for the runtime.
 
     The runtime consumes a command at most once: it sets ``consumed_at`` (and ``result``) in the same
-    transaction in which it acts on it.
+    transaction in which it acts on it. A consumed command is gone from the Kubernetes API (Volcano's
+    controller deletes the Command it acted on); the row stays as the job's command history.
     """
 
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    #: ``metadata.name`` as the client gave it (or from its ``generateName``); "" for the REST API's commands,
+    #: which are named ``<target>-<action>-<uid>``.
+    name = models.CharField(max_length=253, blank=True, default="", db_index=True)
     action = models.CharField(max_length=20, choices=CommandAction.choices)
     target_kind = models.CharField(max_length=20, default="Job")
     target_namespace = models.CharField(max_length=63, blank=True, default="")

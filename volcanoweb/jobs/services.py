@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,17 @@ from scheduler.quantity import format_quantity
 from volcanoweb.audit import services as audit
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.clusters.backend import get_backend
-from volcanoweb.core.errors import ApiError, BadRequest, Conflict, Errors, Forbidden, invalid, not_found
+from volcanoweb.core.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Errors,
+    Forbidden,
+    NotFound,
+    invalid,
+    not_found,
+)
 from volcanoweb.jobs.models import (
     Command,
     CommandAction,
@@ -37,13 +48,18 @@ from volcanoweb.manifests.admission import (
     priority_values,
     queues_for_submission,
 )
-from volcanoweb.manifests.fields import Metadata, check_metadata, check_resource_list, expect
+from volcanoweb.manifests.fields import Metadata, check_dns_subdomain, check_metadata, check_resource_list, expect
 from volcanoweb.manifests.jobs import check_job_name, check_job_spec, check_job_update, task_min_resources
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.pods import check_jdb_annotations, check_pod_spec, pod_requests
 from volcanoweb.manifests.workflows import check_podgroup, check_priorityclass
 from volcanoweb.tenancy.access import Access, forbidden, namespaces_by_name, resolve_namespace
 from volcanoweb.tenancy.models import Namespace
+
+#: Kubernetes' propagation policies of a delete (garbage collection of the dependents).
+BACKGROUND, FOREGROUND, ORPHAN = "Background", "Foreground", "Orphan"
+PROPAGATION_POLICIES = (BACKGROUND, FOREGROUND, ORPHAN)
+FOREGROUND_FINALIZER = "foregroundDeletion"
 
 COMMAND_ALIASES = {
     "abort": CommandAction.ABORT,
@@ -404,11 +420,13 @@ def _get_for_write(access: Access, model: type[Any], info: parse.KindInfo, names
 
 
 @transaction.atomic
-def delete_job(access: Access, namespace: str, name: str) -> Outcome:
+def delete_job(access: Access, namespace: str, name: str, propagation: str = BACKGROUND) -> Outcome:
     """Delete a Job: at once when it has no finalizers (tasks, pods, PodGroup and commands go with it);
-    otherwise set ``deletion_timestamp`` and leave the removal to the runtime's clean-up."""
+    otherwise set ``deletion_timestamp`` and leave the removal to the runtime's clean-up. Objects whose
+    ownerReferences name the Job (other than its own PodGroup and pods) follow ``propagation``."""
     job = _get_for_write(access, Job, parse.JOB, namespace, name, "delete")
     before = render.job(job)
+    collect_garbage(access, namespace, str(job.uid), propagation)
     if job.finalizers:
         if job.deletion_timestamp is None:
             job.deletion_timestamp = timezone.now()
@@ -419,7 +437,60 @@ def delete_job(access: Access, namespace: str, name: str) -> Outcome:
         after = None
     audit.record(access.user, "delete", "Job", f"{namespace}/{name}", tenant=job.tenant, before=before, after=after)
     notify.changed("Job", job, "delete")
-    return Outcome("deleted", "Job", name, namespace, after or before)
+    answer = after or before
+    if propagation == FOREGROUND:  # its pods and PodGroup went first: the answer is the API server's
+        meta = answer["metadata"]
+        meta.setdefault("deletionTimestamp", render.timestamp(timezone.now()))
+        meta["finalizers"] = [*meta.get("finalizers", []), FOREGROUND_FINALIZER]
+    return Outcome("deleted", "Job", name, namespace, answer)
+
+
+# --- Garbage collection by ownerReferences ------------------------------------
+
+
+def _owned_by(obj: Any, owner_uid: str) -> bool:
+    return any(isinstance(ref, dict) and str(ref.get("uid")) == owner_uid for ref in obj.owner_references or [])
+
+
+def dependents(namespace: str, owner_uid: str) -> list[Any]:
+    """Return the objects of ``namespace`` whose ownerReferences name ``owner_uid``: Jobs, and PodGroups and
+    pods that no Job manages (a Job's own PodGroup and pods go with it). In the order they are collected."""
+    found: list[Any] = []
+    for model, extra in ((Job, {}), (PodGroup, {"job__isnull": True}), (Pod, {"job__isnull": True})):
+        rows = model.objects.filter(namespace=namespace, **extra).exclude(owner_references=[]).order_by("pk")
+        found.extend(row for row in rows if _owned_by(row, owner_uid))
+    return found
+
+
+def collect_garbage(access: Access, namespace: str, owner_uid: str, policy: str) -> list[Outcome]:
+    """Kubernetes' garbage collection for a deleted owner, in the caller's transaction.
+
+    ``Background`` and ``Foreground``: delete every dependent (through its own delete, so a Job takes its
+    PodGroup and pods, and a dependent's own dependents follow); ``Orphan``: remove the reference to the
+    owner from each dependent, which stays. Returns the dependents' outcomes.
+    """
+    if policy not in PROPAGATION_POLICIES:
+        raise BadRequest(f"unsupported propagationPolicy {policy!r}")
+    outcomes: list[Outcome] = []
+    for obj in dependents(namespace, owner_uid):
+        kind = type(obj).__name__
+        if policy == ORPHAN:
+            obj.owner_references = [r for r in obj.owner_references if str(r.get("uid")) != owner_uid]
+            obj.save(update_fields=["owner_references", *bump(obj, spec_changed=False)])
+            audit.record(access.user, "orphan", kind, obj.key, tenant=obj.tenant, message=f"owner {owner_uid} deleted")
+            notify.changed(kind, obj, "update")
+            outcomes.append(Outcome("configured", kind, obj.name, namespace, {}))
+            continue
+        remove = {"Job": delete_job, "PodGroup": delete_podgroup, "Pod": _collect_pod}[kind]
+        try:
+            outcomes.append(remove(access, namespace, obj.name))
+        except NotFound:
+            continue  # gone already (a dependent of an earlier dependent)
+    return outcomes
+
+
+def _collect_pod(access: Access, namespace: str, name: str) -> Outcome:
+    return delete_pod(access, namespace, name)
 
 
 def command_manifest(command: Command) -> dict[str, Any]:
@@ -428,7 +499,7 @@ def command_manifest(command: Command) -> dict[str, Any]:
         "apiVersion": "bus.volcano.sh/v1alpha1",
         "kind": "Command",
         "metadata": {
-            "name": f"{command.target_name}-{command.action.lower()}-{str(command.uid)[:5]}",
+            "name": command_name(command),
             "namespace": command.target_namespace,
             "uid": str(command.uid),
             "creationTimestamp": render.timestamp(command.created_at),
@@ -465,18 +536,34 @@ def normalise_command_action(action: Any) -> str:
 
 @transaction.atomic
 def issue_job_command(
-    access: Access, namespace: str, name: str, action: Any, reason: str = "", message: str = ""
+    access: Access,
+    namespace: str,
+    name: str,
+    action: Any,
+    reason: str = "",
+    message: str = "",
+    *,
+    command_name: str = "",
+    generate_name: str = "",
 ) -> Command:
     """Queue a user command (abort, resume, restart, terminate, complete) for the runtime's job controller.
 
     Stores a :class:`Command`, bumps the job's resourceVersion so watchers notice, audits, and fires
     ``notify.changed("Job", ..., "command")``. The runtime performs the effect and marks the command consumed.
+    ``command_name`` is the Command's ``metadata.name`` (409 AlreadyExists while a pending command of the
+    namespace has it); ``generate_name`` a prefix the server completes with five random characters.
     """
     verb_action = normalise_command_action(action)
+    command_name = _command_name(command_name, generate_name)
     job = _get_for_write(access, Job, parse.JOB, namespace, name, "update")
     if job.deletion_timestamp is not None:
         raise Conflict(f'jobs.batch.volcano.sh "{name}" is being deleted', kind="Job", name=name)
+    if command_name and pending_commands().filter(target_namespace=namespace, name=command_name).exists():
+        raise AlreadyExists(
+            f'commands.bus.volcano.sh "{command_name}" already exists', kind="commands", name=command_name
+        )
     command = Command.objects.create(
+        name=command_name,
         action=verb_action,
         target_kind="Job",
         target_namespace=namespace,
@@ -494,6 +581,48 @@ def issue_job_command(
     )
     notify.changed("Job", job, "command")
     return command
+
+
+COMMAND_INFO = parse.KindInfo("bus.volcano.sh/v1alpha1", "Command", "commands", True)
+
+
+def _command_name(name: str, generate_name: str) -> str:
+    errors = Errors()
+    if not name and generate_name:
+        name = f"{generate_name}{uuid.uuid4().hex[:5]}"
+    if name:
+        check_dns_subdomain(errors, "metadata.name" if not generate_name else "metadata.generateName", name)
+    raise_if(errors, COMMAND_INFO, name)
+    return name
+
+
+def command_name(command: Command) -> str:
+    """Return a Command's ``metadata.name`` (the REST API's commands: ``<target>-<action>-<uid>``)."""
+    return command.name or f"{command.target_name}-{command.action.lower()}-{str(command.uid)[:5]}"
+
+
+def pending_commands() -> Any:
+    """Return the commands the runtime has not acted on yet: the Kubernetes API's Commands."""
+    return Command.objects.filter(consumed_at__isnull=True)
+
+
+@transaction.atomic
+def delete_command(access: Access, namespace: str, name: str) -> Outcome:
+    """Delete a Command the runtime has not acted on yet (a consumed one is already gone from the API)."""
+    resolve_namespace(access, namespace, "delete", COMMAND_INFO, name)
+    found = [
+        c for c in pending_commands().select_for_update().filter(target_namespace=namespace) if command_name(c) == name
+    ]
+    if not found:
+        raise not_found("commands.bus.volcano.sh", name, "Command", "bus.volcano.sh")
+    command = found[0]
+    job = command.job
+    before = command_manifest(command)
+    command.delete()
+    audit.record(access.user, "delete", "Command", f"{namespace}/{name}", tenant=command.tenant, before=before)
+    if job is not None:
+        notify.changed("Job", job, "command")
+    return Outcome("deleted", "Command", name, namespace, before)
 
 
 @transaction.atomic
@@ -649,12 +778,10 @@ def apply_pod(
 
 @transaction.atomic
 def delete_pod(access: Access, namespace: str, name: str) -> Outcome:
-    """Delete a plain pod. A job's pods belong to its controller: use a job command instead."""
+    """Delete a pod. A job's pod is deleted as on Volcano: the cluster removes it and the job controller sees
+    it gone as a ``PodEvicted`` event, so the job's policies decide what happens (by default the controller
+    creates it again)."""
     pod = _get_for_write(access, Pod, parse.POD, namespace, name, "delete")
-    if pod.job_id is not None:
-        raise Forbidden(
-            f'pods "{name}" is managed by a Job; use a job command (restart, abort...)', kind="Pod", name=name
-        )
     before = render.pod(pod)
     if ((pod.status or {}).get("backendUid") or pod.node_name) and get_backend().delete_pod(namespace, name):
         # In the cluster: it holds its node until the cluster removes it; the cluster sync then

@@ -1,9 +1,11 @@
-"""Generated kubeconfigs: the Kubernetes API's URL, the server certificate and a new bearer token."""
+"""Generated kubeconfigs: the Kubernetes API's URL, the server certificate and a bearer token (the caller's
+own when it called with one, else a new one), named after the server and the user."""
 
 from __future__ import annotations
 
 import base64
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from django.conf import settings
@@ -11,8 +13,6 @@ from django.http import HttpRequest
 
 from volcanoweb.tenancy import services as tenancy
 from volcanoweb.tenancy.access import access_for
-
-CLUSTER = "volcanoweb"
 
 
 def server_url(request: HttpRequest) -> str:
@@ -40,23 +40,34 @@ def certificate_authority_data() -> str | None:
     return base64.b64encode(cert.read_bytes()).decode()
 
 
-def build(request: HttpRequest, user: Any, *, token_name: str = "kubeconfig") -> tuple[dict[str, Any], str]:
-    """Create a token for ``user`` and return (kubeconfig, raw token); the context's namespace is the user's
-    default namespace."""
-    _, raw = tenancy.create_token(user, token_name)
+def names(server: str, username: str) -> tuple[str, str, str]:
+    """Return the (cluster, user, context) names of a kubeconfig: after the server and the user, so that
+    several users' kubeconfigs merge (``KUBECONFIG=alice:carol`` shows both contexts)."""
+    where = urlsplit(server).netloc or server
+    return f"volcanoweb-{where}", f"{username}@{where}", f"{username}@{where}"
+
+
+def build(
+    request: HttpRequest, user: Any, *, token_name: str = "kubeconfig", token: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """Return (kubeconfig, raw token) for ``user``: ``token`` (a valid token the caller holds) or a new token
+    named ``token_name``; the context's namespace is the user's default namespace."""
+    raw = token if token else tenancy.create_token(user, token_name)[1]
     cluster: dict[str, Any] = {"server": server_url(request)}
     ca = certificate_authority_data()
     if ca:
         cluster["certificate-authority-data"] = ca
     namespace = access_for(user).default_namespace()
-    user_name = f"{user.username}@{CLUSTER}"
+    cluster_name, user_name, context = names(cluster["server"], user.username)
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": CLUSTER, "cluster": cluster}],
+        "clusters": [{"name": cluster_name, "cluster": cluster}],
         "users": [{"name": user_name, "user": {"token": raw}}],
-        "contexts": [{"name": CLUSTER, "context": {"cluster": CLUSTER, "user": user_name, "namespace": namespace}}],
-        "current-context": CLUSTER,
+        "contexts": [
+            {"name": context, "context": {"cluster": cluster_name, "user": user_name, "namespace": namespace}}
+        ],
+        "current-context": context,
         "preferences": {},
     }
     return config, raw

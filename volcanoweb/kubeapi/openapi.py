@@ -1,8 +1,9 @@
-"""OpenAPI documents of the Kubernetes-shaped API, enough for kubectl (field validation, explain of the top level).
+"""OpenAPI documents of the Kubernetes-shaped API: an operation per verb and each kind's schema.
 
-kubectl reads ``/openapi/v3`` to learn that PATCH/POST/PUT accept ``fieldValidation`` for a kind (then it
-leaves validation to the server instead of downloading schemas). Specs and statuses are free-form objects:
-the server validates them with the manifest validators.
+kubectl reads ``/openapi/v3`` to learn that PATCH accepts ``fieldValidation`` for a kind (then it leaves
+validation to the server instead of downloading ``/openapi/v2``), and ``kubectl explain`` reads the schemas
+(:mod:`volcanoweb.kubeapi.schemas`) down to the leaves. ``/openapi/v2`` is also served as protobuf
+(:mod:`volcanoweb.kubeapi.openapi_v2`), which kubectl downloads for the kinds without that PATCH operation.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from volcanoweb.kubeapi import schemas
 from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, KubeResource
 
 _WRITE_PARAMS = [
@@ -48,18 +50,10 @@ def _gvk(resource: KubeResource) -> dict[str, str]:
 
 
 def _object_schema(resource: KubeResource) -> dict[str, Any]:
-    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    schema = schemas.schema_of(resource.info.kind)
     return {
-        "type": "object",
+        **schema,
         "description": f"{resource.info.kind} ({resource.info.api_version}), as in Volcano's CRD",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            "spec": free,
-            "status": free,
-        },
-        "x-kubernetes-preserve-unknown-fields": True,
         "x-kubernetes-group-version-kind": [_gvk(resource)],
     }
 
@@ -93,6 +87,7 @@ def _paths(resource: KubeResource) -> dict[str, Any]:
     if resource.writable:
         item["put"] = _operation(resource, "put", _WRITE_PARAMS, ref)
         item["patch"] = _operation(resource, "patch", _WRITE_PARAMS, ref)
+    if resource.delete is not None:
         item["delete"] = _operation(resource, "delete", _WRITE_PARAMS[:1], ref)
         collection["delete"] = _operation(resource, "deletecollection", _LIST_PARAMS[:2], ref)
     base = _base_path(resource, namespaced)

@@ -21,6 +21,10 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
         "involvedObject.name": "involved_name",
         "involvedObject.namespace": "involved_namespace",
         "involvedObject.uid": "involved_uid",
+        "involvedObject.apiVersion": "",  # what kubectl events --for sends; matched on the rendered event
+        "involvedObject.resourceVersion": "",
+        "involvedObject.fieldPath": "",
+        "reportingComponent": "",
         "type": "type",
         "reason": "reason",
         "source": "source",
@@ -197,7 +201,10 @@ def table(resource: KubeResource, objects: list[dict[str, Any]], meta: dict[str,
     ]
     rows = [
         {
-            "cells": [obj["metadata"]["name"], *(_cell(c.type, lookup(obj, c.path), now) for c in resource.columns)],
+            "cells": [
+                obj["metadata"]["name"],
+                *(_cell(c.type, c.value(obj) if c.value else lookup(obj, c.path), now) for c in resource.columns),
+            ],
             "object": obj,
         }
         for obj in objects

@@ -6,15 +6,18 @@ tenancy helpers. Names, short names and printer columns follow Volcano's CRDs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 
+from volcanoweb.clusters.models import Node
 from volcanoweb.jobs import services as jobs
 from volcanoweb.jobs.models import Command, Event, Job, Pod, PodGroup, PriorityClass
-from volcanoweb.manifests import parse, render
+from volcanoweb.kubeapi import pods
+from volcanoweb.manifests import corenode, parse, render
 from volcanoweb.manifests.parse import KindInfo
 from volcanoweb.queues import services as queues
 from volcanoweb.queues.models import Queue
@@ -36,6 +39,8 @@ class Column:
     path: str
     priority: int = 0
     description: str = ""
+    #: Computes the cell from the object when no single field holds it (a pod's ``1/1`` READY).
+    value: Callable[[dict[str, Any]], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ class KubeResource:
     order: tuple[str, ...] = ("name", "pk")
     labels: bool = True
     extra_verbs: tuple[str, ...] = field(default=())
+    #: ``delete`` takes ``propagation=`` (Background, Foreground, Orphan): garbage collection of dependents.
+    propagates: bool = False
 
     @property
     def group(self) -> str:
@@ -93,6 +100,35 @@ def _scoped(model: type[Any]) -> Callable[[Access], QuerySet[Any]]:
     return base
 
 
+def _pending_commands(access: Access) -> QuerySet[Any]:
+    """The Commands the controllers have not acted on: Volcano deletes a Command once it has acted on it."""
+    pending: QuerySet[Any] = access.scope(jobs.pending_commands())
+    return pending
+
+
+#: PodGroup ``status`` counters as Volcano's scheduler fills them, from the group's pods (zero: absent).
+PODGROUP_COUNTERS = {"running": "Running", "succeeded": "Succeeded", "failed": "Failed"}
+
+
+def _podgroups(access: Access) -> QuerySet[Any]:
+    counted: QuerySet[Any] = access.scope(PodGroup.objects.all()).annotate(
+        **{f"pods_{key}": Count("pods", filter=Q(pods__phase=phase)) for key, phase in PODGROUP_COUNTERS.items()}
+    )
+    return counted
+
+
+def podgroup_manifest(group: PodGroup) -> dict[str, Any]:
+    """Return a PodGroup with ``status.running``, ``succeeded`` and ``failed`` (when the rows were counted)."""
+    out = render.podgroup(group)
+    for key in PODGROUP_COUNTERS:
+        count = getattr(group, f"pods_{key}", None)
+        if count:
+            out["status"][key] = count
+        elif count == 0:
+            out["status"].pop(key, None)
+    return out
+
+
 def _queues(access: Access) -> QuerySet[Any]:
     return Queue.objects.filter(visible_queue_filter(access)).distinct().select_related("parent")
 
@@ -128,6 +164,13 @@ def namespace_manifest(ns: Namespace) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta, "spec": {}, "status": {"phase": "Active"}}
 
 
+#: The apiVersion of an event's involved object, by kind (``kubectl events --for`` selects on it).
+INVOLVED_API_VERSIONS = {
+    info.kind: info.api_version
+    for info in (parse.JOB, parse.CRONJOB, parse.PODGROUP, parse.QUEUE, parse.JOBFLOW, parse.JOBTEMPLATE, parse.POD)
+}
+
+
 def event_manifest(event: Event) -> dict[str, Any]:
     """Return a core ``v1`` Event."""
     return {
@@ -141,6 +184,7 @@ def event_manifest(event: Event) -> dict[str, Any]:
             "creationTimestamp": render.timestamp(event.first_timestamp),
         },
         "involvedObject": {
+            "apiVersion": INVOLVED_API_VERSIONS.get(event.involved_kind, "v1"),
             "kind": event.involved_kind,
             "namespace": event.involved_namespace,
             "name": event.involved_name,
@@ -174,8 +218,8 @@ def command_manifest(command: Command) -> dict[str, Any]:
 
 
 def _delete_workflow(kind: str) -> Callable[..., Any]:
-    def delete(access: Access, namespace: str, name: str) -> Any:
-        return workflows.delete_workflow_object(access, kind, namespace, name)
+    def delete(access: Access, namespace: str, name: str, propagation: str = "Background") -> Any:
+        return workflows.delete_workflow_object(access, kind, namespace, name, propagation)
 
     return delete
 
@@ -196,9 +240,29 @@ def _delete_cluster_scoped(delete: Callable[..., Any]) -> Callable[..., Any]:
 
 COMMAND = KindInfo("bus.volcano.sh/v1alpha1", "Command", "commands", True)
 NAMESPACE = KindInfo("v1", "Namespace", "namespaces", False)
+NODE = KindInfo("v1", "Node", "nodes", False)
+SERVICE = KindInfo("v1", "Service", "services", True)
+
+
+def _no_services(access: Access) -> QuerySet[Any]:
+    """Services are not served (the svc plugin's live in the cluster backend): an empty, read-only list, so that
+    ``kubectl cluster-info`` (which lists kube-system's cluster services) prints the control plane's URL."""
+    none: QuerySet[Any] = Namespace.objects.none()
+    return none
+
+
+def _service_manifest(obj: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": obj.name}}
+
+
 EVENT = KindInfo("v1", "Event", "events", True)
 
 AGE = Column("Age", "date", ".metadata.creationTimestamp")
+
+
+def _info(key: str) -> Callable[[dict[str, Any]], str]:
+    return functools.partial(corenode.node_info, key)
+
 
 RESOURCES: tuple[KubeResource, ...] = (
     KubeResource(
@@ -218,6 +282,7 @@ RESOURCES: tuple[KubeResource, ...] = (
         ),
         apply=jobs.apply_job,
         delete=jobs.delete_job,
+        propagates=True,
     ),
     KubeResource(
         parse.CRONJOB,
@@ -235,6 +300,7 @@ RESOURCES: tuple[KubeResource, ...] = (
         ),
         apply=workflows.apply_cronjob,
         delete=_delete_workflow("CronJob"),
+        propagates=True,
     ),
     KubeResource(
         parse.QUEUE,
@@ -252,8 +318,8 @@ RESOURCES: tuple[KubeResource, ...] = (
         parse.PODGROUP,
         "podgroup",
         PodGroup,
-        render.podgroup,
-        _scoped(PodGroup),
+        podgroup_manifest,
+        _podgroups,
         short_names=("pg", "podgroup-v1beta1"),
         categories=("volcano",),
         columns=(
@@ -277,6 +343,7 @@ RESOURCES: tuple[KubeResource, ...] = (
         columns=(Column("Status", "string", ".status.state.phase"), AGE),
         apply=workflows.apply_jobflow,
         delete=_delete_workflow("JobFlow"),
+        propagates=True,
     ),
     KubeResource(
         parse.JOBTEMPLATE,
@@ -289,13 +356,14 @@ RESOURCES: tuple[KubeResource, ...] = (
         columns=(AGE,),
         apply=workflows.apply_jobtemplate,
         delete=_delete_workflow("JobTemplate"),
+        propagates=True,
     ),
     KubeResource(
         COMMAND,
         "command",
         Command,
         command_manifest,
-        _scoped(Command),
+        _pending_commands,
         categories=("volcano",),
         columns=(
             Column("Action", "string", ".action"),
@@ -303,10 +371,11 @@ RESOURCES: tuple[KubeResource, ...] = (
             Column("Consumed", "boolean", ".status.consumed"),
             AGE,
         ),
+        delete=jobs.delete_command,
         namespace_field="target_namespace",
         order=("created_at", "pk"),
         labels=False,
-        extra_verbs=("create",),
+        extra_verbs=("create", "delete", "deletecollection"),
     ),
     KubeResource(
         parse.PRIORITYCLASS,
@@ -332,9 +401,14 @@ RESOURCES: tuple[KubeResource, ...] = (
         short_names=("po",),
         categories=("all",),
         columns=(
-            Column("Status", "string", ".status.phase"),
-            Column("Node", "string", ".spec.nodeName"),
+            Column("Ready", "string", ".status.containerStatuses", value=pods.ready),
+            Column("Status", "string", ".status.phase", value=pods.status_text),
+            Column("Restarts", "integer", ".status.containerStatuses", value=pods.restarts),
             AGE,
+            Column("IP", "string", ".status.podIP", priority=1, value=pods.ip),
+            Column("Node", "string", ".spec.nodeName", priority=1, value=pods.node),
+            Column("Nominated Node", "string", ".status.nominatedNodeName", priority=1, value=pods.nominated),
+            Column("Readiness Gates", "string", ".spec.readinessGates", priority=1, value=pods.readiness_gates),
         ),
         apply=jobs.apply_pod,
         delete=jobs.delete_pod,
@@ -354,6 +428,37 @@ RESOURCES: tuple[KubeResource, ...] = (
             Column("Message", "string", ".message"),
         ),
         order=("last_timestamp", "pk"),
+        labels=False,
+    ),
+    KubeResource(
+        NODE,
+        "node",
+        Node,
+        corenode.node_manifest,
+        _everyone(Node),
+        short_names=("no",),
+        columns=(
+            Column("Status", "string", ".status.conditions", value=corenode.status_text),
+            Column("Roles", "string", ".metadata.labels", value=corenode.roles),
+            AGE,
+            Column("Version", "string", ".status.nodeInfo.kubeletVersion"),
+            Column("Internal-IP", "string", ".status.addresses", priority=1, value=corenode.internal_ip),
+            Column("External-IP", "string", ".status.addresses", priority=1, value=corenode.external_ip),
+            Column("OS-Image", "string", ".status.nodeInfo.osImage", priority=1, value=_info("osImage")),
+            Column("Kernel-Version", "string", ".status.nodeInfo", priority=1, value=_info("kernelVersion")),
+            Column(
+                "Container-Runtime", "string", ".status.nodeInfo", priority=1, value=_info("containerRuntimeVersion")
+            ),
+        ),
+    ),
+    KubeResource(
+        SERVICE,
+        "service",
+        Namespace,
+        _service_manifest,
+        _no_services,
+        short_names=("svc",),
+        columns=(Column("Type", "string", ".spec.type"), Column("Cluster-IP", "string", ".spec.clusterIP"), AGE),
         labels=False,
     ),
     KubeResource(

@@ -63,6 +63,8 @@ class Selection:
         """Return True when the caller may see the object of this row (and it is in the watched namespace)."""
         if self.namespace is not None and row.get(self.resource.namespace_field) != self.namespace:
             return False
+        if self.kind == "commands" and row.get("consumed_at") is not None:
+            return False  # a Command the controller acted on is gone from the API (Volcano deletes it)
         if self.access.platform_admin:
             return True
         if self.kind in ("priorityclasses", "nodes"):

@@ -12,7 +12,7 @@ from django.http import HttpResponseBase
 from django.urls import path
 
 from volcanoweb.api import views as rest
-from volcanoweb.kubeapi import views
+from volcanoweb.kubeapi import auth, discovery, logs, openapi_v2, views
 
 app_name = "kubeapi"
 
@@ -28,12 +28,15 @@ _G = "apis/<str:group>/<str:version>"
 
 urlpatterns = [
     path("version", views.VersionView.as_view(), name="version"),
-    path("openapi/v2", views.OpenAPIV2View.as_view(), name="openapi-v2"),
+    path("version/", views.VersionView.as_view()),
+    path("openapi/v2", openapi_v2.OpenAPIV2View.as_view(), name="openapi-v2"),
     path("openapi/v3", views.OpenAPIV3RootView.as_view(), name="openapi-v3"),
     path("openapi/v3/api/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-core"),
     path("openapi/v3/apis/<str:group>/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-group"),
-    path("api", views.APIVersionsView.as_view(), name="api-versions"),
-    path("api/v1", views.APIResourceListView.as_view(), {"version": "v1"}, name="core-resources"),
+    path("api", discovery.APIVersionsView.as_view(), name="api-versions"),
+    path("api/", discovery.APIVersionsView.as_view()),
+    path("api/v1", discovery.APIResourceListView.as_view(), {"version": "v1"}, name="core-resources"),
+    path("api/v1/", discovery.APIResourceListView.as_view(), {"version": "v1"}),
     path("api/v1/kubeconfig", views.KubeconfigView.as_view(), name="kubeconfig"),
     # core v1, shared with the REST API
     path(
@@ -55,6 +58,7 @@ urlpatterns = [
         {"plural": "pods"},
         name="pod",
     ),
+    path(f"{_NS}/pods/<str:name>/log", logs.PodLogView.as_view(), {"plural": "pods"}, name="pod-log"),
     path(f"{_NS}/pods/<str:name>/<str:subresource>", resource, {"plural": "pods"}, name="pod-subresource"),
     path(
         f"{_NS}/events",
@@ -63,12 +67,30 @@ urlpatterns = [
         name="events",
     ),
     path(f"{_NS}/events/<str:name>", resource, {"plural": "events"}, name="event"),
+    path("api/v1/namespaces/kube-system/services", auth.ClusterServicesView.as_view(), name="cluster-services"),
+    path(f"{_NS}/services", resource, {"plural": "services"}, name="services"),
+    path(f"{_NS}/services/<str:name>", resource, {"plural": "services"}, name="service"),
+    path("api/v1/services", resource, {"plural": "services"}),
     path("api/v1/pods", _core("pods", rest.AllNamespacesView.as_view(resource_name="pods")), {"plural": "pods"}),
     path("api/v1/events", _core("events", rest.EventListView.as_view()), {"plural": "events"}),
+    # kubectl auth can-i / whoami
+    path(
+        "apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        auth.SelfSubjectAccessReviewView.as_view(),
+        name="selfsubjectaccessreviews",
+    ),
+    path(
+        "apis/authentication.k8s.io/<str:version>/selfsubjectreviews",
+        auth.SelfSubjectReviewView.as_view(),
+        name="selfsubjectreviews",
+    ),
     # API groups
-    path("apis", views.APIGroupListView.as_view(), name="groups"),
+    path("apis", discovery.APIGroupListView.as_view(), name="groups"),
+    path("apis/", discovery.APIGroupListView.as_view()),
     path("apis/<str:group>", views.APIGroupView.as_view(), name="group"),
-    path(_G, views.APIResourceListView.as_view(), name="group-resources"),
+    path("apis/<str:group>/", views.APIGroupView.as_view()),
+    path(_G, discovery.APIResourceListView.as_view(), name="group-resources"),
+    path(f"{_G}/", discovery.APIResourceListView.as_view()),
     path(f"{_G}/namespaces/<str:namespace>/<str:plural>", resource, name="namespaced-collection"),
     path(f"{_G}/namespaces/<str:namespace>/<str:plural>/<str:name>", resource, name="namespaced-object"),
     path(

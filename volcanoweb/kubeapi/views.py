@@ -7,6 +7,7 @@ helpers, call one service per write, render. Errors are ``Status`` bodies (the A
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -182,7 +184,10 @@ class APIResourceListView(KubeView):
 
 
 class VersionView(KubeView):
-    """``/version``: what ``kubectl version`` prints for the server."""
+    """``/version``: what ``kubectl version`` prints for the server (public, as on kube-apiserver, whose
+    ``system:public-info-viewer`` role lets anonymous callers read it)."""
+
+    permission_classes = [AllowAny]
 
     def get(self, request: Request) -> Response:
         return Response(SERVER_VERSION)
@@ -412,8 +417,8 @@ class ResourceView(KubeView):
     # -- writes --------------------------------------------------------------------------------------------------
 
     def writable(self, resource: KubeResource, verb: str) -> None:
-        if resource.plural == "commands" and verb == "create":
-            return
+        if resource.plural == "commands" and verb in ("create", "delete", "deletecollection"):
+            return  # Commands are created, and deleted before the controller acts on them; never changed
         if not resource.writable:
             raise MethodNotAllowed(
                 f'{resource.info.qualified_resource} is read-only here: the verb "{verb}" is not supported',
@@ -483,8 +488,23 @@ class ResourceView(KubeView):
         if not isinstance(reason, str) or not isinstance(message, str):
             raise BadRequest("reason and message must be strings", causes=[Cause("reason", "Invalid value")])
         assert namespace is not None
+        meta = doc["metadata"]
+        name, generate = str(meta.get("name") or ""), str(meta.get("generateName") or "")
+        if not name and not generate:
+            errors = Errors()
+            errors.add("metadata.name", "Required value: name or generateName is required", "FieldValueRequired")
+            raise invalid("Command", "bus.volcano.sh", "", errors)
         command = _run(
-            lambda: jobs.issue_job_command(access, namespace, str(target["name"]), doc.get("action"), reason, message),
+            lambda: jobs.issue_job_command(
+                access,
+                namespace,
+                str(target["name"]),
+                doc.get("action"),
+                reason,
+                message,
+                command_name=name,
+                generate_name=generate,
+            ),
             dry_run=dry_run,
         )
         return RESOURCES_BY_PLURAL["commands"].render(command)
@@ -520,9 +540,12 @@ class ResourceView(KubeView):
         dry_run = _dry_run(request)
         access = self.access(request)
         content_type = (request.content_type or "").split(";")[0].strip()
-        if content_type not in patch.PATCH_TYPES:
+        if content_type not in patch.PATCH_TYPES or (content_type == patch.STRATEGIC and _custom(resource)):
+            # Custom resources (the Volcano kinds, Commands) take no strategic merge patch on kube-apiserver.
+            accepted = [t for t in patch.PATCH_TYPES if not (t == patch.STRATEGIC and _custom(resource))]
             raise patch.UnsupportedMediaType(
-                f"the body of a PATCH must be one of {', '.join(patch.PATCH_TYPES)}; got {content_type or 'none'}"
+                "the body of the request was in an unknown format - accepted media types include: "
+                + ", ".join(accepted)
             )
         mode = _field_validation(request)
         raw = self.body(request)
@@ -598,13 +621,16 @@ class ResourceView(KubeView):
         dry_run = _dry_run(request)
         access = self.access(request)
         options = self.delete_options(request)
-        if options.get("propagationPolicy") == "Orphan":
+        policy = options.get("propagationPolicy")
+        if policy == "Orphan" and resource.plural == "jobs":
             raise BadRequest(
                 "propagationPolicy Orphan is not supported: a Volcano job's pods and PodGroup go with it",
                 causes=[Cause("propagationPolicy", 'Unsupported value: "Orphan"', "FieldValueNotSupported")],
             )
         assert resource.delete is not None
         remove = resource.delete
+        if resource.propagates and policy:
+            remove = functools.partial(resource.delete, propagation=policy)
         if name is not None:
             obj = self.find(access, resource, namespace, name)
             outcome = _run(lambda: remove(access, namespace, name), dry_run=dry_run)
@@ -620,7 +646,13 @@ class ResourceView(KubeView):
         selector = clean_text(request.query_params.get("labelSelector"), "labelSelector", 2000)
         if selector:
             queryset = apply_label_selector(queryset, selector)
-        targets = [(getattr(o, "namespace", None), o.name) for o in queryset.order_by(*resource.order)]
+        targets = [
+            (
+                getattr(o, resource.namespace_field, None),
+                jobs.command_name(o) if resource.plural == "commands" else o.name,
+            )
+            for o in queryset.order_by(*resource.order)
+        ]
 
         def remove_all() -> list[dict[str, Any]]:
             return [remove(access, ns, obj_name).object for ns, obj_name in targets]
@@ -659,6 +691,11 @@ class ResourceView(KubeView):
 
 
 RESOURCES_BY_PLURAL = {r.plural: r for r in RESOURCES}
+
+
+def _custom(resource: KubeResource) -> bool:
+    """Return True for a kind that is a custom resource on a real cluster (Volcano's CRDs)."""
+    return resource.group.endswith("volcano.sh")
 
 
 def _invalid_update(resource: KubeResource, name: str) -> ApiError:
@@ -736,12 +773,20 @@ def core_dispatch(
 
 
 class KubeconfigView(KubeView):
-    """``POST /api/v1/kubeconfig``: a kubeconfig for the caller with a new token (``?name=`` names the token);
-    JSON, or YAML with ``Accept: application/yaml``."""
+    """``POST /api/v1/kubeconfig``: a kubeconfig for the caller; JSON, or YAML with ``Accept: application/yaml``.
+
+    A caller that authenticated with a bearer token gets that token back (it is valid: it just worked);
+    ``?newToken=true``, ``?name=`` (the new token's name) or a session (the dashboard) mint a new one.
+    """
 
     def post(self, request: Request) -> Response:
         from volcanoweb.kubeapi import kubeconfig
 
-        name = clean_text(request.query_params.get("name"), "name", 100) or "kubeconfig"
-        config, _ = kubeconfig.build(request._request, request.user, token_name=name)
+        name = clean_text(request.query_params.get("name"), "name", 100)
+        new = request.query_params.get("newToken") in ("true", "1") or bool(name)
+        held = None
+        if not new and request.auth is not None:
+            parts = request.headers.get("Authorization", "").split()
+            held = parts[1] if len(parts) == 2 and parts[0].lower() == "bearer" else None
+        config, _ = kubeconfig.build(request._request, request.user, token_name=name or "kubeconfig", token=held)
         return Response(config, status=status.HTTP_201_CREATED)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from volcanoweb.manifests import parse
+from volcanoweb.manifests.corepod import SCHEDULED_BY_ANNOTATION, pod_status
 from volcanoweb.manifests.parse import KindInfo
 
 
@@ -56,14 +57,19 @@ def podgroup(obj: Any) -> dict[str, Any]:
 
 
 def pod(obj: Any) -> dict[str, Any]:
-    """Return a Pod manifest (status as the runtime reports it, phase and nodeName from the columns)."""
+    """Return a core v1 Pod (phase and nodeName from the columns, the kubelet's status: ``corepod``)."""
     spec = dict(obj.spec)
     if obj.node_name:
         spec["nodeName"] = obj.node_name
     status = {**(obj.status or {}), "phase": obj.phase}
     if getattr(obj, "started_at", None) is not None:
         status["startTime"] = timestamp(obj.started_at)
-    return {**_envelope(parse.POD, obj), "spec": spec, "status": status}
+    out = {**_envelope(parse.POD, obj), "spec": spec}
+    run = (obj.status or {}).get("scheduledBy")
+    if run is not None:
+        out["metadata"]["annotations"] = {**out["metadata"].get("annotations", {}), SCHEDULED_BY_ANNOTATION: str(run)}
+    out["status"] = pod_status(obj, status, out["metadata"].get("creationTimestamp"))
+    return out
 
 
 def resourcequota(obj: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from volcanoweb.audit import services as audit
-from volcanoweb.core.errors import Conflict, Errors, Invalid, invalid, not_found
+from volcanoweb.core.errors import Cause, Conflict, Errors, Invalid, invalid, not_found
 from volcanoweb.jobs.models import Pod, PodGroup, PodPhase
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
@@ -270,15 +270,25 @@ def delete_queue(access: Access, name: str, *, source: str = "api") -> Outcome:
     """Delete a queue: never ``root`` or ``default``, never one with children (Volcano's messages)."""
     queue = get_visible_queue(access, name, for_update=True)
     _require_manage(access, queue, "delete")
+    # The reason is also a cause: kubectl prints an Invalid error's causes, not its message.
     if name in (ROOT_QUEUE, DEFAULT_QUEUE):
-        raise Invalid(f"`{name}` queue can not be deleted", kind=INFO.kind, name=name, group=INFO.group)
-    children = sorted(queue.children.values_list("name", flat=True))
-    if children:
+        message = f"`{name}` queue can not be deleted"
         raise Invalid(
-            f"queue {name} can not be deleted because it has {len(children)} child queues: {', '.join(children)}",
+            message,
             kind=INFO.kind,
             name=name,
             group=INFO.group,
+            causes=[Cause("metadata.name", message, "FieldValueForbidden")],
+        )
+    children = sorted(queue.children.values_list("name", flat=True))
+    if children:
+        message = f"queue {name} can not be deleted because it has {len(children)} child queues: {', '.join(children)}"
+        raise Invalid(
+            message,
+            kind=INFO.kind,
+            name=name,
+            group=INFO.group,
+            causes=[Cause("metadata.name", message, "FieldValueForbidden")],
         )
     before = render.queue(queue)
     queue.live_readers = queue_readers(queue)  # type: ignore[attr-defined]  # the live message after delete

@@ -123,14 +123,27 @@ def apply_jobtemplate(
 
 
 @transaction.atomic
-def delete_workflow_object(access: Access, kind: str, namespace: str, name: str) -> Outcome:
-    """Delete a CronJob, JobFlow or JobTemplate (jobs they created are left to their controllers)."""
+def delete_workflow_object(
+    access: Access, kind: str, namespace: str, name: str, propagation: str = jobs_service.BACKGROUND
+) -> Outcome:
+    """Delete a CronJob, JobFlow or JobTemplate; the objects whose ownerReferences name it (the Jobs a CronJob
+    or JobFlow created) follow ``propagation``, as Kubernetes' garbage collector does: ``Background`` and
+    ``Foreground`` delete them, ``Orphan`` keeps them without the reference.
+
+    Foreground runs in the same transaction: the dependents are deleted first, and the answer is the owner
+    with its ``deletionTimestamp`` and the ``foregroundDeletion`` finalizer, as the API server's is.
+    """
     info, model, to_manifest, _ = _KINDS[kind]
     resolve_namespace(access, namespace, "delete", info, name)
     obj = model.objects.select_for_update().filter(namespace=namespace, name=name).first()
     if obj is None:
         raise not_found(info.qualified_resource, name, info.kind, info.group)
     before = to_manifest(obj)
+    jobs_service.collect_garbage(access, namespace, str(obj.uid), propagation)
+    if propagation == jobs_service.FOREGROUND:
+        meta = before["metadata"]
+        meta["deletionTimestamp"] = render.timestamp(timezone.now())
+        meta["finalizers"] = [*meta.get("finalizers", []), jobs_service.FOREGROUND_FINALIZER]
     obj.delete()
     audit.record(access.user, "delete", kind, f"{namespace}/{name}", tenant=obj.tenant, before=before)
     notify.changed(kind, obj, "delete")

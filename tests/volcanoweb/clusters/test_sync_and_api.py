@@ -22,7 +22,7 @@ def synced(sim: Any, cast: Any) -> Any:
 
 def test_sync_mirrors_nodes_with_integer_resources(synced: Any) -> None:
     node = Node.objects.get(name="cpu-0")
-    assert node.allocatable == {"cpu": 8000, "memory": 32 * 1024**3, "pods": 110}
+    assert node.allocatable == {"cpu": 8000, "memory": 32 * 1024**3, "pods": 110, "ephemeral-storage": 100 * 1024**3}
     assert node.ready
     assert node.kind == "cpu"
     assert node.labels["sim.volcanoweb.io/pool"] == "cpu"
@@ -69,7 +69,12 @@ def test_nodes_api_for_any_authenticated_user(synced: Any, client_for: Any, cast
     body = response.json()
     assert body["kind"] == "NodeList"
     assert [n["metadata"]["name"] for n in body["items"]] == ["cpu-0", "cpu-1", "cpu-2", "cpu-3"]
-    assert body["items"][0]["status"]["allocatable"] == {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    assert body["items"][0]["status"]["allocatable"] == {
+        "cpu": "8",
+        "memory": "32Gi",
+        "pods": "110",
+        "ephemeral-storage": "100Gi",
+    }
     detail = client_for(cast.victor).get("/api/v1/nodes/cpu-0")
     assert detail.status_code == 200
     assert detail.json()["status"]["pods"] == []

@@ -48,6 +48,8 @@ def test_resource_lists_carry_verbs_short_names_and_categories(alice_api) -> Non
     assert set(flow) >= {"jobflows", "jobtemplates"}
     assert _resources(alice_api, "/apis/bus.volcano.sh/v1alpha1")["commands"]["verbs"] == [
         "create",
+        "delete",
+        "deletecollection",
         "get",
         "list",
         "watch",
@@ -77,7 +79,7 @@ def test_version_and_openapi(alice_api) -> None:
     assert "/apis/scheduling.volcano.sh/v1beta1/queues/{name}" in v2["paths"]
 
 
-@pytest.mark.parametrize("url", ["/api", "/apis", "/version", "/openapi/v3", "/apis/batch.volcano.sh/v1alpha1/jobs"])
+@pytest.mark.parametrize("url", ["/api", "/apis", "/openapi/v3", "/apis/batch.volcano.sh/v1alpha1/jobs"])
 def test_anonymous_callers_get_401(client_for, url) -> None:
     response = client_for(None).get(url)
     assert response.status_code == 401

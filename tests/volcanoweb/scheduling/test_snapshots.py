@@ -49,7 +49,7 @@ def test_snapshot_maps_rows(sim: Any, cast: Any) -> None:
 
     assert sorted(n.name for n in snap.nodes) == ["cpu-0", "cpu-1", "cpu-2", "cpu-3"]
     node = next(n for n in snap.nodes if n.name == "cpu-0")
-    assert node.allocatable == Resource(8000, 32 * GiB, 110)
+    assert node.allocatable == Resource(8000, 32 * GiB, 110, scalars={"ephemeral-storage": 100 * GiB})
     queues = {q.name: q for q in snap.queues}
     assert {"root", "default", "ml"} <= set(queues)
     assert queues["ml"].capability == Resource(4000, 8 * GiB)

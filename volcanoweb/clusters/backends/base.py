@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 import copy
 import dataclasses
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -557,6 +558,13 @@ class ClusterBackend(abc.ABC):
         """
         raise Unavailable(f"the {self.name} backend keeps no container logs")
 
+    def log_wall_time(self, line: str) -> float | None:
+        """The wall-clock time (epoch seconds) a line of :meth:`pod_log` was written, when the backend knows it.
+
+        None by default (a real cluster's log lines carry no time unless asked for ``timestamps``).
+        """
+        return None
+
     def follow_pod_log(
         self, namespace: str, name: str, *, container: str | None = None, tail_lines: int | None = None
     ) -> Iterator[str]:
@@ -637,6 +645,15 @@ def simulated_pod_log(
     if tail_lines is not None and tail_lines >= 0:
         lines = lines[-tail_lines:] if tail_lines else []
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+_SIM_LOG_TIME = re.compile(r"^\[sim t=(\d+)s\]")
+
+
+def simulated_log_time(line: str) -> float | None:
+    """The simulated time (seconds) a line of :func:`simulated_pod_log` names (``[sim t=12s]``), if any."""
+    found = _SIM_LOG_TIME.match(line)
+    return float(found.group(1)) if found else None
 
 
 def _t(value: float | None) -> str:

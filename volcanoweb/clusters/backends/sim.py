@@ -10,8 +10,8 @@ Pool spec format
 ``pools := pool ("," pool)*`` where ``pool := NAME ":" [COUNT "x"] SHAPE [LABELS]``:
 
 * ``NAME``: pool name (``[a-z0-9-]+``); nodes are named ``<NAME>-<i>`` (i from 0)
-  and labelled ``sim.volcanoweb.io/pool=<NAME>`` and
-  ``kubernetes.io/hostname=<node name>``;
+  and labelled ``sim.volcanoweb.io/pool=<NAME>``, ``kubernetes.io/hostname=<node name>``,
+  ``kubernetes.io/os=linux`` and ``kubernetes.io/arch=amd64``, with 100Gi of ``ephemeral-storage``;
 * ``COUNT``: number of nodes (default 1);
 * ``SHAPE``: one or more ``<number><unit>`` terms, units ``c`` (CPU cores,
   decimals allowed: ``0.5c``), ``Ki``/``Mi``/``Gi``/``Ti`` (memory), ``gpu``
@@ -69,6 +69,10 @@ __all__ = [
 
 POOL_LABEL = "sim.volcanoweb.io/pool"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+#: The well-known labels every simulated node has, as a kubelet sets them (examples select on them).
+OS_LABEL, ARCH_LABEL = "kubernetes.io/os", "kubernetes.io/arch"
+#: The local disk every simulated node offers unless its shape says otherwise.
+DEFAULT_EPHEMERAL_STORAGE = "100Gi"
 STATE_VERSION = 2
 OBJECT_KINDS = ("service", "configmap", "secret")
 
@@ -180,7 +184,7 @@ def parse_pool_spec(spec: str) -> list[NodeInfo]:
         extra = _parse_labels(match["labels"] or "", text)
         for index in range(count):
             node = f"{name}-{index}"
-            labels = {POOL_LABEL: name, HOSTNAME_LABEL: node, **extra}
+            labels = {POOL_LABEL: name, HOSTNAME_LABEL: node, OS_LABEL: "linux", ARCH_LABEL: "amd64", **extra}
             nodes.append(NodeInfo(name=node, allocatable=dict(allocatable), labels=labels))
     return nodes
 
@@ -200,6 +204,7 @@ def _parse_shape(shape: str, pool: str) -> dict[str, str]:
     if position != len(shape) or not allocatable:
         raise ValueError(f"pool {pool!r}: invalid shape {shape!r} (units: c Mi Gi gpu pods)")
     allocatable.setdefault("pods", str(DEFAULT_MAX_PODS))
+    allocatable.setdefault("ephemeral-storage", DEFAULT_EPHEMERAL_STORAGE)
     return allocatable
 
 

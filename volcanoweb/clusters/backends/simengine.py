@@ -66,6 +66,7 @@ from .base import (
     ServiceSpec,
     Taint,
     restarts_in_place,
+    simulated_log_time,
     simulated_pod_log,
 )
 
@@ -652,6 +653,15 @@ class SimEngine(ClusterBackend):
             previous=previous,
             planned_finish=pod.finish_at,
         )
+
+    def log_wall_time(self, line: str) -> float | None:
+        """Map a log line's simulated time to the wall clock through the clock's speed (now, for a still clock)."""
+        at = simulated_log_time(line)
+        if at is None:
+            return None
+        speed = self.store.settings().speed
+        wall = time.time()
+        return wall if speed <= 0 else wall - max(0.0, self.store.clock_now() - at) / speed
 
     # ------------------------------------------------------------ pods
 

@@ -26,7 +26,6 @@ KUBE_WRITES = [
     ("post", JOBS, None, "?dryRun=All"),
     ("put", f"{JOBS}/train", None, ""),
     ("patch", f"{JOBS}/train", MERGE, ""),
-    ("patch", f"{JOBS}/train", "application/strategic-merge-patch+json", ""),
     ("patch", f"{JOBS}/train", JSON_PATCH, ""),
     ("patch", f"{JOBS}/train", APPLY, "?fieldManager=kubectl"),
     ("patch", f"{JOBS}/fresh", APPLY, "?fieldManager=kubectl&dryRun=All"),

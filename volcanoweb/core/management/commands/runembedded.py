@@ -55,9 +55,9 @@ class Command(BaseCommand):
             https_port = settings.HTTPS_PORT if settings.HTTPS_PORT is not None else port + 443
         endpoints = build_endpoint_description_strings(host=host, port=port)
         if https_port and https_port < 65536:
-            from volcanoweb.core.tls import ensure_self_signed, https_endpoint
+            from volcanoweb.core.tls import certificate_hosts, ensure_self_signed, https_endpoint
 
-            cert, key = ensure_self_signed(settings.TLS_DIR, (host, "127.0.0.1", "localhost"))
+            cert, key = ensure_self_signed(settings.TLS_DIR, certificate_hosts(host, settings.ALLOWED_HOSTS))
             endpoints.append(https_endpoint(host, https_port, cert, key))
             settings.HTTPS_PORT = https_port  # generated kubeconfigs point at this listener
             url += f" (kubectl: https://{host}:{https_port}, see `vcctl kubeconfig`)"

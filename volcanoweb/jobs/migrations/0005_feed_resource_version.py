@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0003_row_version"),
+        ("jobs", "0004_command_name"),
     ]
 
     operations = [
