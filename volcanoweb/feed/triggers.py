@@ -125,6 +125,9 @@ END
 $$;
 """.replace("{ignored}", "{" + ",".join(IGNORED) + "}")
 
+#: The head row when it is missing (a new database, or a flush that emptied it before the entries).
+_HEAD_ROW = "INSERT INTO feed_head (id, rev, compacted) VALUES (1, coalesce((SELECT max(rev) FROM feed_entry), 0), 0)"
+
 _PG_DEFERRED = """
 CREATE CONSTRAINT TRIGGER feed_entry_stamp AFTER INSERT ON feed_entry DEFERRABLE INITIALLY DEFERRED
 FOR EACH ROW EXECUTE FUNCTION volcanoweb_feed_deferred()
@@ -179,7 +182,7 @@ def _pg_install(cursor: Any) -> None:
             f"CREATE TRIGGER feed_{table} AFTER INSERT OR UPDATE OR DELETE ON {table} FOR EACH ROW "
             f"EXECUTE FUNCTION volcanoweb_feed_record('{tracked.kind}', '{tracked.namespace}', '{tracked.name}')"
         )
-    cursor.execute("INSERT INTO feed_head (id, rev, compacted) VALUES (1, 0, 0) ON CONFLICT (id) DO NOTHING")
+    cursor.execute(_HEAD_ROW + " ON CONFLICT (id) DO NOTHING")
 
 
 def _sqlite_value(field: models.Field[Any, Any], row: str) -> str:
@@ -245,7 +248,7 @@ def _sqlite_install(cursor: Any) -> None:
             cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
         for statement in _sqlite_triggers(tracked):
             cursor.execute(statement)
-    cursor.execute("INSERT OR IGNORE INTO feed_head (id, rev, compacted) VALUES (1, 0, 0)")
+    cursor.execute(_HEAD_ROW + " ON CONFLICT (id) DO NOTHING")
 
 
 def install(connection: Any) -> None:
