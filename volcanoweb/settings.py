@@ -225,6 +225,15 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {task: {"queue": PERIODIC_QUEUE} for _name, task, _period in PERIODIC_TASKS}
 MAX_MANIFEST_BYTES = env_int("MAX_MANIFEST_BYTES", 1_048_576, minimum=1024)
 # Objects one apply may carry (at least manifests.parse.MAX_DOCUMENTS = 100; the issue-17 bench applies 500).
+# POST /api/v1/simulate and the Submit dry run (docs/adr/0024): per request, at most this many simulated
+# pods (the manifest's replicas and Pods) and hypothetical nodes; this many at a time per web process (a
+# request waits SIMULATE_QUEUE_WAIT seconds for a slot, else 429); the cycle runs in a child process that is
+# killed after SIMULATE_TIMEOUT seconds (413).
+SIMULATE_MAX_PODS = env_int("SIMULATE_MAX_PODS", 5000, minimum=1)
+SIMULATE_MAX_NODES = env_int("SIMULATE_MAX_NODES", 1000, minimum=0)
+SIMULATE_CONCURRENCY = env_int("SIMULATE_CONCURRENCY", 2, minimum=1)
+SIMULATE_QUEUE_WAIT = env_float("SIMULATE_QUEUE_WAIT", 5.0, positive=True)
+SIMULATE_TIMEOUT = env_float("SIMULATE_TIMEOUT", 20.0, positive=True)
 MAX_MANIFEST_DOCUMENTS = env_int("MAX_MANIFEST_DOCUMENTS", 100, minimum=1)
 # The Kubernetes-shaped API (docs/kubernetes-api.md): kubectl sends tokens only over HTTPS. The embedded server
 # listens on HTTPS_PORT (default PORT+443; 0 = no HTTPS) with a self-signed certificate under TLS_DIR;

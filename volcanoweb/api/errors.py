@@ -13,7 +13,7 @@ from rest_framework import exceptions
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from volcanoweb.core.errors import ApiError
+from volcanoweb.core.errors import ApiError, TooManyRequests
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 def _handle(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, ApiError):
-        return Response(status_body(exc.code, exc.reason, exc.message, exc.details()), status=exc.code)
+        retry = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyRequests) else None
+        return Response(status_body(exc.code, exc.reason, exc.message, exc.details()), status=exc.code, headers=retry)
     if isinstance(exc, Http404):
         return Response(status_body(404, "NotFound", "the server could not find the requested resource"), status=404)
     if isinstance(exc, DjangoPermissionDenied):
