@@ -142,7 +142,15 @@ class NamespacedObjectView(ApiView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def delete(self, request: Request, namespace: str, name: str) -> Response:
         resource = NAMESPACED[self.resource_name]
-        outcome = resource.delete(self.access(request), namespace, name)
+        access = self.access(request)
+
+        def current() -> Any:
+            obj = resource.model.objects.select_for_update().filter(namespace=namespace, name=name).first()
+            return obj if obj is not None and access.can_read(obj.tenant_id) else None
+
+        outcome = self.delete_checked(
+            request, current, lambda: resource.delete(access, namespace, name), resource.info.qualified_resource, name
+        )
         return Response(outcome.object)
 
 
@@ -263,7 +271,18 @@ class QueueObjectView(ApiView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def delete(self, request: Request, name: str) -> Response:
-        return Response(queues.delete_queue(self.access(request), name).object)
+        access = self.access(request)
+
+        def current() -> Any:
+            try:
+                return queues.get_visible_queue(access, name, for_update=True)
+            except NotFound:
+                return None
+
+        outcome = self.delete_checked(
+            request, current, lambda: queues.delete_queue(access, name), parse.QUEUE.qualified_resource, name
+        )
+        return Response(outcome.object)
 
 
 class QueueOpenView(ApiView):
@@ -320,7 +339,15 @@ class PriorityClassObjectView(ApiView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def delete(self, request: Request, name: str) -> Response:
-        return Response(jobs.delete_priorityclass(self.access(request), name).object)
+        access = self.access(request)
+        outcome = self.delete_checked(
+            request,
+            lambda: PriorityClass.objects.select_for_update().filter(name=name).first(),
+            lambda: jobs.delete_priorityclass(access, name),
+            parse.PRIORITYCLASS.qualified_resource,
+            name,
+        )
+        return Response(outcome.object)
 
 
 def event_manifest(event: Event) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from volcanoweb.api.base import MANIFEST_PARSERS, ApiView, RawBodyParser
+from volcanoweb.api.base import MANIFEST_PARSERS, ApiView, RawBodyParser, check_preconditions
 from volcanoweb.api.listing import apply_label_selector, clean_text, paginate
 from volcanoweb.core.errors import ApiError, BadRequest, Cause, Conflict, Errors, NotFound, invalid, not_found
 from volcanoweb.jobs import services as jobs
@@ -580,9 +580,11 @@ class ResourceView(KubeView):
         self.writable(resource, "delete")
         if subresource is not None:
             raise MethodNotAllowed(f"cannot delete the {subresource} subresource")
-        dry_run = _dry_run(request)
+        dry_run = _dry_run(request) or self.dry_run  # the query's, or DeleteOptions.dryRun (ApiView.dispatch)
         access = self.access(request)
         options = self.delete_options(request)
+        body_dry_run = options.get("dryRun")
+        dry_run = dry_run or "All" in (body_dry_run if isinstance(body_dry_run, list) else [body_dry_run])
         if options.get("propagationPolicy") == "Orphan":
             raise BadRequest(
                 "propagationPolicy Orphan is not supported: a Volcano job's pods and PodGroup go with it",
@@ -592,7 +594,17 @@ class ResourceView(KubeView):
         remove = resource.delete
         if name is not None:
             obj = self.find(access, resource, namespace, name)
-            outcome = _run(lambda: remove(access, namespace, name), dry_run=dry_run)
+            wanted = options.get("preconditions")
+
+            def checked_remove() -> Any:
+                if wanted:  # DeleteOptions.preconditions, against the row as locked for the delete
+                    locked = type(obj).objects.select_for_update().filter(pk=obj.pk).first()
+                    if locked is not None:
+                        uid, version = str(getattr(locked, "uid", "")), str(getattr(locked, "resource_version", ""))
+                        check_preconditions(wanted, uid, version, resource.info.qualified_resource, name)
+                return remove(access, namespace, name)
+
+            outcome = _run(checked_remove, dry_run=dry_run)
             if outcome.object.get("metadata", {}).get("deletionTimestamp"):
                 return Response(outcome.object)
             return Response(_success(resource, name, str(getattr(obj, "uid", ""))))
