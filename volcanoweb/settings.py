@@ -225,6 +225,10 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {task: {"queue": PERIODIC_QUEUE} for _name, task, _period in PERIODIC_TASKS}
 MAX_MANIFEST_BYTES = env_int("MAX_MANIFEST_BYTES", 1_048_576, minimum=1024)
 # Objects one apply may carry (at least manifests.parse.MAX_DOCUMENTS = 100; the issue-17 bench applies 500).
+# API tokens (docs/adr/0024): every token expires, by default this many days after its creation; a caller
+# may ask for less, never more than API_TOKEN_MAX_TTL_DAYS (nor past the token that minted it).
+API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90, minimum=1)
+API_TOKEN_MAX_TTL_DAYS = env_int("API_TOKEN_MAX_TTL_DAYS", 365, minimum=1)
 # POST /api/v1/simulate and the Submit dry run (docs/adr/0024): per request, at most this many simulated
 # pods (the manifest's replicas and Pods) and hypothetical nodes; this many at a time per web process (a
 # request waits SIMULATE_QUEUE_WAIT seconds for a slot, else 429); the cycle runs in a child process that is

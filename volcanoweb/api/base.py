@@ -20,11 +20,12 @@ from rest_framework.views import APIView
 
 from volcanoweb.api.schema import ApiSchema
 from volcanoweb.core import dryrun
-from volcanoweb.core.errors import ApiError, BadRequest, Cause, Conflict
+from volcanoweb.core.errors import ApiError, BadRequest, Cause, Conflict, Forbidden
 from volcanoweb.live import broadcast
 from volcanoweb.manifests import strict
 from volcanoweb.manifests.parse import load_mapping, parse_documents
-from volcanoweb.tenancy.access import Access, access_for
+from volcanoweb.tenancy.access import Access, access_for, within_scope
+from volcanoweb.tenancy.models import ApiToken, TokenScope
 
 
 class RawBodyParser(BaseParser):
@@ -184,8 +185,15 @@ class ApiView(APIView):
     schema: ViewInspector | None = ApiSchema()
 
     def access(self, request: Request) -> Access:
-        """Return the caller's rights."""
-        return access_for(request.user)
+        """Return the caller's rights (within its token's scope, for a token)."""
+        token = self.token(request)
+        access = access_for(request.user)
+        return within_scope(access, token.scope) if token is not None else access
+
+    def token(self, request: Request) -> ApiToken | None:
+        """Return the API token the request authenticated with (None for a session)."""
+        auth = request.auth
+        return auth if isinstance(auth, ApiToken) else None
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         """Serve a dry-run write inside :func:`rolled_back`; a bad ``dryRun`` is a 400 (after authentication)."""
@@ -209,6 +217,12 @@ class ApiView(APIView):
             error = getattr(self, "dry_run_error", None)
             if error is not None:
                 raise error
+            token = self.token(request)
+            if token is not None and token.scope == TokenScope.READ:
+                raise Forbidden(
+                    f'User "{getattr(request.user, "username", "")}" cannot {request.method} {request.path}: '
+                    f"the token {token.prefix}… is read-only (scope read)"
+                )
             self.field_validation(request)
 
     def preconditions(self, request: Request) -> Any:

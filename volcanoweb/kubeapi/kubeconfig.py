@@ -11,6 +11,7 @@ from django.http import HttpRequest
 
 from volcanoweb.tenancy import services as tenancy
 from volcanoweb.tenancy.access import access_for
+from volcanoweb.tenancy.models import ApiToken
 
 CLUSTER = "volcanoweb"
 
@@ -40,10 +41,12 @@ def certificate_authority_data() -> str | None:
     return base64.b64encode(cert.read_bytes()).decode()
 
 
-def build(request: HttpRequest, user: Any, *, token_name: str = "kubeconfig") -> tuple[dict[str, Any], str]:
-    """Create a token for ``user`` and return (kubeconfig, raw token); the context's namespace is the user's
-    default namespace."""
-    _, raw = tenancy.create_token(user, token_name)
+def build(
+    request: HttpRequest, user: Any, *, token_name: str = "kubeconfig", parent: ApiToken | None = None
+) -> tuple[dict[str, Any], str]:
+    """Create a token for ``user`` (minted by ``parent``, for a request made with an admin-scoped token) and
+    return (kubeconfig, raw token); the context's namespace is the user's default namespace."""
+    _, raw = tenancy.create_token(user, token_name, parent=parent)
     cluster: dict[str, Any] = {"server": server_url(request)}
     ca = certificate_authority_data()
     if ca:
@@ -62,6 +65,15 @@ def build(request: HttpRequest, user: Any, *, token_name: str = "kubeconfig") ->
     return config, raw
 
 
-def dump(config: dict[str, Any]) -> str:
-    """Return the kubeconfig as YAML."""
-    return yaml.safe_dump(config, sort_keys=False)
+def dump(config: dict[str, Any], token: ApiToken | None = None) -> str:
+    """Return the kubeconfig as YAML (headed by a comment with the token's scope and expiry, when given)."""
+    text = yaml.safe_dump(config, sort_keys=False)
+    if token is None:
+        return text
+    expires = token.expires_at.isoformat() if token.expires_at else "never"
+    return f"# token {token.prefix}… scope {token.scope}, expires {expires}\n{text}"
+
+
+def latest_token(user: Any, name: str) -> ApiToken | None:
+    """Return the user's newest token of that name (the one :func:`build` just created)."""
+    return ApiToken.objects.filter(user=user, name=name).order_by("-created_at", "-pk").first()

@@ -729,8 +729,10 @@ class KubeconfigView(KubeView):
     JSON, or YAML with ``Accept: application/yaml``."""
 
     def post(self, request: Request) -> Response:
+        from volcanoweb.api.views import minting_token
         from volcanoweb.kubeapi import kubeconfig
 
         name = clean_text(request.query_params.get("name"), "name", 100) or "kubeconfig"
-        config, _ = kubeconfig.build(request._request, request.user, token_name=name)
+        parent = minting_token(self.token(request))
+        config, _ = kubeconfig.build(request._request, request.user, token_name=name, parent=parent)
         return Response(config, status=status.HTTP_201_CREATED)
