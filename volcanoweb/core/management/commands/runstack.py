@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -94,10 +95,8 @@ class GroupProcess(subprocess.Popen[bytes]):
 
     def signal_group(self, sig: int) -> None:
         """Send ``sig`` to every process of the group (nothing when none is left)."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def group_alive(self) -> bool:
         """Return True while a process of the group is alive (zombies count until reaped)."""
