@@ -69,6 +69,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "volcanoweb.api.errors.NulBytesMiddleware",  # %00 in a path or query: 400 on both databases
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -358,9 +359,12 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# /metrics: open when neither is set; else a Prometheus scrape needs the bearer token or an allowed address.
+# /metrics (it names every tenant's queues): a scrape needs the bearer token or a connection from an allowed
+# network (by default the loopback addresses; never a request that came through a proxy); METRICS_PUBLIC=true
+# opens it to everyone.
+METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
 METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
-METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", "")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 for _network in METRICS_ALLOWED_NETWORKS:
     try:
         ipaddress.ip_network(_network, strict=False)

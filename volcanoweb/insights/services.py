@@ -71,10 +71,14 @@ def parse_time(value: str | None, field: str, now: datetime, default: datetime) 
     if stamp is not None:
         return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=now.tzinfo)
     try:
-        return now - timedelta(seconds=parse_duration(text.lstrip("-"), field))
+        seconds = parse_duration(text.lstrip("-"), field)
     except BadRequest:
         message = f"invalid time {value!r}: expected an ISO 8601 timestamp, 'now' or a duration ago such as 1h"
         raise _bad(field, message) from None
+    try:
+        return now - timedelta(seconds=seconds)
+    except OverflowError:  # beyond datetime's range (year 1): no history is that old
+        raise _bad(field, f"invalid time {value!r}: too far in the past") from None
 
 
 def _bad(field: str, message: str) -> BadRequest:
