@@ -64,7 +64,7 @@ INSTALLED_APPS = [
     "volcanoweb.runtime",
     "volcanoweb.demo",
     "volcanoweb.dashboard",
-    "axes",  # failed sign-ins, per user and per client address (docs/adr/0024)
+    "axes",  # failed sign-ins, per user and per client address (docs/adr/0025)
 ]
 
 MIDDLEWARE = [
@@ -233,7 +233,7 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {task: {"queue": PERIODIC_QUEUE} for _name, task, _period in PERIODIC_TASKS}
 MAX_MANIFEST_BYTES = env_int("MAX_MANIFEST_BYTES", 1_048_576, minimum=1024)
 # Objects one apply may carry (at least manifests.parse.MAX_DOCUMENTS = 100; the issue-17 bench applies 500).
-# Failed authentication (docs/adr/0024). Sign-ins (django-axes, counted in the database): after
+# Failed authentication (docs/adr/0025). Sign-ins (django-axes, counted in the database): after
 # LOGIN_FAILURE_LIMIT failures for one username, or from one client address, that user or address is refused
 # (429 with Retry-After) for LOGIN_LOCKOUT_SECONDS, even with the right password. Bearer tokens: after
 # API_AUTH_FAILURE_LIMIT unknown, revoked or expired tokens from one client address (or for one user) within
@@ -264,11 +264,11 @@ CACHES = {
     )
 }
 
-# API tokens (docs/adr/0024): every token expires, by default this many days after its creation; a caller
+# API tokens (docs/adr/0025): every token expires, by default this many days after its creation; a caller
 # may ask for less, never more than API_TOKEN_MAX_TTL_DAYS (nor past the token that minted it).
 API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90, minimum=1)
 API_TOKEN_MAX_TTL_DAYS = env_int("API_TOKEN_MAX_TTL_DAYS", 365, minimum=1)
-# POST /api/v1/simulate and the Submit dry run (docs/adr/0024): per request, at most this many simulated
+# POST /api/v1/simulate and the Submit dry run (docs/adr/0025): per request, at most this many simulated
 # pods (the manifest's replicas and Pods) and hypothetical nodes; this many at a time per web process (a
 # request waits SIMULATE_QUEUE_WAIT seconds for a slot, else 429); the cycle runs in a child process that is
 # killed after SIMULATE_TIMEOUT seconds (413).

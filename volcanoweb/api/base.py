@@ -177,7 +177,7 @@ class ApiView(APIView):
     """Base API view: Kubernetes-style JSON (or YAML) out, raw manifest bodies in.
 
     Every write (POST, PUT, PATCH, DELETE) of both APIs honours ``dryRun`` here, in the query or in a
-    DELETE's ``DeleteOptions``: the handler runs in full, then :func:`rolled_back` undoes it (docs/adr/0024).
+    DELETE's ``DeleteOptions``: the handler runs in full, then :func:`rolled_back` undoes it (docs/adr/0025).
     """
 
     renderer_classes = [JSONRenderer, YamlRenderer]

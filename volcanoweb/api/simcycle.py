@@ -1,4 +1,4 @@
-"""The simulation's scheduling cycle, run in a child process with a time limit (docs/adr/0024).
+"""The simulation's scheduling cycle, run in a child process with a time limit (docs/adr/0025).
 
 ``POST /api/v1/simulate`` and the Submit page's dry run build the live snapshot in the web process, then
 hand it, the manifest's objects and the active configuration to :func:`run_isolated`: a child of a

@@ -91,7 +91,7 @@ class ApiToken(models.Model):
     """A per-user API token; only its hash is stored, the raw value is shown once at creation.
 
     Every token expires (``expires_at``, from ``API_TOKEN_TTL_DAYS`` by default), has a ``scope`` and, when
-    an admin-scoped token minted it, a ``parent``: revoking a token revokes its children (docs/adr/0024).
+    an admin-scoped token minted it, a ``parent``: revoking a token revokes its children (docs/adr/0025).
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")

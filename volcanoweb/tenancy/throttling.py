@@ -1,4 +1,4 @@
-"""Throttling of failed authentication (docs/adr/0024).
+"""Throttling of failed authentication (docs/adr/0025).
 
 * Sign-ins (the login page, the admin's, ``vcctl login``) are counted by django-axes in the database, per
   username and per client address; a locked-out user or address gets :func:`lockout_response` (429 with
