@@ -167,7 +167,7 @@ def _check_share(
     parent: Queue | None,
     existing: Queue | None,
 ) -> None:
-    """A tenant's share of the cluster is the platform admin's decision (docs/adr/0025, "Queue shares are the platform admin's decision").
+    """A tenant's share of the cluster is the platform admin's decision (docs/adr/0025, "Queue shares").
 
     A tenant admin may not change the share fields (:data:`SHARE_FIELDS`, the hdrf hierarchy annotations) of
     its top-level queue (a queue whose parent it does not administer). Below it, the tenant admin splits the
