@@ -87,6 +87,17 @@ def _insights_in_line(request: pytest.FixtureRequest, settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _private_cache(request: pytest.FixtureRequest, settings: Any) -> None:
+    """Each unit and integration test counts failed bearer tokens in a cache of its own (the stack's Redis
+    cache would carry them from test to test); e2e tests use what their processes configure."""
+    if not request.node.get_closest_marker("e2e"):
+        location = f"test-{request.node.nodeid}"
+        settings.CACHES = {
+            "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": location}
+        }
+
+
+@pytest.fixture(autouse=True)
 def _eager_celery(request: pytest.FixtureRequest) -> Iterator[None]:
     """Run Celery tasks in-process in unit and integration tests; e2e tests use real workers."""
     if request.node.get_closest_marker("e2e"):

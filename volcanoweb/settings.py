@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import zoneinfo
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -63,11 +64,13 @@ INSTALLED_APPS = [
     "volcanoweb.runtime",
     "volcanoweb.demo",
     "volcanoweb.dashboard",
+    "axes",  # failed sign-ins, per user and per client address (docs/adr/0025)
     "volcanoweb.feed",  # last: its post_migrate (re)creates the log triggers on every other app's tables
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "volcanoweb.api.errors.NulBytesMiddleware",  # %00 in a path or query: 400 on both databases
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -79,6 +82,11 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "volcanoweb.api.errors.ApiErrorMiddleware",
     "volcanoweb.dashboard.errors.ErrorPagesMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
+]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out user or address before the password check
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "volcanoweb.urls"
@@ -239,6 +247,50 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {task: {"queue": PERIODIC_QUEUE} for _name, task, _period in PERIODIC_TASKS}
 MAX_MANIFEST_BYTES = env_int("MAX_MANIFEST_BYTES", 1_048_576, minimum=1024)
 # Objects one apply may carry (at least manifests.parse.MAX_DOCUMENTS = 100; the issue-17 bench applies 500).
+# Failed authentication (docs/adr/0025). Sign-ins (django-axes, counted in the database): after
+# LOGIN_FAILURE_LIMIT failures for one username, or from one client address, that user or address is refused
+# (429 with Retry-After) for LOGIN_LOCKOUT_SECONDS, even with the right password. Bearer tokens: after
+# API_AUTH_FAILURE_LIMIT unknown, revoked or expired tokens from one client address (or for one user) within
+# API_AUTH_FAILURE_WINDOW seconds, every token from it is answered 429 until the window ends. The client address
+# is the connection's (REMOTE_ADDR); forwarded headers are not trusted.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
+API_AUTH_FAILURE_LIMIT = env_int("API_AUTH_FAILURE_LIMIT", 20, minimum=1)
+API_AUTH_FAILURE_WINDOW = env_int("API_AUTH_FAILURE_WINDOW", 300, minimum=1)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(seconds=LOGIN_LOCKOUT_SECONDS)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "volcanoweb.tenancy.throttling.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "volcanoweb.tenancy.throttling.client_address"
+AXES_SENSITIVE_PARAMETERS = ["password"]
+AXES_DISABLE_ACCESS_LOG = True  # failures are what is counted; successful sign-ins are not logged in a table
+# The failure counters of bearer tokens: Redis in the stack mode (shared by its processes), else this process.
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": f"volcanoweb:{DATABASES['default'].get('NAME') or ''}",
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "volcanoweb"}
+    )
+}
+
+# API tokens (docs/adr/0025): every token expires, by default this many days after its creation; a caller
+# may ask for less, never more than API_TOKEN_MAX_TTL_DAYS (nor past the token that minted it).
+API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90, minimum=1)
+API_TOKEN_MAX_TTL_DAYS = env_int("API_TOKEN_MAX_TTL_DAYS", 365, minimum=1)
+# POST /api/v1/simulate and the Submit dry run (docs/adr/0025): per request, at most this many simulated
+# pods (the manifest's replicas and Pods) and hypothetical nodes; this many at a time per web process (a
+# request waits SIMULATE_QUEUE_WAIT seconds for a slot, else 429); the cycle runs in a child process that is
+# killed after SIMULATE_TIMEOUT seconds (413).
+SIMULATE_MAX_PODS = env_int("SIMULATE_MAX_PODS", 5000, minimum=1)
+SIMULATE_MAX_NODES = env_int("SIMULATE_MAX_NODES", 1000, minimum=0)
+SIMULATE_CONCURRENCY = env_int("SIMULATE_CONCURRENCY", 2, minimum=1)
+SIMULATE_QUEUE_WAIT = env_float("SIMULATE_QUEUE_WAIT", 5.0, positive=True)
+SIMULATE_TIMEOUT = env_float("SIMULATE_TIMEOUT", 20.0, positive=True)
 MAX_MANIFEST_DOCUMENTS = env_int("MAX_MANIFEST_DOCUMENTS", 100, minimum=1)
 # The Kubernetes-shaped API (docs/kubernetes-api.md): kubectl sends tokens only over HTTPS. The embedded server
 # listens on HTTPS_PORT (default PORT+443; 0 = no HTTPS) with a self-signed certificate under TLS_DIR;
@@ -321,9 +373,12 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# /metrics: open when neither is set; else a Prometheus scrape needs the bearer token or an allowed address.
+# /metrics (it names every tenant's queues): a scrape needs the bearer token or a connection from an allowed
+# network (by default the loopback addresses; never a request that came through a proxy); METRICS_PUBLIC=true
+# opens it to everyone.
+METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
 METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
-METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", "")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 for _network in METRICS_ALLOWED_NETWORKS:
     try:
         ipaddress.ip_network(_network, strict=False)

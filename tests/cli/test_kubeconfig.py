@@ -14,7 +14,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_kubeconfig_to_stdout_and_to_a_private_file(vc: Vcctl) -> None:
-    printed = vc.ok("kubeconfig", user="bob").yaml()
+    """With an admin-scoped token (alice, a tenant admin); a member's token (scope submit) mints nothing."""
+    refused = vc.fails(1, "kubeconfig", user="bob")
+    assert "cannot mint tokens" in refused.err
+    printed = vc.ok("kubeconfig", user="alice").yaml()
     assert printed["kind"] == "Config"
     context = printed["contexts"][0]["context"]
     assert context["namespace"] == "team-a"
@@ -36,5 +39,5 @@ def test_kubeconfig_to_stdout_and_to_a_private_file(vc: Vcctl) -> None:
 def test_kubeconfig_needs_a_valid_token(vc: Vcctl) -> None:
     refused = vc.fails(1, "kubeconfig", user=None, env={"VOLCANOWEB_TOKEN": "vw_wrong"})
     assert "Invalid" in refused.err
-    unwritable = vc.fails(1, "kubeconfig", "--file", "/proc/nope/config", user="bob")
+    unwritable = vc.fails(1, "kubeconfig", "--file", "/proc/nope/config", user="alice")
     assert "cannot write" in unwritable.err

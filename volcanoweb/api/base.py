@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import json
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import yaml
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import transaction
+from django.http import HttpRequest
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -14,10 +19,13 @@ from rest_framework.schemas.inspectors import ViewInspector
 from rest_framework.views import APIView
 
 from volcanoweb.api.schema import ApiSchema
-from volcanoweb.core.errors import BadRequest
+from volcanoweb.core import dryrun
+from volcanoweb.core.errors import ApiError, BadRequest, Cause, Conflict, Forbidden
+from volcanoweb.live import broadcast
 from volcanoweb.manifests import strict
 from volcanoweb.manifests.parse import load_mapping, parse_documents
-from volcanoweb.tenancy.access import Access, access_for
+from volcanoweb.tenancy.access import Access, access_for, within_scope
+from volcanoweb.tenancy.models import ApiToken, TokenScope
 
 
 class RawBodyParser(BaseParser):
@@ -97,23 +105,147 @@ MANIFEST_PARSERS = [
 ]
 
 
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+DRY_RUN_VALUES = ("All", "all", "true", "True", "1")
+NOT_DRY_RUN_VALUES = ("", "false", "False", "0")
+T = TypeVar("T")
+
+
+def delete_options(raw: bytes) -> dict[str, Any]:
+    """Return a DELETE body's ``DeleteOptions`` (JSON, as kubectl sends it; ``{}`` for none or another body)."""
+    if not raw.strip() or len(raw) > settings.MAX_MANIFEST_BYTES:
+        return {}
+    try:
+        loaded = json.loads(raw)
+    except (ValueError, RecursionError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def requested_dry_run(request: HttpRequest) -> bool:
+    """Return True for a write that asks for a dry run: ``?dryRun=All`` (``true`` on the REST API), or a DELETE
+    whose ``DeleteOptions`` body says ``dryRun: ["All"]``. Raise BadRequest for any other value."""
+    values = list(request.GET.getlist("dryRun"))
+    if request.method == "DELETE":
+        try:
+            raw = request.body
+        except RequestDataTooBig:
+            raw = b""  # the view answers the oversized body
+        body_value = delete_options(raw).get("dryRun")
+        values += body_value if isinstance(body_value, list) else [body_value] if body_value is not None else []
+    for value in values:
+        if not isinstance(value, str) or value not in (*DRY_RUN_VALUES, *NOT_DRY_RUN_VALUES):
+            raise BadRequest(
+                f"invalid dryRun {value!r}: supported values: All",
+                causes=[
+                    Cause("dryRun", f'Unsupported value: "{value}": supported values: "All"', "FieldValueNotSupported")
+                ],
+            )
+    return any(value in DRY_RUN_VALUES for value in values)
+
+
+@contextmanager
+def rolled_back() -> Iterator[None]:
+    """Run a dry run: everything in one transaction that is rolled back (the audit entries, the simulated
+    cluster's rows and the controllers' on-commit work with it), the live messages it queued dropped, and
+    :func:`volcanoweb.core.dryrun.active` true meanwhile (for what is outside the database)."""
+    pending = broadcast.pending_snapshot()
+    try:
+        with dryrun.marked(), transaction.atomic():
+            yield
+            transaction.set_rollback(True)
+    finally:
+        broadcast.restore_pending(pending)
+
+
+def check_preconditions(preconditions: Any, uid: str, resource_version: str, kind: str, name: str) -> None:
+    """Kubernetes' DeleteOptions ``preconditions``: a 409 when the object's uid or resourceVersion differs."""
+    if not isinstance(preconditions, dict):
+        return
+    for key, label, actual in (("uid", "UID", uid), ("resourceVersion", "ResourceVersion", resource_version)):
+        wanted = preconditions.get(key)
+        if wanted not in (None, "") and str(wanted) != actual:
+            raise Conflict(
+                f'Operation cannot be fulfilled on {kind} "{name}": Precondition failed: {label} in precondition: '
+                f"{wanted}, {label} in object meta: {actual}",
+                kind=kind,
+                name=name,
+            )
+
+
 class ApiView(APIView):
-    """Base API view: Kubernetes-style JSON (or YAML) out, raw manifest bodies in."""
+    """Base API view: Kubernetes-style JSON (or YAML) out, raw manifest bodies in.
+
+    Every write (POST, PUT, PATCH, DELETE) of both APIs honours ``dryRun`` here, in the query or in a
+    DELETE's ``DeleteOptions``: the handler runs in full, then :func:`rolled_back` undoes it (docs/adr/0025).
+    """
 
     renderer_classes = [JSONRenderer, YamlRenderer]
     parser_classes = MANIFEST_PARSERS
     schema: ViewInspector | None = ApiSchema()
 
     def access(self, request: Request) -> Access:
-        """Return the caller's rights."""
-        return access_for(request.user)
+        """Return the caller's rights (within its token's scope, for a token)."""
+        token = self.token(request)
+        access = access_for(request.user)
+        return within_scope(access, token.scope) if token is not None else access
+
+    def token(self, request: Request) -> ApiToken | None:
+        """Return the API token the request authenticated with (None for a session)."""
+        auth = request.auth
+        return auth if isinstance(auth, ApiToken) else None
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        """Serve a dry-run write inside :func:`rolled_back`; a bad ``dryRun`` is a 400 (after authentication)."""
+        self.dry_run_error: ApiError | None = None
+        self.dry_run = False
+        if request.method in WRITE_METHODS:
+            try:
+                self.dry_run = requested_dry_run(request)
+            except ApiError as exc:
+                self.dry_run_error = exc
+        if self.dry_run:
+            with rolled_back():
+                return super().dispatch(request, *args, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        """Check ``?fieldValidation=`` on every write (after authentication: a 401 comes first)."""
+        """Check ``?fieldValidation=`` and ``dryRun`` on every write (after authentication: a 401 comes first)."""
         self.field_warnings: list[str] = []
         super().initial(request, *args, **kwargs)
         if request.method not in ("GET", "HEAD", "OPTIONS"):
+            error = getattr(self, "dry_run_error", None)
+            if error is not None:
+                raise error
+            token = self.token(request)
+            if token is not None and token.scope == TokenScope.READ:
+                raise Forbidden(
+                    f'User "{getattr(request.user, "username", "")}" cannot {request.method} {request.path}: '
+                    f"the token {token.prefix}… is read-only (scope read)"
+                )
             self.field_validation(request)
+
+    def preconditions(self, request: Request) -> Any:
+        """Return a DELETE's ``DeleteOptions.preconditions`` (None when it has none)."""
+        return delete_options(self.body(request)).get("preconditions")
+
+    def delete_checked(
+        self,
+        request: Request,
+        current: Callable[[], Any | None],
+        remove: Callable[[], T],
+        kind: str,
+        name: str,
+    ) -> T:
+        """Delete with ``DeleteOptions.preconditions``: ``current`` returns the object, locked, or None when
+        the caller may not see it (then ``remove`` answers its 404 or 403); one transaction for both."""
+        wanted = self.preconditions(request)
+        with transaction.atomic():
+            if wanted:
+                obj = current()
+                if obj is not None:
+                    check_preconditions(wanted, str(obj.uid), str(obj.resource_version), kind, name)
+            return remove()
 
     def field_validation(self, request: Request) -> str:
         """Return the request's ``fieldValidation`` mode (``Strict`` by default, as kubectl sends)."""

@@ -13,7 +13,7 @@ from rest_framework import exceptions
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from volcanoweb.core.errors import ApiError
+from volcanoweb.core.errors import ApiError, TooManyRequests
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 def _handle(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, ApiError):
-        return Response(status_body(exc.code, exc.reason, exc.message, exc.details()), status=exc.code)
+        retry = {"Retry-After": str(exc.retry_after)} if isinstance(exc, TooManyRequests) else None
+        return Response(status_body(exc.code, exc.reason, exc.message, exc.details()), status=exc.code, headers=retry)
     if isinstance(exc, Http404):
         return Response(status_body(404, "NotFound", "the server could not find the requested resource"), status=404)
     if isinstance(exc, DjangoPermissionDenied):
@@ -167,3 +168,23 @@ class ApiErrorMiddleware:
             return status_response(403, "Forbidden", str(exception) or "forbidden")
         log.error("unhandled error in %s %s", request.method, request.path, exc_info=exception)
         return status_response(500, "InternalError", INTERNAL_MESSAGE)
+
+
+class NulBytesMiddleware:
+    """Refuse a request whose path or query parameters hold a NUL character (``%00``) with a 400, before any
+    view runs: PostgreSQL can neither store nor compare one (a lookup by such a name was a 500 there), and
+    no name, selector or time of ours may contain it. A ``Status`` under the APIs, plain text elsewhere."""
+
+    MESSAGE = "the request's path or query contains a NUL character (%00), which no name or parameter may hold"
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "\x00" in request.path or any(
+            "\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()
+        ):
+            if is_api_path(request.path.replace("\x00", "")):
+                return status_response(400, "BadRequest", self.MESSAGE)
+            return HttpResponse(self.MESSAGE, status=400, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)

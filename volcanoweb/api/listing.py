@@ -66,6 +66,8 @@ def parse_label_selector(selector: str) -> list[Requirement]:
         if match:
             key, op, raw = match.groups()
             values = tuple(v.strip() for v in raw.split(",") if v.strip())
+            if not values:  # as Kubernetes (issue 28)
+                raise _bad_selector(selector, "for 'in', 'notin' operators, values set can't be empty")
         elif "!=" in part:
             key, value = (s.strip() for s in part.split("!=", 1))
             op, values = "!=", (value,)

@@ -14,22 +14,24 @@ Wire it with ``path("api/v1/simulate", SimulateView.as_view(), name="simulate")`
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from scheduler import Snapshot, run_cycle
-from scheduler.manifests import GROUP_ANNOTATION, ManifestError, snapshot_from_manifests
+from scheduler import Snapshot
+from scheduler.manifests import GROUP_ANNOTATION, ManifestError
 from volcanoweb.api.base import ApiView
 from volcanoweb.api.listing import clean_text
+from volcanoweb.api.simcycle import SimulationFailed, SimulationTimeout, merge, run_isolated
 from volcanoweb.apply import apply_documents
-from volcanoweb.core.errors import BadRequest, Cause
+from volcanoweb.core.errors import BadRequest, Cause, ServiceUnavailable, TooLarge, TooManyRequests
 from volcanoweb.jobs.models import Job
 from volcanoweb.runtime.podgroups import job_podgroup_fields
 from volcanoweb.scheduling.cycles import active_config
@@ -42,6 +44,42 @@ SIMULATED = ("Job", "PodGroup", "Pod", "Queue", "PriorityClass")
 TASK_SPEC = "volcano.sh/task-spec"
 PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 ADMITTED_PHASES = ("Inqueue", "Running")
+__all__ = ["SIMULATED", "SimulateView", "job_documents", "merge", "simulate"]
+_slots_lock = threading.Lock()
+_slots: threading.BoundedSemaphore | None = None
+
+
+def _simulation_slots() -> threading.BoundedSemaphore:
+    """At most ``SIMULATE_CONCURRENCY`` simulations at a time in this process."""
+    global _slots
+    with _slots_lock:
+        if _slots is None:
+            _slots = threading.BoundedSemaphore(settings.SIMULATE_CONCURRENCY)
+        return _slots
+
+
+def _replicas(job: Mapping[str, Any]) -> int:
+    total = 0
+    for task in (job.get("spec") or {}).get("tasks") or []:
+        replicas = task.get("replicas") if isinstance(task, Mapping) else 0
+        total += replicas if isinstance(replicas, int) and replicas > 0 else 0
+    return total
+
+
+def check_cost(outcomes: list[Any], nodes: list[dict[str, Any]]) -> None:
+    """Refuse (413) a simulation of more pods or nodes than ``SIMULATE_MAX_PODS`` / ``SIMULATE_MAX_NODES``,
+    counted from the validated objects before any pod is built."""
+    pods = sum(_replicas(o.object) if o.kind == "Job" else 1 if o.kind == "Pod" else 0 for o in outcomes)
+    if pods > settings.SIMULATE_MAX_PODS:
+        raise TooLarge(
+            f"the manifest would simulate {pods} pods, more than SIMULATE_MAX_PODS ({settings.SIMULATE_MAX_PODS})",
+            causes=[Cause("spec.tasks[].replicas", f"{pods} pods > SIMULATE_MAX_PODS={settings.SIMULATE_MAX_PODS}")],
+        )
+    if len(nodes) > settings.SIMULATE_MAX_NODES:
+        raise TooLarge(
+            f"the manifest adds {len(nodes)} nodes, more than SIMULATE_MAX_NODES ({settings.SIMULATE_MAX_NODES})",
+            causes=[Cause("kind", f"{len(nodes)} Nodes > SIMULATE_MAX_NODES={settings.SIMULATE_MAX_NODES}")],
+        )
 
 
 def _meta(doc: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -108,39 +146,30 @@ def _visible_namespaces(access: Access) -> set[str] | None:
     return set(Namespace.objects.filter(tenant_id__in=access.readable_tenant_ids()).values_list("name", flat=True))
 
 
-def merge(live: Snapshot, extra: Snapshot, queue_names: set[str], creation: int) -> Snapshot:
-    """Return the live snapshot plus ``extra``'s objects (same-named objects replaced; extras are newest).
-
-    The live clock (``now``) is kept; an extra PodGroup without a creation time is created ``now``
-    (so the sla plugin sees a job that has not waited yet).
-    """
-    now = live.now
-    quota_keys = {(q.namespace, q.name) for q in extra.resource_quotas}
-    job_keys = {j.key for j in extra.jobs}
-    task_keys = {t.key for t in extra.tasks}
-    node_names = {n.name for n in extra.nodes}
-    class_names = {c.name for c in extra.priority_classes}
-    return Snapshot.of(
-        [n for n in live.nodes if n.name not in node_names] + list(extra.nodes),
-        [q for q in live.queues if q.name not in queue_names] + [q for q in extra.queues if q.name in queue_names],
-        [j for j in live.jobs if j.key not in job_keys]
-        + [replace(j, creation=creation + j.creation, created_at=j.created_at or (now or 0.0)) for j in extra.jobs],
-        [t for t in live.tasks if t.key not in task_keys and t.job not in job_keys]
-        + [replace(t, creation=creation + t.creation) for t in extra.tasks],
-        [c for c in live.priority_classes if c.name not in class_names] + list(extra.priority_classes),
-        now=now,
-        resource_quotas=[q for q in live.resource_quotas if (q.namespace, q.name) not in quota_keys]
-        + list(extra.resource_quotas),
-    )
-
-
 def simulate(access: Access, outcomes: list[Any], nodes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One scheduling cycle of the core on the live snapshot plus validated (dry-run) apply outcomes.
 
     Used by ``POST /api/v1/simulate`` and by the dashboard's Submit dry run, so both give the verdict the
-    scheduler itself would reach now (enqueue and allocate with the active configuration).
+    scheduler itself would reach now (enqueue and allocate with the active configuration). Bounded: the
+    pods and nodes (:func:`check_cost`), ``SIMULATE_CONCURRENCY`` at a time per process (else 429), and the
+    cycle runs in a child process killed after ``SIMULATE_TIMEOUT`` seconds (413; ``volcanoweb.api.simcycle``).
     """
-    objects: list[dict[str, Any]] = list(nodes or [])
+    nodes = list(nodes or [])
+    check_cost(outcomes, nodes)
+    slots = _simulation_slots()
+    if not slots.acquire(timeout=settings.SIMULATE_QUEUE_WAIT):
+        raise TooManyRequests(
+            f"{settings.SIMULATE_CONCURRENCY} simulations are running (SIMULATE_CONCURRENCY); retry shortly",
+            retry_after=max(1, int(settings.SIMULATE_QUEUE_WAIT)),
+        )
+    try:
+        return _simulate(access, outcomes, nodes)
+    finally:
+        slots.release()
+
+
+def _simulate(access: Access, outcomes: list[Any], nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    objects: list[dict[str, Any]] = list(nodes)
     origins: dict[str, tuple[str, str]] = {}  # podgroup key -> (kind, name) of the manifest object
     queue_names: set[str] = set()
     for outcome in outcomes:
@@ -155,18 +184,25 @@ def simulate(access: Access, outcomes: list[Any], nodes: list[dict[str, Any]] | 
                 origins[f"{outcome.namespace}/{outcome.name}"] = ("PodGroup", outcome.name)
             elif outcome.kind == "Queue":
                 queue_names.add(outcome.name)
+    info = build_snapshot()
+    config, version = active_config()
+    timeout = settings.SIMULATE_TIMEOUT
     try:
-        extra = snapshot_from_manifests(list(enumerate(objects, 1)))
+        extra, result = run_isolated(
+            info.snapshot, objects, queue_names, int(time.time() * 1_000_000), config, timeout=timeout
+        )
     except ManifestError as exc:
         raise BadRequest(str(exc), causes=[Cause(exc.field or "", exc.detail)]) from None
+    except SimulationTimeout:
+        raise TooLarge(
+            f"the simulation did not finish within SIMULATE_TIMEOUT ({timeout:g} s); simulate fewer pods or nodes"
+        ) from None
+    except SimulationFailed as exc:
+        raise ServiceUnavailable(f"the simulation failed: {exc}") from None
     for job in extra.jobs:
         if job.key not in origins:  # a bare pod's own PodGroup
             pod = next((t for t in extra.tasks if t.job == job.key), None)
             origins[job.key] = ("Pod", pod.name if pod else job.name)
-    info = build_snapshot()
-    snapshot = merge(info.snapshot, extra, queue_names, int(time.time() * 1_000_000))
-    config, version = active_config()
-    result = run_cycle(snapshot, config)
     return _report(access, extra, origins, result, version)
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -16,7 +18,7 @@ from volcanoweb.api.listing import apply_filters, apply_ordering, clean_text, pa
 from volcanoweb.api.resources import NAMESPACED, Resource
 from volcanoweb.apply import apply_documents
 from volcanoweb.audit.models import AuditEntry
-from volcanoweb.core.errors import BadRequest, Cause, NotFound, not_found
+from volcanoweb.core.errors import BadRequest, Cause, Forbidden, NotFound, not_found
 from volcanoweb.jobs import services as jobs
 from volcanoweb.jobs.models import Command, Event, Job, PriorityClass
 from volcanoweb.manifests import parse, render
@@ -27,7 +29,7 @@ from volcanoweb.scheduling import services as scheduling
 from volcanoweb.scheduling.models import SchedulerProfile
 from volcanoweb.tenancy import services as tenancy
 from volcanoweb.tenancy.access import resolve_namespace, visible_queue_filter
-from volcanoweb.tenancy.models import ApiToken, Namespace
+from volcanoweb.tenancy.models import ApiToken, Namespace, TokenScope
 from volcanoweb.workflows import services as workflows
 
 MANIFEST_BODY = {"application/json": OpenApiTypes.OBJECT, "application/yaml": OpenApiTypes.STR}
@@ -142,7 +144,15 @@ class NamespacedObjectView(ApiView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def delete(self, request: Request, namespace: str, name: str) -> Response:
         resource = NAMESPACED[self.resource_name]
-        outcome = resource.delete(self.access(request), namespace, name)
+        access = self.access(request)
+
+        def current() -> Any:
+            obj = resource.model.objects.select_for_update().filter(namespace=namespace, name=name).first()
+            return obj if obj is not None and access.can_read(obj.tenant_id) else None
+
+        outcome = self.delete_checked(
+            request, current, lambda: resource.delete(access, namespace, name), resource.info.qualified_resource, name
+        )
         return Response(outcome.object)
 
 
@@ -263,7 +273,18 @@ class QueueObjectView(ApiView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def delete(self, request: Request, name: str) -> Response:
-        return Response(queues.delete_queue(self.access(request), name).object)
+        access = self.access(request)
+
+        def current() -> Any:
+            try:
+                return queues.get_visible_queue(access, name, for_update=True)
+            except NotFound:
+                return None
+
+        outcome = self.delete_checked(
+            request, current, lambda: queues.delete_queue(access, name), parse.QUEUE.qualified_resource, name
+        )
+        return Response(outcome.object)
 
 
 class QueueOpenView(ApiView):
@@ -320,7 +341,15 @@ class PriorityClassObjectView(ApiView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def delete(self, request: Request, name: str) -> Response:
-        return Response(jobs.delete_priorityclass(self.access(request), name).object)
+        access = self.access(request)
+        outcome = self.delete_checked(
+            request,
+            lambda: PriorityClass.objects.select_for_update().filter(name=name).first(),
+            lambda: jobs.delete_priorityclass(access, name),
+            parse.PRIORITYCLASS.qualified_resource,
+            name,
+        )
+        return Response(outcome.object)
 
 
 def event_manifest(event: Event) -> dict[str, Any]:
@@ -534,6 +563,17 @@ class NamespaceListView(ApiView):
         return Response(list_body("Namespace", items, {}))
 
 
+def minting_token(token: ApiToken | None) -> ApiToken | None:
+    """Only a session, or a token with the admin scope, mints tokens; return the parent of the new token."""
+    if token is not None and token.scope != TokenScope.ADMIN:
+        raise Forbidden(
+            f"the token {token.prefix}… (scope {token.scope}) cannot mint tokens: "
+            "use a session or an admin-scoped token",
+            kind="ApiToken",
+        )
+    return token
+
+
 def token_manifest(token: ApiToken) -> dict[str, Any]:
     """Return a token's public fields (never the secret)."""
     return {
@@ -544,13 +584,15 @@ def token_manifest(token: ApiToken) -> dict[str, Any]:
         "lastUsedAt": token.last_used_at.isoformat() if token.last_used_at else None,
         "expiresAt": token.expires_at.isoformat() if token.expires_at else None,
         "revoked": token.revoked_at is not None,
+        "scope": token.scope,
+        "parent": token.parent_id,
     }
 
 
 class TokenCollectionView(ApiView):
     """``/api/v1/tokens``: the caller's API tokens; POST ``{"name": ...}`` creates one (secret shown once)."""
 
-    body_fields = frozenset({"name"})
+    body_fields = frozenset({"name", "scope", "expiresInDays"})
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 401: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
@@ -561,10 +603,25 @@ class TokenCollectionView(ApiView):
 
     @extend_schema(request={"application/json": OpenApiTypes.OBJECT}, responses={201: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request: Request) -> Response:
-        name = self.mapping_body(request).get("name") or "api"
+        body = self.mapping_body(request)
+        name = body.get("name") or "api"
         if not isinstance(name, str) or "\x00" in name:
             raise BadRequest("name must be a string")
-        token, raw = tenancy.create_token(request.user, name)
+        scope = body.get("scope")
+        if scope is not None and scope not in ("read", "submit", "admin"):
+            raise BadRequest(
+                "scope must be read, submit or admin",
+                causes=[Cause("scope", f"Unsupported value: {scope!r}", "FieldValueNotSupported")],
+            )
+        days = body.get("expiresInDays")
+        if days is not None and (not isinstance(days, int) or isinstance(days, bool) or days < 1):
+            raise BadRequest(
+                "expiresInDays must be a positive integer", causes=[Cause("expiresInDays", "Invalid value")]
+            )
+        expires = timezone.now() + timedelta(days=days) if days is not None else None
+        token, raw = tenancy.create_token(
+            request.user, name, scope=scope, expires_at=expires, parent=minting_token(self.token(request))
+        )
         return Response({**token_manifest(token), "token": raw}, status=status.HTTP_201_CREATED)
 
 

@@ -13,6 +13,7 @@ from volcanoweb.cli import output
 from volcanoweb.cli.client import path
 from volcanoweb.cli.context import Context, split_key_values
 from volcanoweb.cli.errors import usage_error
+from volcanoweb.core.csvsafe import safe_row
 
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
 ALLOWED_TENANTS = "volcanoweb.io/allowed-tenants"
@@ -204,10 +205,11 @@ def queue_history(ctx: Context) -> int:
     points = body.get("points") or []
     if args.csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(["time", "queue", "resource", *HISTORY_FIELDS])
+        writer.writerow(safe_row(["time", "queue", "resource", *HISTORY_FIELDS]))
         for point in points:
             for resource in body.get("resources") or []:
-                writer.writerow([point["time"], name, resource, *(point[f].get(resource, "") for f in HISTORY_FIELDS)])
+                cells = [point["time"], name, resource, *(point[f].get(resource, "") for f in HISTORY_FIELDS)]
+                writer.writerow(safe_row(cells))
         return 0
     resource = args.resource
     rows = [

@@ -42,6 +42,7 @@ from volcanoweb.clusters.simdb import integer_resources
 from volcanoweb.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from volcanoweb.jobs.models import Pod, PodGroup, PodGroupPhase, PodPhase
 from volcanoweb.live.broadcast import publish
+from volcanoweb.manifests.admission import tenant_may_use_queue
 from volcanoweb.tenancy.access import Access
 from volcanoweb.tenancy.models import Namespace
 
@@ -313,6 +314,9 @@ def ensure_plain_pod_groups(backend: ClusterBackend | None = None) -> int:
         group = PodGroup.objects.filter(namespace=pod.namespace, name=name).first()
         if group is None:
             queue = pod.annotations.get(QUEUE_NAME_ANNOTATION) or "default"
+            if not tenant_may_use_queue(queue, pod.tenant_id):
+                log.warning("pod %s names queue %s, which its tenant may not use: not grouped", pod.key, queue)
+                continue
             min_resources = {k: format_quantity(k, v) for k, v in sorted(pod.requests.items()) if v}
             spec: dict[str, Any] = {"minMember": 1, "queue": queue}
             if min_resources:

@@ -129,6 +129,31 @@ class Conflict(ApiError):
     reason = "Conflict"
 
 
+class TooLarge(ApiError):
+    """The request asks for more than a configured bound (the bound is named in the message)."""
+
+    code = 413
+    reason = "RequestEntityTooLarge"
+
+
+class TooManyRequests(ApiError):
+    """Throttled: retry after ``retry_after`` seconds (the ``Retry-After`` header)."""
+
+    code = 429
+    reason = "TooManyRequests"
+
+    def __init__(self, message: str, *, retry_after: int = 1, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class ServiceUnavailable(ApiError):
+    """The server cannot answer now."""
+
+    code = 503
+    reason = "ServiceUnavailable"
+
+
 def invalid(kind: str, group: str, name: str, errors: Errors) -> Invalid:
     """Return the Kubernetes-style ``<Kind>.<group> "<name>" is invalid: ...`` error for the causes."""
     qualified = f"{kind}.{group}" if group else kind

@@ -55,22 +55,38 @@ def register_collector(collect: Callable[[], Iterable[Metric]]) -> None:
     REGISTRY.register(_FunctionCollector(collect))
 
 
-def scrape_allowed(request: HttpRequest) -> bool:
-    """Return whether ``request`` may read /metrics (``METRICS_TOKEN`` / ``METRICS_ALLOWED_NETWORKS``).
+#: Headers a proxy adds: a request that carries one came through it, so its connection's address is the
+#: proxy's, not the client's, and never earns the network trust.
+FORWARDING_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-IP")
 
-    Open when neither is set. Otherwise ``Authorization: Bearer <METRICS_TOKEN>`` (what Prometheus sends
-    with ``authorization: {credentials: ...}``) or a client address inside one of the networks is needed.
-    The address is the connection's (``REMOTE_ADDR``), never a forwarded header.
+
+def _forwarded(request: HttpRequest) -> bool:
+    names = list(FORWARDING_HEADERS)
+    proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy_header:
+        names.append(proxy_header[0].removeprefix("HTTP_").replace("_", "-"))
+    return any(request.headers.get(name) is not None for name in names)
+
+
+def scrape_allowed(request: HttpRequest) -> bool:
+    """Return whether ``request`` may read /metrics (it lists every tenant's queue names).
+
+    ``METRICS_PUBLIC`` opens it to everyone. Otherwise ``Authorization: Bearer <METRICS_TOKEN>`` (what
+    Prometheus sends with ``authorization: {credentials: ...}``) or a client address inside one of
+    ``METRICS_ALLOWED_NETWORKS`` (by default the loopback addresses) is needed. The address is the
+    connection's (``REMOTE_ADDR``), never a forwarded header, and a request that carries a proxy's
+    forwarding header (``X-Forwarded-For``, ``X-Forwarded-Proto``, ...) gets no network trust at all: behind
+    a proxy every client would have the proxy's address.
     """
+    if settings.METRICS_PUBLIC:
+        return True
     token: str = settings.METRICS_TOKEN
     networks: list[str] = settings.METRICS_ALLOWED_NETWORKS
-    if not token and not networks:
-        return True
     if token:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
             return True
-    if networks:
+    if networks and not _forwarded(request):
         try:
             address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
         except ValueError:

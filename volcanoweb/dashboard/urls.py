@@ -3,7 +3,18 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from volcanoweb.dashboard.views import cluster, common, jobs, kubeconfig, logs, overview, queues, submit, workflows
+from volcanoweb.dashboard.views import (
+    cluster,
+    common,
+    jobs,
+    kubeconfig,
+    logs,
+    overview,
+    queues,
+    submit,
+    tokens,
+    workflows,
+)
 
 app_name = "dashboard"
 
@@ -16,6 +27,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tenant/", common.switch_tenant, name="switch-tenant"),
     path("kubeconfig/", kubeconfig.download, name="kubeconfig"),
+    path("tokens/", tokens.token_list, name="tokens"),
+    path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token-revoke"),
     path("", overview.overview, name="overview"),
     path("queues/", queues.queue_list, name="queues"),
     path("queues/<slug:name>/usage/", queues.queue_usage, name="queue-usage"),

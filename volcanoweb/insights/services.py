@@ -24,6 +24,7 @@ from django.utils.dateparse import parse_datetime
 
 from scheduler.quantity import format_quantity
 from volcanoweb.audit.models import AuditEntry
+from volcanoweb.core.csvsafe import safe_row
 from volcanoweb.core.errors import BadRequest, Cause, Forbidden, not_found
 from volcanoweb.insights.models import CycleInput, EntryKind, QueueSample, Resolution, TimelineEntry
 from volcanoweb.insights.recording import input_text, prune_inputs
@@ -70,10 +71,14 @@ def parse_time(value: str | None, field: str, now: datetime, default: datetime) 
     if stamp is not None:
         return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=now.tzinfo)
     try:
-        return now - timedelta(seconds=parse_duration(text.lstrip("-"), field))
+        seconds = parse_duration(text.lstrip("-"), field)
     except BadRequest:
         message = f"invalid time {value!r}: expected an ISO 8601 timestamp, 'now' or a duration ago such as 1h"
         raise _bad(field, message) from None
+    try:
+        return now - timedelta(seconds=seconds)
+    except OverflowError:  # beyond datetime's range (year 1): no history is that old
+        raise _bad(field, f"invalid time {value!r}: too far in the past") from None
 
 
 def _bad(field: str, message: str) -> BadRequest:
@@ -270,17 +275,19 @@ def history_csv(body: Mapping[str, Any]) -> str:
     phases = sorted({p for point in body["points"] for p in point["jobs"]})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["time", "queue", "resource", *FIELDS, *(f"jobs_{p.lower()}" for p in phases)])
+    writer.writerow(safe_row(["time", "queue", "resource", *FIELDS, *(f"jobs_{p.lower()}" for p in phases)]))
     for point in body["points"]:
         for resource in body["resources"]:
             writer.writerow(
-                [
-                    point["time"],
-                    body["queue"],
-                    resource,
-                    *(point[f].get(resource, 0) if point[f] or f != "capability" else "" for f in FIELDS),
-                    *(point["jobs"].get(p, 0) for p in phases),
-                ]
+                safe_row(
+                    [
+                        point["time"],
+                        body["queue"],
+                        resource,
+                        *(point[f].get(resource, 0) if point[f] or f != "capability" else "" for f in FIELDS),
+                        *(point["jobs"].get(p, 0) for p in phases),
+                    ]
+                )
             )
     return out.getvalue()
 

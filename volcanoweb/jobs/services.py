@@ -42,9 +42,11 @@ from volcanoweb.jobs.models import (
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.admission import (
+    POD_QUEUE_ANNOTATION,
     SubmissionQueue,
     check_priority_class,
     check_submission_queue,
+    pod_queue_name,
     priority_values,
     queues_for_submission,
 )
@@ -712,6 +714,25 @@ def delete_podgroup(access: Access, namespace: str, name: str) -> Outcome:
 # --- Pods -------------------------------------------------------------------
 
 
+def _check_pod_queue(
+    errors: Errors, access: Access, namespace: Namespace, annotations: dict[str, str], existing: Pod | None
+) -> None:
+    """A bare pod that names a queue (``scheduling.volcano.sh/queue-name``, on the pod or its namespace) gets
+    a PodGroup in that queue from the PodGroup controller: the queue must pass the same checks as a Job's
+    or a PodGroup's (exists for the caller, Open, a leaf, open to the namespace's tenant). A pod joining a
+    PodGroup by name, or already grouped, uses that PodGroup's (admitted) queue."""
+    if annotations.get(GROUP_ANNOTATION) or (existing is not None and existing.group_name):
+        return
+    named = annotations.get(POD_QUEUE_ANNOTATION)
+    if existing is not None and existing.annotations.get(POD_QUEUE_ANNOTATION) == named:
+        return
+    queue = pod_queue_name(annotations, namespace.annotations)
+    if not named and queue == "default":
+        return
+    where = f"metadata.annotations[{POD_QUEUE_ANNOTATION}]"
+    check_submission_queue(errors, access, namespace.tenant, queue, kind="Pod", path=where)
+
+
 @transaction.atomic
 def apply_pod(
     access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
@@ -728,6 +749,8 @@ def apply_pod(
     spec = doc.get("spec")
     check_pod_spec(errors, spec, "spec")
     check_jdb_annotations(errors, meta.annotations)
+    raise_if(errors, info, meta.name)
+    _check_pod_queue(errors, access, namespace, meta.annotations, existing)
     raise_if(errors, info, meta.name)
     assert isinstance(spec, dict)
     spec = {k: v for k, v in spec.items() if k != "nodeName"} if existing is not None else dict(spec)

@@ -13,6 +13,7 @@ from django.http import HttpRequest
 
 from volcanoweb.tenancy import services as tenancy
 from volcanoweb.tenancy.access import access_for
+from volcanoweb.tenancy.models import ApiToken
 
 
 def server_url(request: HttpRequest) -> str:
@@ -48,11 +49,17 @@ def names(server: str, username: str) -> tuple[str, str, str]:
 
 
 def build(
-    request: HttpRequest, user: Any, *, token_name: str = "kubeconfig", token: str | None = None
+    request: HttpRequest,
+    user: Any,
+    *,
+    token_name: str = "kubeconfig",
+    token: str | None = None,
+    parent: ApiToken | None = None,
 ) -> tuple[dict[str, Any], str]:
     """Return (kubeconfig, raw token) for ``user``: ``token`` (a valid token the caller holds) or a new token
-    named ``token_name``; the context's namespace is the user's default namespace."""
-    raw = token if token else tenancy.create_token(user, token_name)[1]
+    named ``token_name`` (minted by ``parent``, for a request made with an admin-scoped token); the context's
+    namespace is the user's default namespace."""
+    raw = token if token else tenancy.create_token(user, token_name, parent=parent)[1]
     cluster: dict[str, Any] = {"server": server_url(request)}
     ca = certificate_authority_data()
     if ca:
@@ -73,6 +80,15 @@ def build(
     return config, raw
 
 
-def dump(config: dict[str, Any]) -> str:
-    """Return the kubeconfig as YAML."""
-    return yaml.safe_dump(config, sort_keys=False)
+def dump(config: dict[str, Any], token: ApiToken | None = None) -> str:
+    """Return the kubeconfig as YAML (headed by a comment with the token's scope and expiry, when given)."""
+    text = yaml.safe_dump(config, sort_keys=False)
+    if token is None:
+        return text
+    expires = token.expires_at.isoformat() if token.expires_at else "never"
+    return f"# token {token.prefix}… scope {token.scope}, expires {expires}\n{text}"
+
+
+def latest_token(user: Any, name: str) -> ApiToken | None:
+    """Return the user's newest token of that name (the one :func:`build` just created)."""
+    return ApiToken.objects.filter(user=user, name=name).order_by("-created_at", "-pk").first()

@@ -22,7 +22,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from volcanoweb.api.base import MANIFEST_PARSERS, ApiView, RawBodyParser
+from volcanoweb.api.base import MANIFEST_PARSERS, ApiView, RawBodyParser, check_preconditions
 from volcanoweb.api.listing import apply_label_selector, clean_text
 from volcanoweb.core.errors import ApiError, BadRequest, Cause, Conflict, Errors, NotFound, invalid, not_found
 from volcanoweb.feed import log
@@ -618,9 +618,11 @@ class ResourceView(KubeView):
         self.writable(resource, "delete")
         if subresource is not None:
             raise MethodNotAllowed(f"cannot delete the {subresource} subresource")
-        dry_run = _dry_run(request)
+        dry_run = _dry_run(request) or self.dry_run  # the query's, or DeleteOptions.dryRun (ApiView.dispatch)
         access = self.access(request)
         options = self.delete_options(request)
+        body_dry_run = options.get("dryRun")
+        dry_run = dry_run or "All" in (body_dry_run if isinstance(body_dry_run, list) else [body_dry_run])
         policy = options.get("propagationPolicy")
         if policy == "Orphan" and resource.plural == "jobs":
             raise BadRequest(
@@ -633,7 +635,17 @@ class ResourceView(KubeView):
             remove = functools.partial(resource.delete, propagation=policy)
         if name is not None:
             obj = self.find(access, resource, namespace, name)
-            outcome = _run(lambda: remove(access, namespace, name), dry_run=dry_run)
+            wanted = options.get("preconditions")
+
+            def checked_remove() -> Any:
+                if wanted:  # DeleteOptions.preconditions, against the row as locked for the delete
+                    locked = type(obj).objects.select_for_update().filter(pk=obj.pk).first()
+                    if locked is not None:
+                        uid, version = str(getattr(locked, "uid", "")), str(getattr(locked, "resource_version", ""))
+                        check_preconditions(wanted, uid, version, resource.info.qualified_resource, name)
+                return remove(access, namespace, name)
+
+            outcome = _run(checked_remove, dry_run=dry_run)
             if outcome.object.get("metadata", {}).get("deletionTimestamp"):
                 return Response(_stamped(resource, outcome.object, dry_run))
             return Response(_success(resource, name, str(getattr(obj, "uid", ""))))
@@ -780,6 +792,7 @@ class KubeconfigView(KubeView):
     """
 
     def post(self, request: Request) -> Response:
+        from volcanoweb.api.views import minting_token
         from volcanoweb.kubeapi import kubeconfig
 
         name = clean_text(request.query_params.get("name"), "name", 100)
@@ -788,5 +801,8 @@ class KubeconfigView(KubeView):
         if not new and request.auth is not None:
             parts = request.headers.get("Authorization", "").split()
             held = parts[1] if len(parts) == 2 and parts[0].lower() == "bearer" else None
-        config, _ = kubeconfig.build(request._request, request.user, token_name=name or "kubeconfig", token=held)
+        parent = None if held else minting_token(self.token(request))
+        config, _ = kubeconfig.build(
+            request._request, request.user, token_name=name or "kubeconfig", token=held, parent=parent
+        )
         return Response(config, status=status.HTTP_201_CREATED)

@@ -89,6 +89,26 @@ def queues_for_submission(queue_names: Iterable[str]) -> dict[str, SubmissionQue
     return found
 
 
+#: A bare pod's queue (Volcano's PodGroup controller reads it from the pod, else from its namespace).
+POD_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+
+
+def pod_queue_name(annotations: Mapping[str, str], namespace_annotations: Mapping[str, str]) -> str:
+    """Return the queue a bare pod's PodGroup gets: the pod's annotation, its namespace's, else ``default``."""
+    return str(annotations.get(POD_QUEUE_ANNOTATION) or namespace_annotations.get(POD_QUEUE_ANNOTATION) or "default")
+
+
+def tenant_may_use_queue(queue_name: str, tenant_id: int | None) -> bool:
+    """Return True if the tenant's namespaces may submit to the named queue (the controllers' check for
+    pods that reached the database without the pod admission, e.g. from a real cluster)."""
+    queue = queues_for_submission([queue_name])[queue_name]
+    if queue is None:
+        return False
+    if tenant_id is None or (queue.tenant_id is None and not queue.allowed):
+        return True
+    return queue.tenant_id == tenant_id or tenant_id in queue.allowed
+
+
 def check_submission_queue(
     errors: Errors,
     access: Access,

@@ -156,6 +156,36 @@ def check_dns_subdomain(errors: Errors, path: str, value: str) -> None:
         errors.add(path, f"Invalid value: {show(value)}: {DNS1123_SUBDOMAIN_MSG}")
 
 
+QUALIFIED_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+def qualified_name_problem(name: str) -> str | None:
+    """Kubernetes' ``IsQualifiedName`` (resource names such as ``cpu``, ``nvidia.com/gpu``, ``requests.cpu``):
+    the reason ``name`` is not one, or None."""
+    if name.count("/") > 1:
+        return (
+            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+            "with an alphanumeric character, with an optional DNS subdomain prefix and '/' (e.g. "
+            "'example.com/MyName')"
+        )
+    prefix, slash, local = name.rpartition("/")
+    if slash and not prefix:
+        return "prefix part must be non-empty"
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN_RE.match(prefix)):
+        return f"prefix part {DNS1123_SUBDOMAIN_MSG}"
+    if not local:
+        return "name part must be non-empty"
+    if len(local) > 63:
+        return "name part must be no more than 63 characters"
+    if not QUALIFIED_NAME_RE.match(local):
+        return QUALIFIED_NAME_MSG
+    return None
+
+
 def check_resource_list(errors: Errors, path: str, value: Any) -> dict[str, int]:
     """Check a ResourceList (name → quantity); return it in scheduler units (cpu millicores, bytes, counts)."""
     parsed: dict[str, int] = {}
@@ -167,6 +197,10 @@ def check_resource_list(errors: Errors, path: str, value: Any) -> dict[str, int]
         item = f"{path}[{name}]"
         if not isinstance(name, str) or not name:
             errors.add(path, f"Invalid value: {show(name)}: a resource name must be a non-empty string")
+            continue
+        problem = qualified_name_problem(name)
+        if problem is not None:  # as Kubernetes' ValidateResourceName (and no spreadsheet formula can pass)
+            errors.add(path or "resources", f"Invalid value: {show(name)}: {problem}")
             continue
         if isinstance(quantity, bool) or not isinstance(quantity, str | int | float):
             errors.add(

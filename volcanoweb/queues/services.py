@@ -8,12 +8,14 @@ from django.db import transaction
 from django.db.models import Q
 
 from volcanoweb.audit import services as audit
-from volcanoweb.core.errors import Cause, Conflict, Errors, Invalid, invalid, not_found
+from volcanoweb.core.errors import Cause, Conflict, Errors, Forbidden, Invalid, invalid, not_found
 from volcanoweb.jobs.models import Pod, PodGroup, PodPhase
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.queues import (
+    HIERARCHY_ANNOTATION,
+    HIERARCHY_WEIGHTS_ANNOTATION,
     QueueNode,
     QueueSpec,
     check_hierarchy,
@@ -133,6 +135,119 @@ def _authorize(access: Access, name: str, existing: Queue | None, parent: Queue 
         raise forbidden(access, verb, INFO, None, name)
 
 
+#: The spec fields that decide a queue's share of the cluster: a tenant admin never changes them on its
+#: top-level queue (the platform admin's decision) and keeps them within that queue's bounds below it.
+SHARE_FIELDS = ("weight", "capability", "deserved", "guarantee", "reclaimable", "priority")
+SHARE_ANNOTATIONS = (HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION)
+
+
+def _top_level(access: Access, parent: Queue | None) -> Queue | None:
+    """Return the caller's top-level queue above a queue whose parent is ``parent``: the highest ancestor of
+    the chain of queues the caller administers (None when the caller does not administer ``parent``)."""
+    top = None
+    node = parent
+    seen: set[int] = set()
+    while node is not None and node.pk not in seen and node.tenant_id and access.is_tenant_admin(node.tenant_id):
+        seen.add(node.pk)
+        top = node
+        node = node.parent
+    return top
+
+
+def _share_forbidden(access: Access, name: str, message: str) -> Forbidden:
+    denial = forbidden(access, "update", INFO, None, name)
+    return Forbidden(f"{denial.message}: {message}", kind=INFO.kind, name=name, group=INFO.group)
+
+
+def _check_share(
+    access: Access,
+    name: str,
+    checked: QueueSpec,
+    annotations: dict[str, str],
+    parent: Queue | None,
+    existing: Queue | None,
+) -> None:
+    """A tenant's share of the cluster is the platform admin's decision (docs/adr/0025, "Queue shares").
+
+    A tenant admin may not change the share fields (:data:`SHARE_FIELDS`, the hdrf hierarchy annotations) of
+    its top-level queue (a queue whose parent it does not administer). Below it, the tenant admin splits the
+    top-level queue's share: the weights of a queue's children add up to at most its weight (so the leaves
+    that the flat proportion plugin weighs add up to at most the top-level queue's weight), priority stays at
+    most the top-level queue's, reclaimable stays true when the top-level queue is, and hdrf paths extend its
+    path. Capability, deserved and guarantee are bounded by the hierarchical checks (``_admit``).
+    """
+    if access.platform_admin:
+        return
+    top = _top_level(access, parent)
+    if top is None:
+        if existing is None:
+            return  # _authorize refused it already
+        for field_name in SHARE_FIELDS:
+            if existing.spec.get(field_name) != checked.spec.get(field_name):
+                raise _share_forbidden(
+                    access, name, f"spec.{field_name} of top-level queue {name} is set by a platform admin"
+                )
+        for key in SHARE_ANNOTATIONS:
+            if existing.annotations.get(key) != annotations.get(key):
+                raise _share_forbidden(
+                    access, name, f"annotation {key} of top-level queue {name} is set by a platform admin"
+                )
+        return
+    assert parent is not None  # a top-level queue exists above
+    moved = existing is None or existing.parent_id != parent.pk
+
+    def changed(field_name: str) -> bool:
+        return moved or existing is None or existing.spec.get(field_name) != checked.spec.get(field_name)
+
+    weight = int(checked.spec.get("weight") or 1)
+    if changed("weight"):
+        siblings = Queue.objects.filter(parent=parent).exclude(name=name)
+        total = weight + sum(q.weight for q in siblings)
+        if total > parent.weight:
+            raise _share_forbidden(
+                access,
+                name,
+                f"the weights of the child queues of {parent.name} would add up to {total}, "
+                f"more than the weight of {parent.name} ({parent.weight})",
+            )
+        if existing is not None:
+            below = sum(q.weight for q in existing.children.all())
+            if below > weight:
+                raise _share_forbidden(
+                    access, name, f"spec.weight {weight} is less than the weights of its child queues ({below})"
+                )
+    priority = int(checked.spec.get("priority") or 0)
+    if changed("priority") and priority > top.priority:
+        raise _share_forbidden(
+            access,
+            name,
+            f"spec.priority {priority} exceeds the priority of top-level queue {top.name} ({top.priority})",
+        )
+    if changed("reclaimable") and top.reclaimable and checked.spec.get("reclaimable") is False:
+        raise _share_forbidden(
+            access, name, f"spec.reclaimable must stay true below reclaimable top-level queue {top.name}"
+        )
+    path, weights = annotations.get(HIERARCHY_ANNOTATION), annotations.get(HIERARCHY_WEIGHTS_ANNOTATION)
+    before = (
+        (existing.annotations.get(HIERARCHY_ANNOTATION), existing.annotations.get(HIERARCHY_WEIGHTS_ANNOTATION))
+        if existing is not None
+        else (None, None)
+    )
+    if (path or weights) and before != (path, weights):
+        top_path = top.annotations.get(HIERARCHY_ANNOTATION)
+        top_weights = top.annotations.get(HIERARCHY_WEIGHTS_ANNOTATION)
+        inside = bool(
+            top_path
+            and top_weights
+            and (path or "").startswith(f"{top_path}/")
+            and (weights or "").startswith(f"{top_weights}/")
+        )
+        if not inside:
+            raise _share_forbidden(
+                access, name, f"annotation {HIERARCHY_ANNOTATION} must extend the path of top-level queue {top.name}"
+            )
+
+
 def _resolve_parent(errors: Errors, name: str, checked: QueueSpec) -> Queue | None:
     if name == ROOT_QUEUE:
         return None
@@ -201,6 +316,7 @@ def apply_queue(
     owner, allowed, annotations = _tenancy(errors, access, annotations, existing, parent)
     raise_if(errors, INFO, meta.name)
     _authorize(access, meta.name, existing, parent, owner)
+    _check_share(access, meta.name, checked, annotations, parent, existing)
     _admit(errors, meta.name, checked, parent, existing)
     raise_if(errors, INFO, meta.name)
     fields: dict[str, Any] = {

@@ -10,6 +10,7 @@ from scheduler.manifests import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend
 from volcanoweb.jobs.models import Job, Pod, PodGroup, PodGroupPhase, PriorityClass
+from volcanoweb.manifests.admission import pod_queue_name, tenant_may_use_queue
 from volcanoweb.manifests.pods import pod_requests
 from volcanoweb.tenancy.models import Namespace
 
@@ -176,15 +177,17 @@ def ensure_job_podgroup(
 
 def _bare_pod_queue(pod: Pod) -> str:
     if pod.annotations.get(QUEUE_ANNOTATION):
-        return str(pod.annotations[QUEUE_ANNOTATION])
+        return pod_queue_name(pod.annotations, {})
     namespace = Namespace.objects.filter(name=pod.namespace).first()
-    if namespace is not None and namespace.annotations.get(QUEUE_ANNOTATION):
-        return str(namespace.annotations[QUEUE_ANNOTATION])
-    return "default"
+    return pod_queue_name(pod.annotations, namespace.annotations if namespace is not None else {})
 
 
-def group_bare_pod(pod: Pod, backend: ClusterBackend | None) -> PodGroup:
-    """Volcano's pg-controller for one pod: create ``podgroup-<owner or pod uid>`` and annotate the pod."""
+def group_bare_pod(pod: Pod, backend: ClusterBackend | None) -> PodGroup | None:
+    """Volcano's pg-controller for one pod: create ``podgroup-<owner or pod uid>`` and annotate the pod.
+
+    A pod whose queue its tenant may not use (one that reached the database without the pod admission,
+    e.g. from a real cluster) gets no PodGroup, so it is never scheduled; None is returned.
+    """
     owner = next((o for o in pod.owner_references or [] if isinstance(o, dict) and o.get("controller")), None)
     name = f"podgroup-{owner['uid']}" if owner and owner.get("uid") else f"podgroup-{pod.uid}"
     podgroup = PodGroup.objects.filter(namespace=pod.namespace, name=name).first()
@@ -193,6 +196,9 @@ def group_bare_pod(pod: Pod, backend: ClusterBackend | None) -> PodGroup:
         annotations = {k: pod.annotations[k] for k in COPIED_POD_ANNOTATIONS if k in pod.annotations}
         labels = {k: pod.labels[k] for k in COPIED_POD_LABELS if k in pod.labels}
         queue = _bare_pod_queue(pod)
+        if not tenant_may_use_queue(queue, pod.tenant_id):
+            log.warning("pod %s names queue %s, which its tenant may not use: not grouped", pod.key, queue)
+            return None
         spec: dict[str, Any] = {"minMember": 1, "queue": queue, "minResources": requests}
         if pod.priority_class_name:
             spec["priorityClassName"] = pod.priority_class_name

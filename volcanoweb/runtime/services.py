@@ -372,8 +372,8 @@ def group_bare_pods(*, backend: ClusterBackend | None = None) -> int:
             pod = Pod.objects.select_for_update().filter(pk=pod_id, group_name="").first()
             if pod is None:
                 continue
-            group_bare_pod(pod, backend if backend is not None else _optional_backend())
-            count += 1
+            if group_bare_pod(pod, backend if backend is not None else _optional_backend()) is not None:
+                count += 1
     return count
 
 

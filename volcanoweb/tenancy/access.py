@@ -9,7 +9,7 @@ from typing import Any, Protocol, TypeVar
 from django.db.models import Model, Q, QuerySet
 
 from volcanoweb.core.errors import Forbidden, NotFound
-from volcanoweb.tenancy.models import Membership, Namespace, Role
+from volcanoweb.tenancy.models import Membership, Namespace, Role, TokenScope
 
 M = TypeVar("M", bound=Model)
 WRITER_ROLES = (Role.TENANT_ADMIN, Role.MEMBER)
@@ -75,6 +75,21 @@ class Access:
 
 
 SYSTEM = Access(user=None, platform_admin=True)
+
+
+def within_scope(access: Access, scope: str) -> Access:
+    """Return the rights of a request made with a token of ``scope``: ``admin`` keeps them all; ``submit``
+    writes as a member at most (tenant-admin roles become member, a platform admin's power is dropped);
+    ``read`` reads what the user may read (its writes are refused before any service runs)."""
+    if scope == TokenScope.ADMIN:
+        return access
+    if scope == TokenScope.SUBMIT:
+        roles = {tid: Role.MEMBER if role == Role.TENANT_ADMIN else role for tid, role in access.roles.items()}
+        return Access(user=access.user, platform_admin=False, roles=roles, tenant_names=dict(access.tenant_names))
+    roles = dict.fromkeys(access.roles, Role.VIEWER)
+    return Access(
+        user=access.user, platform_admin=access.platform_admin, roles=roles, tenant_names=dict(access.tenant_names)
+    )
 
 
 def is_platform_admin(user: Any) -> bool:

@@ -13,5 +13,7 @@ class TenancyConfig(AppConfig):
     def ready(self) -> None:
         # Open WebSockets close when their credentials go (logout, revoked token, lost membership).
         from volcanoweb.live import revocation
+        from volcanoweb.tenancy import signals
 
         revocation.connect()
+        signals.connect()  # a password change closes the user's sockets

@@ -8,7 +8,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from volcanoweb.tenancy import services
+from volcanoweb.tenancy import services, throttling
 from volcanoweb.tenancy.models import ApiToken, hash_token
 
 #: Only update ``last_used_at`` when it is older than this, to avoid a write per request.
@@ -16,7 +16,11 @@ _TOUCH_INTERVAL_SECONDS = 60
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
-    """Authenticate ``Authorization: Bearer <token>`` against the stored token hashes."""
+    """Authenticate ``Authorization: Bearer <token>`` against the stored token hashes.
+
+    Failures are counted per client address (and per user, for a revoked or expired token of a known user):
+    past ``API_AUTH_FAILURE_LIMIT`` in the window every token from that address, even a good one, is a 429
+    with ``Retry-After`` (``tenancy.throttling``)."""
 
     keyword = "Bearer"
 
@@ -24,15 +28,26 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
+        address = throttling.client_address(request)
+        wait = throttling.retry_after(address)
+        if wait is not None:
+            raise exceptions.Throttled(wait=wait, detail="Too many failed bearer tokens from this address.")
         if len(header) != 2:
+            throttling.record_token_failure(address, None, "malformed header")
             raise exceptions.AuthenticationFailed("Invalid bearer token header.")
         try:
             raw = header[1].decode()
         except UnicodeError:
+            throttling.record_token_failure(address, None, "undecodable token")
             raise exceptions.AuthenticationFailed("Invalid bearer token.") from None
-        token = ApiToken.objects.select_related("user").filter(token_hash=hash_token(raw)).first()
+        token = ApiToken.objects.select_related("user", "parent").filter(token_hash=hash_token(raw)).first()
         if token is None or not token.is_usable() or not token.user.is_active:
+            user_id = token.user_id if token is not None else None
+            throttling.record_token_failure(address, user_id, "unknown token" if token is None else "unusable token")
             raise exceptions.AuthenticationFailed("Invalid or expired bearer token.")
+        wait = throttling.retry_after(address, token.user_id)
+        if wait is not None:
+            raise exceptions.Throttled(wait=wait, detail="Too many failed bearer tokens for this user.")
         now = timezone.now()
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > _TOUCH_INTERVAL_SECONDS:
             services.touch_token(token, now)

@@ -79,8 +79,24 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+class TokenScope(models.TextChoices):
+    """What a token may do, at most (and never more than its user's roles allow)."""
+
+    READ = "read", "Read only"
+    SUBMIT = "submit", "Submit (write as a member)"
+    ADMIN = "admin", "Admin (all the user's rights)"
+
+
+#: The scopes in increasing order of rights.
+SCOPE_ORDER = (TokenScope.READ, TokenScope.SUBMIT, TokenScope.ADMIN)
+
+
 class ApiToken(models.Model):
-    """A per-user API token; only its hash is stored, the raw value is shown once at creation."""
+    """A per-user API token; only its hash is stored, the raw value is shown once at creation.
+
+    Every token expires (``expires_at``, from ``API_TOKEN_TTL_DAYS`` by default), has a ``scope`` and, when
+    an admin-scoped token minted it, a ``parent``: revoking a token revokes its children (docs/adr/0025).
+    """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, default="default")
@@ -90,6 +106,10 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    scope = models.CharField(max_length=10, choices=TokenScope.choices, default=TokenScope.ADMIN)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children", help_text="minted by"
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -98,9 +118,16 @@ class ApiToken(models.Model):
         return f"{self.user} {self.name} ({self.prefix}…)"
 
     def is_usable(self, now: datetime | None = None) -> bool:
-        """Return True unless the token is revoked or expired."""
+        """Return True unless the token, or a token that minted it, is revoked or expired."""
         now = now or timezone.now()
-        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+        token: ApiToken | None = self
+        seen: set[int] = set()
+        while token is not None and token.pk not in seen:
+            if token.revoked_at is not None or (token.expires_at is not None and token.expires_at <= now):
+                return False
+            seen.add(token.pk)
+            token = token.parent if token.parent_id else None
+        return True
 
 
 class KubeObject(models.Model):

@@ -29,7 +29,7 @@ def test_queue_defaults_follow_volcano(cast: Any, root_api: Any) -> None:
 
 def test_a_tenant_admin_adds_child_queues_under_its_own_queue(cast: Any, alice_api: Any) -> None:
     builders.make_queue(
-        "team-a-q", tenant="team-a", capability={"cpu": "10"}, guarantee={"cpu": "4"}, deserved={"cpu": "4"}
+        "team-a-q", tenant="team-a", weight=4, capability={"cpu": "10"}, guarantee={"cpu": "4"}, deserved={"cpu": "4"}
     )
     child = queue_manifest(
         "team-a-batch", parent="team-a-q", capability={"cpu": "8"}, guarantee={"cpu": "2"}, deserved={"cpu": "2"}

@@ -81,9 +81,29 @@ def test_pages_and_api_answers_carry_the_csp(db: Any) -> None:
 
 
 class TestMetrics:
-    def test_open_when_nothing_is_configured(self, settings: Any, db: Any) -> None:
-        settings.METRICS_TOKEN, settings.METRICS_ALLOWED_NETWORKS = "", []
-        assert Client().get("/metrics").status_code == 200
+    def test_protected_by_default(self, db: Any) -> None:
+        """Issue 28: /metrics was open by default on make run, with every tenant's queue names."""
+        from django.conf import settings as live
+
+        assert (live.METRICS_PUBLIC, live.METRICS_TOKEN) == (False, "")
+        assert Client(REMOTE_ADDR="127.0.0.1").get("/metrics").status_code == 200  # a local Prometheus
+        assert Client(REMOTE_ADDR="::1").get("/metrics").status_code == 200
+        assert Client(REMOTE_ADDR="192.168.1.20").get("/metrics").status_code == 401
+        assert Client(REMOTE_ADDR="10.0.0.5").get("/metrics").status_code == 401
+
+    def test_a_request_through_a_proxy_gets_no_network_trust(self, settings: Any, db: Any) -> None:
+        """Behind a TLS proxy every client has the proxy's (trusted) address; its forwarding headers say so."""
+        settings.METRICS_TOKEN, settings.METRICS_ALLOWED_NETWORKS = "tok", ["127.0.0.0/8", "10.0.0.0/8"]
+        settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_SCHEME", "https")
+        proxy = Client(REMOTE_ADDR="10.0.0.2")
+        assert proxy.get("/metrics").status_code == 200  # a direct scrape from the network
+        for header in ("HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO", "HTTP_FORWARDED", "HTTP_X_SCHEME"):
+            assert proxy.get("/metrics", **{header: "https"}).status_code == 401, header
+        assert proxy.get("/metrics", HTTP_X_FORWARDED_PROTO="https", HTTP_AUTHORIZATION="Bearer tok").status_code == 200
+
+    def test_public_only_when_asked(self, settings: Any, db: Any) -> None:
+        settings.METRICS_PUBLIC, settings.METRICS_TOKEN, settings.METRICS_ALLOWED_NETWORKS = True, "", []
+        assert Client(REMOTE_ADDR="203.0.113.9").get("/metrics").status_code == 200
 
     def test_a_token_is_needed_when_set(self, settings: Any, db: Any) -> None:
         settings.METRICS_TOKEN, settings.METRICS_ALLOWED_NETWORKS = "s3cret-scrape", []

@@ -131,3 +131,78 @@ def test_real_processes_survive_a_sibling_killed_with_sigkill() -> None:
         assert any(f"worker exited with status -{signal.SIGKILL}" in line for line in logs), logs
     finally:
         supervisor.stop_all(grace=2)
+
+
+#: A "master" that starts a "worker" holding a listening port (as uvicorn's master starts its workers), then
+#: waits. The worker writes a marker once it has the port; one that cannot bind it exits (Address already in use).
+MASTER = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3]])
+time.sleep(120)
+"""
+WORKER = """
+import os, socket, sys, time
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen()
+open(os.path.join(sys.argv[2], f"bound-{os.getpid()}"), "w").close()
+time.sleep(120)
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie waiting for its reaper (the first worker's parent, the killed master, is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(") ", 1)[1].startswith("Z")
+    except FileNotFoundError:
+        return True
+
+
+def _wait_for(predicate: Any, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds  # a deadline to give up, not a speed requirement
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_a_master_killed_with_sigkill_takes_its_workers_along_and_restarts_on_the_same_port(tmp_path: Any) -> None:
+    """Issue 28: kill -9 of uvicorn's master left its workers holding the port; every restart then failed with
+    "Address already in use". The supervisor starts each child in a process group of its own and kills the
+    group when the leader dies, so the restarted master's worker binds the port again."""
+    from volcanoweb.core.management.commands.runstack import GroupProcess
+
+    port = _free_port()
+    command = [sys.executable, "-c", MASTER, WORKER, str(port), str(tmp_path)]
+    logs: list[str] = []
+    supervisor = Supervisor({"web": command}, spawn=lambda cmd: GroupProcess(cmd), log=logs.append, base=0.05)
+    supervisor.start_all()
+    try:
+        assert _wait_for(lambda: len(list(tmp_path.glob("bound-*"))) == 1)
+        (first_worker,) = [int(p.name.split("-")[1]) for p in tmp_path.glob("bound-*")]
+        master = supervisor.children["web"].proc
+        assert master is not None
+        os.kill(master.pid, signal.SIGKILL)
+        master.wait(5)
+
+        def restarted_and_bound() -> bool:
+            supervisor.tick()
+            return len(list(tmp_path.glob("bound-*"))) == 2
+
+        assert _wait_for(restarted_and_bound), logs
+        assert supervisor.children["web"].proc is not master
+        assert any("the rest of its process group was killed" in line for line in logs), logs
+        assert _dead(first_worker)
+    finally:
+        supervisor.stop_all(grace=2)

@@ -18,21 +18,27 @@ COOKBOOK = Path(__file__).resolve().parents[3] / "volcanoweb" / "demo" / "cookbo
 
 
 def test_tenant_admin_previews_then_saves_a_weight(world: Any, login: Any) -> None:
+    """Below its top-level queue (team-a-q, weight 2, 32 CPUs); the top-level queue's share is the platform
+    admin's (tests/volcanoweb/api/hostile/test_queue_escalation.py)."""
+    builders.make_queue("team-a-child", tenant="team-a", parent="team-a-q")
     client = login(world.cast.alice)
-    form = client.get("/queues/team-a-q/edit/")
+    form = client.get("/queues/team-a-child/edit/")
     assert form.status_code == 200
     assert 'name="weight"' in form.content.decode()
-    preview = client.post("/queues/team-a-q/preview/", {"weight": "6", "capability_cpu": "32"}).content.decode()
+    preview = client.post("/queues/team-a-child/preview/", {"weight": "2", "capability_cpu": "32"}).content.decode()
     assert 'class="changed"' in preview
-    assert "Other queues (1)" in preview
     assert "team-b-q" not in preview  # other tenants' queues are summed, not named
-    assert Queue.objects.get(name="team-a-q").weight == 2  # preview saves nothing
-    saved = client.post("/queues/team-a-q/edit/", {"weight": "6", "capability_cpu": "32"})
+    assert Queue.objects.get(name="team-a-child").weight == 1  # preview saves nothing
+    saved = client.post("/queues/team-a-child/edit/", {"weight": "2", "capability_cpu": "32"})
     assert saved.status_code == 200
     assert saved["HX-Trigger"] == "queues-changed"
-    queue = Queue.objects.get(name="team-a-q")
-    assert queue.weight == 6
+    queue = Queue.objects.get(name="team-a-child")
+    assert queue.weight == 2
     assert queue.capability == {"cpu": "32"}
+    refused = client.post("/queues/team-a-q/edit/", {"weight": "6", "capability_cpu": "32"})
+    assert refused.status_code == 422
+    assert "set by a platform admin" in refused.content.decode()
+    assert Queue.objects.get(name="team-a-q").weight == 2
 
 
 def test_queue_edit_rejects_bad_values(world: Any, login: Any) -> None:

@@ -57,17 +57,18 @@ def test_the_preview_refuses_what_save_refuses(world: Any, login: Any) -> None:
 
 
 def test_a_valid_preview_writes_nothing(world: Any, login: Any) -> None:
+    """(As the platform admin: team-a-q is team-a's top-level queue, whose share its tenant admin cannot set.)"""
     from volcanoweb.audit.models import AuditEntry
 
     entries = AuditEntry.objects.count()
-    html = login(world.cast.alice).post("/queues/team-a-q/preview/", {"weight": "7"}).content.decode()
+    html = login(world.cast.root).post("/queues/team-a-q/preview/", {"weight": "7"}).content.decode()
     assert "What-if" in html
     assert Queue.objects.get(name="team-a-q").weight == 2  # Save's checks ran and were rolled back
     assert AuditEntry.objects.count() == entries
 
 
 def test_the_saved_message_lists_every_changed_field(world: Any, login: Any) -> None:
-    client = login(world.cast.alice)
+    client = login(world.cast.root)
     html = client.post(
         "/queues/team-a-q/edit/", {"weight": "5", "guarantee_memory": "64Gi", "capability_cpu": "32"}
     ).content.decode()
@@ -77,7 +78,7 @@ def test_the_saved_message_lists_every_changed_field(world: Any, login: Any) -> 
 
 
 def test_audit_shows_a_queue_updates_before_and_after(world: Any, login: Any) -> None:
-    client = login(world.cast.alice)
+    client = login(world.cast.root)
     client.post("/queues/team-a-q/edit/", {"weight": "6", "capability_cpu": "32"})
     html = client.get("/audit/?kind=Queue").content.decode()
     assert "weight 2 \u2192 6" in html
@@ -94,7 +95,7 @@ def test_the_preview_says_what_a_parents_weight_does_under_the_active_configurat
 
     builders.make_queue("team-a-parent", tenant="team-a", deserved={"cpu": "8"}, capability={"cpu": "16"})
     builders.make_queue("team-a-child", tenant="team-a", parent="team-a-parent", deserved={"cpu": "4"})
-    client = login(world.cast.alice)
+    client = login(world.cast.root)
     flat = client.post("/queues/team-a-parent/preview/", {"weight": "5"}).content.decode()
     assert "proportion: a parent&#x27;s weight does nothing" in flat
     assert "data-parent-deserved" not in flat  # proportion gives parents no deserved of their own

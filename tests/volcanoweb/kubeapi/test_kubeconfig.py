@@ -36,7 +36,7 @@ def test_the_endpoint_returns_a_kubeconfig_with_a_working_token(client_for, cast
 
 def test_kube_api_url_wins_and_anonymous_callers_get_401(client_for, cast, settings) -> None:
     settings.KUBE_API_URL = "https://volcano.example.com/"
-    config = client_for(cast.bob, "token").post("/api/v1/kubeconfig").json()
+    config = client_for(cast.alice, "token").post("/api/v1/kubeconfig").json()  # an admin-scoped token mints
     assert config["clusters"][0]["cluster"] == {"server": "https://volcano.example.com"}
     assert client_for(None).post("/api/v1/kubeconfig").status_code == 401
 

@@ -314,6 +314,28 @@ async def test_losing_a_membership_closes_the_socket(world: Cast) -> None:
     await reopened.disconnect()
 
 
+async def test_a_password_change_closes_the_users_sockets(world: Cast) -> None:
+    """Issue 28: the socket kept receiving after its user's password was changed (or reset)."""
+    key = await sync_to_async(_session_cookie)(world.alice)
+    socket = await open_socket(session=key)
+    assert await _job_message_reaches(socket, world.team_a.pk)
+
+    @sync_to_async
+    def change_password() -> None:
+        from django.contrib.auth.models import User
+
+        alice = User.objects.get(pk=world.alice.pk)
+        alice.set_password("a new password")
+        alice.save()
+
+    await change_password()
+    await _assert_closed(socket)
+    headers = [(b"origin", b"http://testserver"), (b"host", b"testserver"), (b"cookie", f"sessionid={key}".encode())]
+    stale = WebsocketCommunicator(_application(), "/ws/live/", headers=headers)
+    connected, _ = await stale.connect()
+    assert not connected  # the session the old password made no longer authenticates
+
+
 async def test_a_non_json_frame_is_answered_and_abuse_closes_politely(world: Cast) -> None:
     socket = await open_socket(world.alice)
     await socket.send_to(text_data="not json {")

@@ -43,6 +43,8 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from volcanoweb.core import dryrun
+
 from .base import (
     BackendEvent,
     ClusterBackend,
@@ -107,7 +109,10 @@ class KubernetesBackend(ClusterBackend):
     # ------------------------------------------------------------ calls
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Call the API returning parsed JSON; translate errors."""
+        """Call the API returning parsed JSON; translate errors. During a dry-run request
+        (:func:`volcanoweb.core.dryrun.active`) writes go with ``dryRun=All``: the cluster validates, keeps nothing."""
+        if dryrun.active() and not fn.__name__.startswith(("list_", "read_")):
+            kwargs = {**kwargs, "dry_run": "All"}
         try:
             response = fn(*args, _preload_content=False, _request_timeout=self.request_timeout, **kwargs)
         except ApiException as exc:

@@ -14,6 +14,7 @@ from volcanoweb.kubeapi import kubeconfig
 def download(request: HttpRequest) -> HttpResponse:
     """Return ``kubeconfig.yaml`` as an attachment (the token is shown only in this file)."""
     config, _ = kubeconfig.build(request, request.user, token_name="dashboard kubeconfig")
-    response = HttpResponse(kubeconfig.dump(config), content_type="application/yaml")
+    token = kubeconfig.latest_token(request.user, "dashboard kubeconfig")
+    response = HttpResponse(kubeconfig.dump(config, token), content_type="application/yaml")
     response["Content-Disposition"] = 'attachment; filename="kubeconfig.yaml"'
     return response

@@ -157,13 +157,13 @@ def test_warn_on_a_small_body_drops_unknown_keys(world: Cast, db: Any) -> None:
     client = APIClient()
     client.force_authenticate(world.alice)
     response = client.post(
-        "/api/v1/tokens?fieldValidation=Warn", data=b'{"name": "ci", "scope": "all"}', content_type="application/json"
+        "/api/v1/tokens?fieldValidation=Warn", data=b'{"name": "ci", "colour": "all"}', content_type="application/json"
     )
     assert response.status_code == 201
-    assert response.headers["Warning"] == '299 - "unknown field \\"scope\\""'
-    strict = client.post("/api/v1/tokens", data=b'{"name": "ci", "scope": "all"}', content_type="application/json")
+    assert response.headers["Warning"] == '299 - "unknown field \\"colour\\""'
+    strict = client.post("/api/v1/tokens", data=b'{"name": "ci", "colour": "all"}', content_type="application/json")
     assert strict.status_code == 400
-    assert strict.json()["details"]["causes"][0]["field"] == "scope"
+    assert strict.json()["details"]["causes"][0]["field"] == "colour"
 
 
 class Counting:

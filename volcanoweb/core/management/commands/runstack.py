@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -84,6 +85,44 @@ class Process(Protocol):
     def kill(self) -> None: ...
 
 
+class GroupProcess(subprocess.Popen[bytes]):
+    """A child started as the leader of a process group of its own (``start_new_session``): what it starts
+    (uvicorn's worker processes) is in that group, and :meth:`signal_group` reaches all of them, also once
+    the leader is gone. So a master killed with SIGKILL leaves no orphaned worker holding the port."""
+
+    def __init__(self, cmd: list[str], **kwargs: Any) -> None:
+        super().__init__(cmd, start_new_session=True, **kwargs)
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to every process of the group (nothing when none is left)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def group_alive(self) -> bool:
+        """Return True while a process of the group is alive (zombies count until reaped)."""
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def _signal_group(proc: Process, sig: int) -> None:
+    """Signal the process's group when it leads one (:class:`GroupProcess`), else the process alone."""
+    signal_group = getattr(proc, "signal_group", None)
+    if signal_group is not None:
+        signal_group(sig)
+    elif proc.poll() is None:
+        proc.send_signal(sig)
+
+
+def _group_alive(proc: Process) -> bool:
+    group_alive = getattr(proc, "group_alive", None)
+    return bool(group_alive()) if group_alive is not None else proc.poll() is None
+
+
 @dataclass
 class Child:
     """One supervised process: its command, the running process (None while waiting to restart)."""
@@ -94,6 +133,7 @@ class Child:
     started_at: float = 0.0
     restarts: int = 0  # crashes in a row (reset after a run of ``Supervisor.reset_after`` seconds)
     restart_at: float | None = None
+    exited: Process | None = None  # the last process that exited: its group must be gone before a restart
 
 
 class Supervisor:
@@ -132,36 +172,47 @@ class Supervisor:
         return float(min(self.cap, self.base * 2 ** max(0, crashes - 1)))
 
     def tick(self) -> None:
-        """Notice exited children and schedule their restart; start those whose back-off is over."""
+        """Notice exited children, kill what is left of their process group (a uvicorn master's workers)
+        and schedule their restart; start those whose back-off is over and whose group is gone."""
         now = self.clock()
         for child in self.children.values():
             if child.proc is not None:
                 code = child.proc.poll()
                 if code is None:
                     continue
+                _signal_group(child.proc, signal.SIGKILL)  # orphans would hold the port: the restart would fail
                 if now - child.started_at >= self.reset_after:
                     child.restarts = 0
                 child.restarts += 1
                 wait = self.delay(child.restarts)
-                child.proc, child.restart_at = None, now + wait
+                child.exited, child.proc, child.restart_at = child.proc, None, now + wait
                 self.log(
-                    f"{child.name} exited with status {code}; restarting it in {wait:g}s "
-                    f"(crash {child.restarts} in a row); the other processes keep running"
+                    f"{child.name} exited with status {code}; restarting it in {wait:g}s (crash {child.restarts} "
+                    "in a row; the rest of its process group was killed); the other processes keep running"
                 )
             elif child.restart_at is not None and now >= child.restart_at:
+                if child.exited is not None and _group_alive(child.exited):
+                    _signal_group(child.exited, signal.SIGKILL)
+                    continue  # the next tick looks again
+                child.exited = None
                 self.start(child)
 
     def stop_all(self, grace: float = 10.0) -> None:
-        """SIGTERM every running child, then SIGKILL what is left after ``grace`` seconds."""
+        """SIGTERM every running child's process group, then SIGKILL what is left of them after ``grace``
+        seconds (the groups of children that exited earlier too)."""
         running = [c.proc for c in self.children.values() if c.proc is not None and c.proc.poll() is None]
         for proc in running:
-            proc.send_signal(signal.SIGTERM)
+            _signal_group(proc, signal.SIGTERM)
         deadline = time.monotonic() + grace
         for proc in running:
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
+        for child in self.children.values():
+            for leftover in (child.proc, child.exited):
+                if leftover is not None:
+                    _signal_group(leftover, signal.SIGKILL)
 
 
 class Command(BaseCommand):
@@ -188,7 +239,7 @@ class Command(BaseCommand):
 
         supervisor = Supervisor(
             stack_commands(options["host"], options["port"], settings.VAR_DIR),
-            spawn=lambda cmd: subprocess.Popen(cmd, env=os.environ.copy()),
+            spawn=lambda cmd: GroupProcess(cmd, env=os.environ.copy()),
             log=log,
         )
         supervisor.start_all()
