@@ -79,8 +79,10 @@ def test_pool_spec_parses_nodes_and_labels() -> None:
         "memory": "256Gi",
         "nvidia.com/gpu": "4",
         "pods": "110",
+        "ephemeral-storage": "100Gi",
     }
     assert gpu.labels["accelerator"] == "a100"
+    assert (gpu.labels["kubernetes.io/os"], gpu.labels["kubernetes.io/arch"]) == ("linux", "amd64")
     assert gpu.labels["sim.volcanoweb.io/pool"] == "gpu"
     assert gpu.labels["kubernetes.io/hostname"] == "gpu-0"
     assert nodes[-1].allocatable["cpu"] == "1.5"

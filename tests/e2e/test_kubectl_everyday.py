@@ -201,6 +201,8 @@ def test_kubectl_pods_nodes_auth_and_kubeconfigs(tmp_path: Path) -> None:
         no = kubectl(dave, "auth", "can-i", "create", "vcjob", "-n", "ml")
         assert no.stdout.startswith("no")
         assert no.returncode == 1
+        listed = kubectl(dave, "auth", "can-i", "--list", "-n", "dev")
+        assert re.search(r"^jobs\.batch\.volcano\.sh\s.*\[create delete", listed.stdout, re.M), listed.stdout
         whoami = kubectl(dave, "auth", "whoami")
         assert re.search(r"^Username\s+dave$", whoami.stdout, re.M), whoami.stdout + whoami.stderr
         info = kubectl(dave, "cluster-info")

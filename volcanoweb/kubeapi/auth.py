@@ -159,3 +159,46 @@ class ClusterServicesView(views.KubeView):
 
     def get(self, request: Request) -> Response:
         return Response({"kind": "ServiceList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []})
+
+
+class SelfSubjectRulesReviewView(views.KubeView):
+    """``POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`` (``kubectl auth can-i --list``): per
+    served resource, the verbs :func:`decide` allows in ``spec.namespace``."""
+
+    parser_classes = [*views.KubeView.parser_classes, ProtobufParser]
+
+    def post(self, request: Request) -> Response:
+        data: object = request.data
+        body = data if isinstance(data, bytes) else b""
+        if (request.content_type or "").startswith(wire.PROTOBUF):
+            _, _, raw = wire.unwrap(body)
+            namespace = wire.strings(wire.message(raw, 2) or b"", {1: "namespace"}).get("namespace", "")
+        else:
+            doc = load_patch(body) if body.strip() else {}
+            namespace = str(((doc.get("spec") or {}) if isinstance(doc, dict) else {}).get("namespace") or "")
+        access = self.access(request)
+        rules = []
+        for resource in RESOURCES:
+            allowed = [
+                verb
+                for verb in resource.verbs
+                if decide(
+                    access,
+                    {"verb": verb, "group": resource.group, "resource": resource.plural, "namespace": namespace},
+                )[0]
+            ]
+            if allowed:
+                rules.append({"verbs": allowed, "apiGroups": [resource.group], "resources": [resource.plural]})
+        status_body = {
+            "resourceRules": rules,
+            "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": sorted(NON_RESOURCE_PATHS)}],
+            "incomplete": False,
+        }
+        review = {
+            "kind": "SelfSubjectRulesReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {},
+            "spec": {"namespace": namespace},
+            "status": status_body,
+        }
+        return Response(review, status=status.HTTP_201_CREATED)

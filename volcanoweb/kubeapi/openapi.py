@@ -91,7 +91,35 @@ def _paths(resource: KubeResource) -> dict[str, Any]:
         item["delete"] = _operation(resource, "delete", _WRITE_PARAMS[:1], ref)
         collection["delete"] = _operation(resource, "deletecollection", _LIST_PARAMS[:2], ref)
     base = _base_path(resource, namespaced)
-    return {base: collection, f"{base}/{{name}}": item}
+    paths = {base: collection, f"{base}/{{name}}": item}
+    if resource.model is not None and resource.plural not in ("events", "namespaces", "commands", "services"):
+        status = _operation(resource, "get", [], ref)
+        paths[f"{base}/{{name}}/status"] = {
+            "parameters": item["parameters"],
+            "get": {**status, "operationId": f"read{resource.info.kind}Status"},
+        }
+    if resource.plural == "pods":
+        log = {
+            "operationId": "readPodLog",
+            "parameters": [
+                {"name": name, "in": "query", "schema": {"type": kind}}
+                for name, kind in (
+                    ("container", "string"),
+                    ("follow", "boolean"),
+                    ("previous", "boolean"),
+                    ("tailLines", "integer"),
+                    ("sinceSeconds", "integer"),
+                    ("sinceTime", "string"),
+                    ("timestamps", "boolean"),
+                    ("limitBytes", "integer"),
+                )
+            ],
+            "responses": {"200": {"description": "OK", "content": {"text/plain": {"schema": {"type": "string"}}}}},
+            "x-kubernetes-action": "connect",
+            "x-kubernetes-group-version-kind": _gvk(resource),
+        }
+        paths[f"{base}/{{name}}/log"] = {"parameters": item["parameters"], "get": log}
+    return paths
 
 
 def v3_document(group: str, version: str) -> dict[str, Any]:
@@ -140,7 +168,7 @@ def v2_document() -> dict[str, Any]:
                     converted[verb] = {
                         **{k: v for k, v in op.items() if k not in ("responses", "parameters")},
                         "parameters": [_v2_param(p) for p in op["parameters"]],
-                        "responses": {"200": {"description": "OK", "schema": {"$ref": ref}}},
+                        "responses": {"200": {"description": "OK", "schema": _v2_response(op, ref)}},
                     }
                 paths[path] = converted
             definitions[_schema_name(resource)] = _object_schema(resource)
@@ -150,6 +178,13 @@ def v2_document() -> dict[str, Any]:
         "paths": paths,
         "definitions": definitions,
     }
+
+
+def _v2_response(op: dict[str, Any], ref: str) -> dict[str, Any]:
+    content = op["responses"]["200"]["content"]
+    if "text/plain" in content:
+        return {"type": "string"}
+    return {"$ref": ref}
 
 
 def _v2_param(param: dict[str, Any]) -> dict[str, Any]:

@@ -80,6 +80,11 @@ urlpatterns = [
         name="selfsubjectaccessreviews",
     ),
     path(
+        "apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+        auth.SelfSubjectRulesReviewView.as_view(),
+        name="selfsubjectrulesreviews",
+    ),
+    path(
         "apis/authentication.k8s.io/<str:version>/selfsubjectreviews",
         auth.SelfSubjectReviewView.as_view(),
         name="selfsubjectreviews",

@@ -142,3 +142,24 @@ def test_strategic_merge_patch_is_refused_on_custom_kinds(client_for, cast) -> N
     assert refused.json()["reason"] == "UnsupportedMediaType"
     assert "application/merge-patch+json" in refused.json()["message"]
     assert "strategic" not in refused.json()["message"]
+
+
+def test_auth_can_i_list(client_for, cast) -> None:
+    def rules(user, namespace: str) -> dict[str, list[str]]:
+        body = {"kind": "SelfSubjectRulesReview", "spec": {"namespace": namespace}}
+        answer = client_for(user, "token").post(
+            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+            data=json.dumps(body),
+            content_type="application/json",
+        )
+        assert answer.status_code == 201
+        return {r["resources"][0]: r["verbs"] for r in answer.json()["status"]["resourceRules"]}
+
+    mine = rules(cast.alice, "team-a")
+    assert "create" in mine["jobs"]
+    assert mine["events"] == ["get", "list", "watch"]
+    viewer = rules(cast.victor, "team-a")
+    assert viewer["jobs"] == ["get", "list", "watch"]
+    other = rules(cast.charlie, "team-a")
+    assert "jobs" not in other
+    assert other["nodes"] == ["get", "list", "watch"]

@@ -82,6 +82,16 @@ def test_every_kind_has_a_schema_to_the_leaves_and_its_verbs(alice_api) -> None:
             assert "fieldValidation" in {p["name"] for p in operations["patch"]["parameters"]}
             assert "delete" in operations
 
+    core = _v3(alice_api, "api/v1")["paths"]
+    log = core["/api/v1/namespaces/{namespace}/pods/{name}/log"]["get"]
+    assert {"container", "follow", "previous", "tailLines", "sinceSeconds", "timestamps"} <= {
+        p["name"] for p in log["parameters"]
+    }
+    assert "/api/v1/namespaces/{namespace}/pods/{name}/status" in core
+    batch = _v3(alice_api, "apis/batch.volcano.sh/v1alpha1")["paths"]
+    assert batch["/apis/batch.volcano.sh/v1alpha1/namespaces/{namespace}/jobs/{name}/status"]["get"]["operationId"] == (
+        "readJobStatus"
+    )
     job = _v3(alice_api, "apis/batch.volcano.sh/v1alpha1")["components"]["schemas"]["sh.volcano.batch.v1alpha1.Job"]
     tasks = job["properties"]["spec"]["properties"]["tasks"]
     assert tasks["type"] == "array"
