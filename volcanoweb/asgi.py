@@ -1,6 +1,7 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels."""
 
 import os
+import sys
 
 from django.core.asgi import get_asgi_application
 
@@ -26,6 +27,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from volcanoweb.live.routing import websocket_urlpatterns  # noqa: E402
+
+if "daphne.server" in sys.modules:  # served by daphne: answer as uvicorn does (volcanoweb.core.daphnecompat)
+    from volcanoweb.core import daphnecompat
+
+    daphnecompat.apply()
 
 application = ProtocolTypeRouter(
     {

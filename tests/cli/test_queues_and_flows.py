@@ -142,3 +142,18 @@ def test_jobtemplate_and_jobflow_commands(vc: Vcctl) -> None:
     assert deleted.lines() == ["delete jobtemplate prepare successfully", "delete jobtemplate train successfully"]
     assert not JobTemplate.objects.exists()
     assert vc.fails(1, "jobflow", "delete", "-N", "pipeline").err.startswith("error: ")
+
+
+def test_vcctl_cannot_raise_a_tenants_top_level_queue(vc: Vcctl) -> None:
+    """Issue 28 through vcctl: alice (tenant admin of team-a) splits her top-level queue, never raises it."""
+    from tests.volcanoweb import builders
+
+    builders.make_queue("team-a-top", tenant="team-a", weight=4)
+    refused = vc.fails(1, "queue", "operate", "-n", "team-a-top", "-a", "update", "-w", "1000", user="alice")
+    assert "set by a platform admin" in refused.err
+    assert Queue.objects.get(name="team-a-top").weight == 4
+    vc.ok("queue", "create", "-n", "team-a-sub", "--parent", "team-a-top", "-w", "3", user="alice")
+    too_heavy = vc.fails(1, "queue", "operate", "-n", "team-a-sub", "-a", "update", "-w", "5", user="alice")
+    assert "more than the weight of team-a-top (4)" in too_heavy.err
+    vc.ok("queue", "operate", "-n", "team-a-top", "-a", "update", "-w", "1000", user="root")
+    assert Queue.objects.get(name="team-a-top").weight == 1000

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Collate
-from django.utils.dateparse import parse_datetime
 
 from volcanoweb.api.listing import MAX_LIMIT, apply_label_selector, clean_text
 from volcanoweb.core.errors import ApiError, BadRequest, Cause
@@ -101,17 +101,14 @@ def _decode_key(selection: Selection, raw: list[Any]) -> tuple[Any, ...]:
     names = selection.resource.order
     if len(raw) != len(names):
         raise ValueError("key length")
+    model = selection.resource.model
     out: list[Any] = []
     for name, value in zip(names, raw, strict=True):
-        if name.endswith(("_at", "_timestamp")):
-            parsed = parse_datetime(str(value))
-            if parsed is None:
-                raise ValueError("key time")
-            out.append(parsed)
-        elif name == "pk":
-            out.append(int(value))
-        else:
-            out.append(str(value))
+        field = model._meta.pk if name == "pk" else model._meta.get_field(name)
+        parsed = field.to_python(value)
+        if parsed is None:
+            raise ValueError("key value")
+        out.append(parsed)
     return tuple(out)
 
 
@@ -130,7 +127,7 @@ def decode_continue(selection: Selection, token: str) -> tuple[int, tuple[Any, .
         data = json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
         revision = int(data["rv"])
         key = _decode_key(selection, list(data["k"]))
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError):
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError, ValidationError):
         raise _bad_token("the token is malformed") from None
     if revision < 0:
         raise _bad_token("negative revision")

@@ -154,6 +154,11 @@ def _top_level(access: Access, parent: Queue | None) -> Queue | None:
     return top
 
 
+def share_is_locked(access: Access, queue: Queue) -> bool:
+    """Return True when ``queue`` is the caller's top-level queue: its share is a platform admin's to set."""
+    return not access.platform_admin and not queue.is_root and _top_level(access, queue.parent) is None
+
+
 def _share_forbidden(access: Access, name: str, message: str) -> Forbidden:
     denial = forbidden(access, "update", INFO, None, name)
     return Forbidden(f"{denial.message}: {message}", kind=INFO.kind, name=name, group=INFO.group)

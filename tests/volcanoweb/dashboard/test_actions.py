@@ -35,6 +35,9 @@ def test_tenant_admin_previews_then_saves_a_weight(world: Any, login: Any) -> No
     queue = Queue.objects.get(name="team-a-child")
     assert queue.weight == 2
     assert queue.capability == {"cpu": "32"}
+    assert "data-share-locked" not in form.content.decode()
+    assert "data-share-locked" in client.get("/queues/team-a-q/edit/").content.decode()
+    assert "data-share-locked" not in login(world.cast.root).get("/queues/team-a-q/edit/").content.decode()
     refused = client.post("/queues/team-a-q/edit/", {"weight": "6", "capability_cpu": "32"})
     assert refused.status_code == 422
     assert "set by a platform admin" in refused.content.decode()

@@ -62,11 +62,14 @@ def queue_edit(request: HttpRequest, name: str) -> HttpResponse:
             {"error": {"message": "Only admins of the queue's tenant can change it."}},
             status=403,
         )
+    locked = queue_services.share_is_locked(scope.access, queue)
     if request.method != "POST":
-        return render(request, "dashboard/_queue_edit.html", {"queue": queue, "form": QueueEditForm.for_queue(queue)})
+        context = {"queue": queue, "form": QueueEditForm.for_queue(queue), "share_locked": locked}
+        return render(request, "dashboard/_queue_edit.html", context)
     form = QueueEditForm(request.POST)
     if not form.is_valid():
-        return render(request, "dashboard/_queue_edit.html", {"queue": queue, "form": form}, status=422)
+        context = {"queue": queue, "form": form, "share_locked": locked}
+        return render(request, "dashboard/_queue_edit.html", context, status=422)
     before = _spec_values(queue)
     try:
         queue_services.update_queue_spec(scope.access, queue.name, form.changes(queue), source="dashboard")
@@ -74,7 +77,8 @@ def queue_edit(request: HttpRequest, name: str) -> HttpResponse:
         error = error_info(exc)
         if error["causes"]:  # the causes say it all; the long message would repeat them
             error["message"] = f"Queue {queue.name} was not saved:"
-        return render(request, "dashboard/_queue_edit.html", {"queue": queue, "form": form, "error": error}, status=422)
+        context = {"queue": queue, "form": form, "error": error, "share_locked": locked}
+        return render(request, "dashboard/_queue_edit.html", context, status=422)
     queue.refresh_from_db()
     usage = queries.queue_usage(scope, queue)
     changed = _changed_fields(before, queue)

@@ -16,8 +16,9 @@ from volcanoweb.tenancy.models import ApiToken
 @login_required
 def token_list(request: HttpRequest) -> HttpResponse:
     """Every token of the user, newest first, with its scope, expiry and parent (docs/adr/0025)."""
-    mine = ApiToken.objects.filter(user_id=int(request.user.pk or 0))
-    tokens = list(mine.select_related("parent").order_by("-created_at")[:200])
+    user = request.user
+    assert user.is_authenticated  # login_required
+    tokens = list(ApiToken.objects.filter(user=user).select_related("parent").order_by("-created_at")[:200])
     return page(request, "dashboard/tokens.html", {"nav": "tokens", "tokens": tokens})
 
 

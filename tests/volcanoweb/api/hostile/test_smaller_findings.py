@@ -74,9 +74,9 @@ def test_make_runs_http_parser_answers_an_overlong_request_line_with_414() -> No
     from twisted.internet.testing import StringTransport
     from twisted.web.http import HTTPChannel
 
-    from volcanoweb.core.management.commands.runembedded import answer_overlong_request_lines
+    from volcanoweb.core import daphnecompat
 
-    answer_overlong_request_lines()
+    daphnecompat.apply()
     channel = HTTPChannel()
     transport = StringTransport()
     channel.makeConnection(transport)
@@ -96,3 +96,20 @@ def test_compose_trusts_no_private_range_for_metrics() -> None:
     for value in values:
         for private in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"):
             assert private not in value
+
+
+def test_daphne_sends_the_consumers_policy_and_size_close_codes() -> None:
+    """Under daphne a close with 1008/1009 made autobahn raise ("invalid close code"): a traceback and 1011."""
+    from daphne.ws_protocol import WebSocketProtocol
+
+    from volcanoweb.core import daphnecompat
+
+    daphnecompat.apply()
+    daphnecompat.apply()  # idempotent
+    sent: list[Any] = []
+    protocol = WebSocketProtocol.__new__(WebSocketProtocol)
+    protocol.sendCloseFrame = lambda code=None, isReply=False, reasonUtf8=None: sent.append(("frame", code))
+    protocol.sendClose = lambda code=None, reason=None: sent.append(("application", code))
+    for code in (1008, 1009, 4401, None):
+        WebSocketProtocol.serverClose(protocol, code)
+    assert sent == [("frame", 1008), ("frame", 1009), ("application", 4401), ("application", 1000)]

@@ -33,7 +33,9 @@ class Command(BaseCommand):
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
-        answer_overlong_request_lines()
+        from volcanoweb.core import daphnecompat
+
+        daphnecompat.apply()  # a 414 for overlong request lines; WebSocket close codes 1008/1009 as uvicorn sends
 
         from volcanoweb.asgi import application
 
@@ -89,25 +91,6 @@ class Command(BaseCommand):
             if drain:
                 stop_local_drain(drain)
             self.stdout.write("stopped.")
-
-
-URI_TOO_LONG = (
-    b"HTTP/1.1 414 URI Too Long\r\nContent-Type: text/plain\r\nContent-Length: 30\r\nConnection: close\r\n\r\n"
-)
-URI_TOO_LONG += b"the request line is too long\r\n"
-
-
-def answer_overlong_request_lines() -> None:
-    """Make daphne's HTTP parser (Twisted's ``HTTPChannel``) answer a request line or header line longer than
-    its limit (16 KiB) with 414 before closing, as the stack's uvicorn answers one, instead of dropping the
-    connection without a word (issue 28). Twisted's own hook for this is ``lineLengthExceeded``."""
-    from twisted.web.http import HTTPChannel
-
-    def line_length_exceeded(self: Any, line: bytes) -> None:
-        self.transport.write(URI_TOO_LONG)
-        self.transport.loseConnection()
-
-    HTTPChannel.lineLengthExceeded = line_length_exceeded  # type: ignore[method-assign]
 
 
 def start_local_drain() -> LocalDrain:
