@@ -14,9 +14,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_kubeconfig_to_stdout_and_to_a_private_file(vc: Vcctl) -> None:
-    """With an admin-scoped token (alice, a tenant admin); a member's token (scope submit) mints nothing."""
-    refused = vc.fails(1, "kubeconfig", user="bob")
+    """With an admin-scoped token (alice, a tenant admin); a member's token (scope submit) mints nothing, but
+    its kubeconfig may carry the member's own token (issue 27: reused unless a new one is asked for)."""
+    refused = vc.fails(1, "kubeconfig", "--new-token", user="bob")
     assert "cannot mint tokens" in refused.err
+    assert vc.ok("kubeconfig", user="bob").yaml()["kind"] == "Config"
     printed = vc.ok("kubeconfig", user="alice").yaml()
     assert printed["kind"] == "Config"
     context = printed["contexts"][0]["context"]

@@ -209,6 +209,9 @@ class ApiView(APIView):
                 return super().dispatch(request, *args, **kwargs)
         return super().dispatch(request, *args, **kwargs)
 
+    #: a POST that writes nothing (Kubernetes' self-subject reviews): allowed to read-only tokens
+    read_only_post = False
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         """Check ``?fieldValidation=`` and ``dryRun`` on every write (after authentication: a 401 comes first)."""
         self.field_warnings: list[str] = []
@@ -218,7 +221,7 @@ class ApiView(APIView):
             if error is not None:
                 raise error
             token = self.token(request)
-            if token is not None and token.scope == TokenScope.READ:
+            if token is not None and token.scope == TokenScope.READ and not self.read_only_post:
                 raise Forbidden(
                     f'User "{getattr(request.user, "username", "")}" cannot {request.method} {request.path}: '
                     f"the token {token.prefix}… is read-only (scope read)"

@@ -108,6 +108,8 @@ def _review(request: Request, kind: str, api_version: str) -> dict[str, Any]:
 class SelfSubjectAccessReviewView(views.KubeView):
     """``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: may I?"""
 
+    read_only_post = True  # a review asks, it writes nothing: a read-only token may send it
+
     parser_classes = [*views.KubeView.parser_classes, ProtobufParser]
 
     def post(self, request: Request) -> Response:
@@ -135,6 +137,8 @@ NON_RESOURCE_PATHS = frozenset({"/api", "/apis", "/version", "/healthz", "/livez
 
 class SelfSubjectReviewView(views.KubeView):
     """``POST /apis/authentication.k8s.io/v1/selfsubjectreviews``: who am I (user name, uid, groups)?"""
+
+    read_only_post = True  # a review asks, it writes nothing: a read-only token may send it
 
     parser_classes = [*views.KubeView.parser_classes, ProtobufParser]
 
@@ -164,6 +168,8 @@ class ClusterServicesView(views.KubeView):
 class SelfSubjectRulesReviewView(views.KubeView):
     """``POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`` (``kubectl auth can-i --list``): per
     served resource, the verbs :func:`decide` allows in ``spec.namespace``."""
+
+    read_only_post = True  # a review asks, it writes nothing: a read-only token may send it
 
     parser_classes = [*views.KubeView.parser_classes, ProtobufParser]
 

@@ -318,7 +318,7 @@ async def test_a_password_change_closes_the_users_sockets(world: Cast) -> None:
     """Issue 28: the socket kept receiving after its user's password was changed (or reset)."""
     key = await sync_to_async(_session_cookie)(world.alice)
     socket = await open_socket(session=key)
-    assert await _job_message_reaches(socket, world.team_a.pk)
+    assert await _job_message_reaches(socket, world.team_a)
 
     @sync_to_async
     def change_password() -> None:

@@ -101,6 +101,15 @@ def _collection_delete(resource: KubeResource) -> tuple[tuple[int, ...], bool]:
     return ((405,), False) if resource.plural == "pods" else ((200,), True)
 
 
+REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+ACCESS = {
+    "apiVersion": "authorization.k8s.io/v1",
+    "kind": "SelfSubjectAccessReview",
+    "spec": {"resourceAttributes": {"verb": "create", "resource": "jobs", "namespace": "team-a"}},
+}
+RULES = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": "team-a"}}
+
+
 def kube_cases() -> list[Case]:
     out: list[Case] = []
     for resource in RESOURCES:
@@ -146,6 +155,16 @@ def kube_cases() -> list[Case]:
         Case("post", "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs/train/status", {}, MERGE, (405,), False),
         Case("post", "/apis/scheduling.volcano.sh/v1beta1/queues/qa/status", {}, MERGE, (405,), writes=False),
         Case("post", "/api/v1/kubeconfig?name=dry", None, "application/json", (201,)),
+        # Issue 27's read-only and review routes: a write verb answers 405 (or a review, stored nowhere, 201).
+        Case("post", f"{NS}/pods/solo/log", {}, "application/json", (404, 405), writes=False),
+        Case("delete", f"{NS}/services/kubernetes", None, "application/json", (404, 405), writes=False),
+        Case("post", "/api/v1/services", {"metadata": {"name": "x"}}, "application/json", (405,), writes=False),
+        Case("patch", "/api/v1/nodes/cpu-1", {}, MERGE, (405,), writes=False),
+        Case("post", "/apis/authentication.k8s.io/v1/selfsubjectreviews", REVIEW, "application/json", (201,), False),
+        Case(
+            "post", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", ACCESS, "application/json", (201,), False
+        ),
+        Case("post", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", RULES, "application/json", (201,), False),
     ]
     return out
 

@@ -73,7 +73,11 @@ def test_only_a_session_or_an_admin_token_mints_tokens(cast: Cast) -> None:
     refused = mint(bearer(submit_raw), name="more")
     assert refused.status_code == 403
     assert "cannot mint tokens" in refused.json()["message"]
-    assert bearer(submit_raw).post("/api/v1/kubeconfig").status_code == 403
+    assert bearer(submit_raw).post("/api/v1/kubeconfig?newToken=true").status_code == 403
+    # Without asking for a new token, the kubeconfig carries the caller's own (issue 27): nothing is minted.
+    reused = bearer(submit_raw).post("/api/v1/kubeconfig")
+    assert reused.status_code == 201
+    assert reused.json()["users"][0]["user"]["token"] == submit_raw
     assert ApiToken.objects.filter(user=cast.alice).count() == 1
 
 
