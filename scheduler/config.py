@@ -58,11 +58,11 @@ SWITCHES: Mapping[str, tuple[ExtensionPoint, ...]] = MappingProxyType(
         "enabledOverused": (ExtensionPoint.OVERUSED,),
         "enabledAllocatable": (ExtensionPoint.ALLOCATABLE,),
         "enabledClusterOrder": (),
-        "enabledHyperNodeOrder": (),
+        "enabledHyperNodeOrder": (ExtensionPoint.HYPERNODE_ORDER,),
         "enabledSubJobReady": (),
         "enabledSubJobPipelined": (),
         "enabledSubJobOrder": (),
-        "enabledHyperNodeGradient": (),
+        "enabledHyperNodeGradient": (ExtensionPoint.HYPERNODE_GRADIENT,),
     }
 )
 _POINT_TO_SWITCH = {p: k for k, ps in SWITCHES.items() for p in ps}

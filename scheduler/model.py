@@ -9,8 +9,11 @@ from types import MappingProxyType
 
 __all__ = [
     "EMPTY",
+    "HyperNode",
+    "HyperNodeMember",
     "Job",
     "JobPhase",
+    "NetworkTopology",
     "Node",
     "NodeGroupAffinity",
     "NodeSelectorRequirement",
@@ -405,11 +408,48 @@ class Job:
     created_at: float = 0.0
     #: The ``sla-waiting-time`` annotation in seconds (None: not set); used by the sla plugin.
     sla_waiting_time: float | None = None
+    #: ``spec.networkTopology`` (None: the job may sit anywhere).
+    network_topology: NetworkTopology | None = None
 
     @property
     def key(self) -> str:
         """Return ``namespace/name``."""
         return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkTopology:
+    """A PodGroup's ``spec.networkTopology``: ``mode`` ``hard`` (the gang must fit inside one
+    HyperNode of tier at most ``highest_tier_allowed``) or ``soft`` (it prefers the lowest tier
+    it fits in); ``highest_tier_name`` names the tier by a HyperNode ``tierName`` instead."""
+
+    mode: str = "hard"
+    highest_tier_allowed: int | None = None
+    highest_tier_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HyperNodeMember:
+    """One ``spec.members`` entry of a HyperNode: ``type`` ``Node`` or ``HyperNode``, selected by
+    ``exact`` name, a ``regex`` over node names, or node labels (``match_labels`` and
+    ``match_expressions``, Node members only)."""
+
+    type: str
+    exact: str = ""
+    regex: str = ""
+    match_labels: tuple[tuple[str, str], ...] | None = None
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HyperNode:
+    """A ``topology.volcano.sh/v1alpha1`` HyperNode: a network domain (a rack, a spine block) of
+    ``tier`` (1 is the closest), whose members are nodes or lower HyperNodes."""
+
+    name: str
+    tier: int
+    members: tuple[HyperNodeMember, ...] = ()
+    tier_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ Where the rest lives: the incremental update of a kept state is :mod:`scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +23,8 @@ from scheduler.framework import (
     ExtensionPoint,
     Filter,
     FloatArray,
+    HyperNodeGradient,
+    HyperNodeOrder,
     IntArray,
     JobEnqueueable,
     JobEnqueued,
@@ -76,6 +78,8 @@ _CAPABILITIES: dict[ExtensionPoint, type[Capability]] = {
     ExtensionPoint.PREEMPTIVE: Preemptive,
     ExtensionPoint.OVERUSED: Overused,
     ExtensionPoint.ALLOCATABLE: Allocatable,
+    ExtensionPoint.HYPERNODE_ORDER: HyperNodeOrder,
+    ExtensionPoint.HYPERNODE_GRADIENT: HyperNodeGradient,
 }
 #: Extension points no switch can disable (Volcano: jobValid, victimQueueOrder).
 _ALWAYS_ON = frozenset({ExtensionPoint.JOB_VALID, ExtensionPoint.VICTIM_QUEUE_ORDER})
@@ -349,6 +353,24 @@ class Session(SessionState):
         return self._victims(ExtensionPoint.RECLAIMABLE, "reclaimable", reclaimer, candidates)
 
     # -- node-level ----------------------------------------------------------------------------
+
+    def hyper_node_gradient(
+        self, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
+    ) -> list[list[str]]:
+        """The HyperNode gradients of ``job`` under ``root`` (the first plugin decides; none:
+        ``[[root]]``)."""
+        for p in self._flat[ExtensionPoint.HYPERNODE_GRADIENT]:
+            return p.hyper_node_gradient(job, root, allocated, minimum, purpose)
+        return [[root]]
+
+    def hyper_node_scores(self, job: JobInfo, names: Sequence[str]) -> dict[str, float]:
+        """The summed HyperNode-order scores of ``names`` for ``job`` (0 when nobody scores)."""
+        total = dict.fromkeys(names, 0.0)
+        for p in self._flat[ExtensionPoint.HYPERNODE_ORDER]:
+            for name, score in p.hyper_node_order(job, names).items():
+                if name in total:
+                    total[name] += score
+        return total
 
     def filters(self, task: TaskInfo) -> list[Filter]:
         """Return every predicate filter for ``task``, in tier/plugin order."""
