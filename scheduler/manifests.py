@@ -10,8 +10,11 @@ from typing import Any
 import yaml
 
 from scheduler.model import (
+    HyperNode,
+    HyperNodeMember,
     Job,
     JobPhase,
+    NetworkTopology,
     Node,
     NodeGroupAffinity,
     NodeSelectorRequirement,
@@ -70,6 +73,7 @@ _KINDS = {
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("v1", "ResourceQuota"),
     ("policy/v1", "PodDisruptionBudget"),
+    ("topology.volcano.sh/v1alpha1", "HyperNode"),
 }
 
 
@@ -531,6 +535,7 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
         pre = flag(labels.get(PREEMPTABLE))
     sla = _sla(ctx, ann)
     return Job(
+        network_topology=network_topology(ctx, spec.get("networkTopology"), "spec.networkTopology"),
         uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
         name=name,
         namespace=ns,
@@ -548,6 +553,77 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
 
 
 _RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$")
+
+
+def network_topology(ctx: _Ctx, value: Any, field: str) -> NetworkTopology | None:
+    """A PodGroup's (or Job's) ``networkTopology``: ``mode`` hard (default) or soft, and at most
+    one of ``highestTierAllowed`` (>= 0) and ``highestTierName``."""
+    if value is None:
+        return None
+    m = ctx.mapping(value, field)
+    mode = ctx.string(m.get("mode"), f"{field}.mode", "hard") or "hard"
+    if mode not in ("hard", "soft"):
+        raise ctx.error(f"{field}.mode", f"must be hard or soft, got {mode!r}")
+    allowed = None
+    if m.get("highestTierAllowed") is not None:
+        allowed = ctx.integer(m.get("highestTierAllowed"), f"{field}.highestTierAllowed", 0)
+        if allowed < 0:
+            raise ctx.error(f"{field}.highestTierAllowed", "must not be negative")
+    name = ctx.string(m.get("highestTierName"), f"{field}.highestTierName")
+    if allowed is not None and name:
+        raise ctx.error(f"{field}.highestTierName", "highestTierName and highestTierAllowed cannot be set together")
+    return NetworkTopology(mode, allowed, name)
+
+
+def _hyper_node(ctx: _Ctx, doc: Mapping[str, Any]) -> HyperNode:
+    """A ``topology.volcano.sh/v1alpha1`` HyperNode (``spec.tier`` >= 0, members of type Node
+    or HyperNode selected by ``exactMatch``, ``regexMatch`` or, for nodes, ``labelMatch``)."""
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    tier = ctx.integer(spec.get("tier"), "spec.tier", 0)
+    if tier < 0:
+        raise ctx.error("spec.tier", "must not be negative")
+    members: list[HyperNodeMember] = []
+    for j, raw in enumerate(ctx.seq(spec.get("members"), "spec.members")):
+        f = f"spec.members[{j}]"
+        m = ctx.mapping(raw, f)
+        kind = ctx.string(m.get("type"), f"{f}.type")
+        if kind not in ("Node", "HyperNode"):
+            raise ctx.error(f"{f}.type", f"must be Node or HyperNode, got {kind!r}")
+        sel = ctx.mapping(m.get("selector"), f"{f}.selector")
+        chosen = [k for k in ("exactMatch", "regexMatch", "labelMatch") if sel.get(k) is not None]
+        if len(chosen) != 1:
+            raise ctx.error(f"{f}.selector", "exactly one of exactMatch, regexMatch and labelMatch is required")
+        if chosen[0] == "exactMatch":
+            name = ctx.string(
+                ctx.mapping(sel["exactMatch"], f"{f}.selector.exactMatch").get("name"), f"{f}.selector.exactMatch.name"
+            )
+            if not name:
+                raise ctx.error(f"{f}.selector.exactMatch.name", "required")
+            members.append(HyperNodeMember(kind, exact=name))
+        elif chosen[0] == "regexMatch":
+            pattern = ctx.string(
+                ctx.mapping(sel["regexMatch"], f"{f}.selector.regexMatch").get("pattern"),
+                f"{f}.selector.regexMatch.pattern",
+            )
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ctx.error(f"{f}.selector.regexMatch.pattern", f"invalid regular expression: {exc}") from None
+            if kind != "Node":
+                raise ctx.error(f"{f}.selector", "a HyperNode member is selected by exactMatch only")
+            members.append(HyperNodeMember(kind, regex=pattern))
+        else:
+            if kind != "Node":
+                raise ctx.error(f"{f}.selector", "a HyperNode member is selected by exactMatch only")
+            labels, exprs = _selector(ctx, sel["labelMatch"], f"{f}.selector.labelMatch")
+            members.append(HyperNodeMember(kind, match_labels=labels or (), match_expressions=exprs))
+    return HyperNode(
+        name=ctx.string(meta.get("name"), "metadata.name"),
+        tier=tier,
+        members=tuple(members),
+        tier_name=ctx.string(spec.get("tierName"), "spec.tierName"),
+    )
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int:
@@ -719,6 +795,7 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
     classes: list[PriorityClass] = []
     quotas: list[ResourceQuota] = []
     pdbs: list[PodDisruptionBudget] = []
+    hyper_nodes: list[HyperNode] = []
     seen: dict[tuple[str, str], int] = {}
     for order, (index, doc) in enumerate(objects):
         api, kind = doc.get("apiVersion"), doc.get("kind")
@@ -769,6 +846,8 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
             quotas.append(_resource_quota(ctx, doc))
         elif kind == "PodDisruptionBudget":
             pdbs.append(_pdb(ctx, doc))
+        elif kind == "HyperNode":
+            hyper_nodes.append(_hyper_node(ctx, doc))
         else:
             classes.append(_priority_class(ctx, doc))
     names = {q.name for q in queues}
@@ -776,4 +855,13 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
         queues.append(Queue("root", reclaimable=False, creation=-2))
     if "default" not in names:
         queues.append(Queue("default", creation=-1))
-    return Snapshot.of(nodes, queues, jobs, tasks, classes, resource_quotas=quotas, pod_disruption_budgets=pdbs)
+    return Snapshot.of(
+        nodes,
+        queues,
+        jobs,
+        tasks,
+        classes,
+        resource_quotas=quotas,
+        pod_disruption_budgets=pdbs,
+        hyper_nodes=hyper_nodes,
+    )

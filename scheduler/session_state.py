@@ -309,6 +309,9 @@ class SessionState:
         self.evictions: list[Eviction] = []
         self.unschedulable_jobs: set[str] = set()
         self.predicate_offset = 0
+        #: Per job with a network topology, the HyperNode its pods span while allocate places it
+        #: (Volcano's ``task.JobAllocatedHyperNode``, read by network-topology-aware's node order).
+        self.job_hyper_nodes: dict[str, str] = {}
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
 from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
@@ -19,6 +20,7 @@ __all__ = [
     "ConformancePlugin",
     "DrfPlugin",
     "GangPlugin",
+    "NetworkTopologyAwarePlugin",
     "NodeGroupPlugin",
     "NodeOrderPlugin",
     "OvercommitPlugin",
@@ -45,4 +47,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     ResourceQuotaPlugin,
     PdbPlugin,
     NodeGroupPlugin,
+    NetworkTopologyAwarePlugin,
 )
