@@ -25,8 +25,11 @@ from typing import Any
 
 from scheduler.config import SchedulerConfig, dump_config, parse_config
 from scheduler.model import (
+    HyperNode,
+    HyperNodeMember,
     Job,
     JobPhase,
+    NetworkTopology,
     Node,
     NodeGroupAffinity,
     NodeSelectorRequirement,
@@ -197,7 +200,33 @@ def encode_job(j: Job) -> dict[str, Any]:
         out["created_at"] = j.created_at
     if j.sla_waiting_time is not None:
         out["sla_waiting_time"] = j.sla_waiting_time
+    nt = j.network_topology
+    if nt is not None:
+        out["network_topology"] = {
+            "mode": nt.mode,
+            "highest_tier_allowed": nt.highest_tier_allowed,
+            "highest_tier_name": nt.highest_tier_name,
+        }
     return out
+
+
+def encode_hyper_node(h: HyperNode) -> dict[str, Any]:
+    """Return a HyperNode as JSON data."""
+    return {
+        "name": h.name,
+        "tier": h.tier,
+        "tier_name": h.tier_name,
+        "members": [
+            {
+                "type": m.type,
+                "exact": m.exact,
+                "regex": m.regex,
+                "match_labels": _pairs(m.match_labels),
+                "match_expressions": [_req(r) for r in m.match_expressions],
+            }
+            for m in h.members
+        ],
+    }
 
 
 def encode_queue(q: Queue) -> dict[str, Any]:
@@ -311,13 +340,20 @@ class SnapshotEncoder:
             if snapshot.resource_quotas
             else ""
         )
+        hyper = (
+            '"hyper_nodes":' + _dumps([encode_hyper_node(h) for h in snapshot.hyper_nodes]) + ","
+            if snapshot.hyper_nodes
+            else ""
+        )
         budgets = (
             ',"pod_disruption_budgets":'
             + _dumps([encode_pod_disruption_budget(b) for b in snapshot.pod_disruption_budgets])
             if snapshot.pod_disruption_budgets
             else ""
         )
-        before = '{"jobs":' + enc(snapshot.jobs, encode_job) + ',"nodes":' + enc(snapshot.nodes, encode_node)
+        before = (
+            "{" + hyper + '"jobs":' + enc(snapshot.jobs, encode_job) + ',"nodes":' + enc(snapshot.nodes, encode_node)
+        )
         after = (
             budgets
             + ',"priority_classes":' + _dumps([encode_priority_class(p) for p in snapshot.priority_classes])
@@ -454,6 +490,36 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
         sla_waiting_time=(
             None if d.get("sla_waiting_time") is None else _seconds(d["sla_waiting_time"], f"{field}.sla_waiting_time")
         ),
+        network_topology=_dtopology(d.get("network_topology")),
+    )
+
+
+def _dtopology(value: Any) -> NetworkTopology | None:
+    if value is None:
+        return None
+    allowed = value.get("highest_tier_allowed")
+    return NetworkTopology(
+        str(value.get("mode", "hard")),
+        None if allowed is None else int(allowed),
+        str(value.get("highest_tier_name", "")),
+    )
+
+
+def _hyper_node(d: Mapping[str, Any], field: str) -> HyperNode:
+    return HyperNode(
+        name=str(d["name"]),
+        tier=int(d["tier"]),
+        tier_name=str(d.get("tier_name", "")),
+        members=tuple(
+            HyperNodeMember(
+                type=str(m["type"]),
+                exact=str(m.get("exact", "")),
+                regex=str(m.get("regex", "")),
+                match_labels=_dpairs(m.get("match_labels")),
+                match_expressions=tuple(_dreq(r) for r in m.get("match_expressions") or ()),
+            )
+            for m in d.get("members") or ()
+        ),
     )
 
 
@@ -522,6 +588,7 @@ _DECODERS: dict[str, Any] = {
     "priority_classes": _priority_class,
     "resource_quotas": _resource_quota,
     "pod_disruption_budgets": _pod_disruption_budget,
+    "hyper_nodes": _hyper_node,
 }
 
 
@@ -556,6 +623,7 @@ def decode_snapshot(data: Any) -> Snapshot:
         now=None if now is None else _seconds(now, "snapshot.now"),
         resource_quotas=parts["resource_quotas"],
         pod_disruption_budgets=parts["pod_disruption_budgets"],
+        hyper_nodes=parts["hyper_nodes"],
     )
 
 

@@ -152,18 +152,22 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
             for name in reversed(topo.by_tier.get(tier, [])):
                 at[topo.nodes[name]] = self.pos[name]
             self.tier_of_node[tier] = at
+        self.placed: dict[str, int] = {}
         self.holding = [np.array([self.pos[n] for n in names], dtype=np.intp) for names in topo.holding]
 
     # -- events ----------------------------------------------------------------------------------
 
     def on_allocate(self, task: TaskInfo) -> None:
         if task.node >= 0:
+            self.placed[task.uid] = task.node
             cols = self.holding[task.node]
             self.used[:, cols] += np.asarray(task.req, dtype=np.float64)[:, None]
 
     def on_deallocate(self, task: TaskInfo) -> None:
-        if task.node >= 0:
-            cols = self.holding[task.node]
+        # An unplaced task has left its node already: the node it was placed on is remembered.
+        node = task.node if task.node >= 0 else self.placed.pop(task.uid, -1)
+        if node >= 0:
+            cols = self.holding[node]
             self.used[:, cols] -= np.asarray(task.req, dtype=np.float64)[:, None]
 
     # -- scores ----------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def test_same_decisions_as_volcano(case: VolcanoCase) -> None:
         problems = action_arg_problems(case, case.data["expect"])
         assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
         return
-    if "scores" in case.data["expect"] or "predicates" in case.data["expect"]:
+    if {"scores", "predicates", "hypernode_scores"} & set(case.data["expect"]):
         # ssn.NodeOrderFn / ssn.PredicateFn on an opened session, before any action.
         assert "deviation" not in case.data
         problems = score_problems(case, case.data["expect"])
