@@ -289,13 +289,22 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
     def hyper_node_gradient(
         self, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
     ) -> list[list[str]]:
-        """Volcano's ``hyperNodeGradientFn`` (see the module docstring); [] when the job's
-        allowed subtree and ``root`` do not meet."""
+        """The registered gradient function: [[root]] for a job without a hard topology, else
+        :meth:`gradient`, reversed and cut for eviction."""
         topology = self.session.job_topology(job)
         if topology is None or not topology.hard:
             return [[root]]
+        result = self.gradient(root, topology.highest, allocated, minimum, purpose)
+        if purpose != "evict":
+            return result
+        return reverse_and_cap(result, self.evict_max)
+
+    def gradient(
+        self, root: str, highest: int, allocated: str, minimum: Sequence[float], purpose: str
+    ) -> list[list[str]]:
+        """Volcano's ``hyperNodeGradientFn`` (see the module docstring); [] when the job's
+        allowed subtree and ``root`` do not meet."""
         topo = self.topo
-        highest = topology.highest
         start = root
         if allocated:
             allowed = ""
@@ -323,10 +332,7 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
                 if child not in seen:
                     seen.add(child)
                     queue.append(child)
-        result = [groups[t] for t in sorted(groups)]
-        if purpose != "evict":
-            return result
-        return reverse_and_cap(result, self.evict_max)
+        return [groups[t] for t in sorted(groups)]
 
     def _eligible(self, name: str, highest: int, allocated: str, minimum: Sequence[float], purpose: str) -> bool:
         if self.topo.tier[name] > highest:

@@ -343,7 +343,11 @@ def score_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
         if key not in tasks:
             problems.append(f"scores: no task {key}")
             continue
-        got = session.node_scores(tasks[key], np.arange(len(names), dtype=np.intp))
+        # The nodes the Go test scores (its scoreNodes; all by default), in the order given.
+        chosen = case.data.get("score_nodes") or names
+        got_at = session.node_scores(tasks[key], np.array([names.index(n) for n in chosen], dtype=np.intp))
+        got = np.zeros(len(names), dtype=np.float64)
+        got[[names.index(n) for n in chosen]] = got_at
         for node, score in want.items():
             value = float(got[names.index(node)])
             if abs(value - float(score)) > tolerance:
