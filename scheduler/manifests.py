@@ -49,7 +49,9 @@ __all__ = [
     "ManifestError",
     "PodPlacement",
     "flag",
+    "hyper_node",
     "load_manifests",
+    "network_topology_of",
     "pod_placement",
     "sla_waiting_time",
     "snapshot_from_manifests",
@@ -624,6 +626,16 @@ def _hyper_node(ctx: _Ctx, doc: Mapping[str, Any]) -> HyperNode:
         members=tuple(members),
         tier_name=ctx.string(spec.get("tierName"), "spec.tierName"),
     )
+
+
+def hyper_node(doc: Mapping[str, Any], obj: str = "") -> HyperNode:
+    """Return the HyperNode of a ``topology.volcano.sh/v1alpha1`` manifest (raises ManifestError)."""
+    return _hyper_node(_Ctx(1, obj), doc)
+
+
+def network_topology_of(value: Any, obj: str = "") -> NetworkTopology | None:
+    """Return a ``spec.networkTopology`` value as the model's (raises ManifestError)."""
+    return network_topology(_Ctx(1, obj), value, "spec.networkTopology")
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int:

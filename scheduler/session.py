@@ -360,7 +360,8 @@ class Session(SessionState):
         """The HyperNode gradients of ``job`` under ``root`` (the first plugin decides; none:
         ``[[root]]``)."""
         for p in self._flat[ExtensionPoint.HYPERNODE_GRADIENT]:
-            return p.hyper_node_gradient(job, root, allocated, minimum, purpose)
+            gradient: list[list[str]] = p.hyper_node_gradient(job, root, allocated, minimum, purpose)
+            return gradient
         return [[root]]
 
     def hyper_node_scores(self, job: JobInfo, names: Sequence[str]) -> dict[str, float]:

@@ -20,6 +20,7 @@ from volcanoweb.jobs.models import (
     Command,
     CommandAction,
     Event,
+    HyperNode,
     Job,
     JobPhase,
     Pod,
@@ -41,7 +42,7 @@ from volcanoweb.manifests.fields import Metadata, check_metadata, check_resource
 from volcanoweb.manifests.jobs import check_job_name, check_job_spec, check_job_update, task_min_resources
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.pods import check_jdb_annotations, check_pod_spec, pod_requests
-from volcanoweb.manifests.workflows import check_podgroup, check_priorityclass
+from volcanoweb.manifests.workflows import check_hypernode, check_podgroup, check_priorityclass
 from volcanoweb.tenancy.access import Access, forbidden, namespaces_by_name, resolve_namespace
 from volcanoweb.tenancy.models import Namespace
 
@@ -734,6 +735,66 @@ def delete_priorityclass(access: Access, name: str) -> Outcome:
     if existing is None:
         raise not_found(info.qualified_resource, name, info.kind, info.group)
     before = render.priorityclass(existing)
+    existing.delete()
+    audit.record(access.user, "delete", info.kind, name, before=before)
+    notify.changed(info.kind, existing, "delete")
+    return Outcome("deleted", info.kind, name, None, before)
+
+
+# --- HyperNodes ------------------------------------------------------------------
+
+
+@transaction.atomic
+def apply_hypernode(
+    access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
+) -> Outcome:
+    """Create or update a HyperNode (platform admins only: the cluster's network topology)."""
+    info = parse.HYPERNODE
+    meta, _ = prepare(access, doc, info, None)
+    if not access.platform_admin:
+        raise forbidden(access, "create", info, None, meta.name)
+    existing = HyperNode.objects.select_for_update().filter(name=meta.name).first()
+    check_existence(info, meta.name, existing, mode)
+    check_version(info, meta, existing)
+    errors = Errors()
+    fields = check_hypernode(errors, meta.name, doc)
+    raise_if(errors, info, meta.name)
+    assert fields is not None
+    values = {
+        "tier": fields["tier"],
+        "tier_name": fields["tierName"],
+        "members": fields["members"],
+        "labels": meta.labels,
+        "annotations": meta.annotations,
+    }
+    if existing is not None:
+        if all(getattr(existing, k) == v for k, v in values.items()):
+            return Outcome("unchanged", info.kind, meta.name, None, render.hypernode(existing))
+        before = render.hypernode(existing)
+        for key, value in values.items():
+            setattr(existing, key, value)
+        existing.save(update_fields=[*values, *bump(existing, spec_changed=True)])
+        after = render.hypernode(existing)
+        audit.record(access.user, "update", info.kind, meta.name, before=before, after=after)
+        notify.changed(info.kind, existing, "update")
+        return Outcome("configured", info.kind, meta.name, None, after)
+    created = HyperNode.objects.create(name=meta.name, **values)
+    after = render.hypernode(created)
+    audit.record(access.user, "create", info.kind, meta.name, after=after)
+    notify.changed(info.kind, created, "create")
+    return Outcome("created", info.kind, meta.name, None, after)
+
+
+@transaction.atomic
+def delete_hypernode(access: Access, name: str) -> Outcome:
+    """Delete a HyperNode (platform admins only)."""
+    info = parse.HYPERNODE
+    if not access.platform_admin:
+        raise forbidden(access, "delete", info, None, name)
+    existing = HyperNode.objects.select_for_update().filter(name=name).first()
+    if existing is None:
+        raise not_found(info.qualified_resource, name, info.kind, info.group)
+    before = render.hypernode(existing)
     existing.delete()
     audit.record(access.user, "delete", info.kind, name, before=before)
     notify.changed(info.kind, existing, "delete")
