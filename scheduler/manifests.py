@@ -792,6 +792,33 @@ def _describe(doc: Mapping[str, Any]) -> str:
     return f"{kind} {name}"
 
 
+def _creation_ranks(items: list[tuple[int, Mapping[str, Any]]]) -> list[int]:
+    """The creation order of each object: by ``metadata.creationTimestamp``, then uid (its
+    ``metadata.uid``, else ``namespace/name`` as the parsers default it), as Kubernetes and Volcano
+    order; an object without a timestamp comes after every one with one (it is created now), in
+    file order."""
+    keys: list[tuple[Any, ...]] = []
+    for position, (index, doc) in enumerate(items):
+        meta = doc.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        stamp = meta.get("creationTimestamp")
+        if stamp is None or stamp == "":
+            keys.append((1, position))
+            continue
+        seconds = _timestamp(_Ctx(index, _describe(doc)), stamp, "metadata.creationTimestamp")
+        name = str(meta.get("name", ""))
+        default = (
+            name
+            if doc.get("kind") in ("Queue", "Node", "PriorityClass", "HyperNode")
+            else f"{meta.get('namespace') or 'default'}/{name}"
+        )
+        keys.append((0, seconds, str(meta.get("uid") or default), position))
+    ranks = [0] * len(items)
+    for rank, position in enumerate(sorted(range(len(items)), key=lambda i: keys[i])):
+        ranks[position] = rank
+    return ranks
+
+
 def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) -> Snapshot:
     """Return the snapshot described by ``objects`` (from :func:`load_manifests`).
 
@@ -809,7 +836,10 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
     pdbs: list[PodDisruptionBudget] = []
     hyper_nodes: list[HyperNode] = []
     seen: dict[tuple[str, str], int] = {}
-    for order, (index, doc) in enumerate(objects):
+    items = list(objects)
+    ranks = _creation_ranks(items)
+    for position, (index, doc) in enumerate(items):
+        order = ranks[position]
         api, kind = doc.get("apiVersion"), doc.get("kind")
         ctx = _Ctx(index, _describe(doc))
         if (api, kind) not in _KINDS:
