@@ -373,6 +373,21 @@ class Session(SessionState):
                     total[name] += score
         return total
 
+    def hyper_node_rank(self, job: JobInfo, names: Sequence[str]) -> list[str] | None:
+        """``names`` in the order in which the best of any subset of them by HyperNode order
+        *alone* (no pods' share added for ties: each scored as the only candidate) is its first:
+        by score, then position. None when that order is not known without scoring each subset
+        (a HyperNode-order plugin that does not give its scores apart, or more than one)."""
+        plugins = self._flat[ExtensionPoint.HYPERNODE_ORDER]
+        if not plugins:
+            return list(names)
+        base_of = getattr(plugins[0], "hyper_node_base", None) if len(plugins) == 1 else None
+        if base_of is None:
+            return None
+        base: dict[str, float] = base_of(job, names)
+        pos = {n: i for i, n in enumerate(names)}
+        return sorted(names, key=lambda n: (-base[n], pos[n]))
+
     def filters(self, task: TaskInfo) -> list[Filter]:
         """Return every predicate filter for ``task``, in tier/plugin order."""
         out: list[Filter] = []

@@ -252,7 +252,14 @@ class AllocateAction(Action):
         allocated = session.allocated_hyper_node(job)
         minimum = list(job.min_resources) if job.min_resources is not None else [0.0] * session.ndims
         tried: list[str] = []
+        topo = session.topology
         for group in session.hyper_node_gradient(job, CLUSTER_TOP, allocated, minimum, "allocate"):
+            ranked = session.hyper_node_rank(job, group) if all(not topo.children.get(h) for h in group) else None
+            if ranked is not None:
+                placed = self._first_leaf(session, queue, job, order, ranked, allocated, tried)
+                if placed is not None:
+                    return placed
+                continue
             best: tuple[float, str, str] | None = None  # (score, job HyperNode, chosen sub-HyperNode)
             for hn in group:
                 tried.append(hn)
@@ -271,6 +278,38 @@ class AllocateAction(Action):
             if placed is not None:
                 return placed
         self._topology_failure(session, job, order, tried)
+        return None
+
+    def _first_leaf(
+        self,
+        session: Session,
+        queue: QueueInfo,
+        job: JobInfo,
+        order: list[TaskInfo],
+        ranked: list[str],
+        allocated: str,
+        tried: list[str],
+    ) -> tuple[Statement, list[TaskInfo]] | None:
+        """The job-level search over a gradient of HyperNodes without children, in the order of
+        :meth:`Session.hyper_node_rank`: the sub-job's search inside a leaf is the leaf alone (if
+        its idle or future idle covers the pending pods), scored alone, so the first leaf that
+        takes the job is the one Volcano's search over all of them keeps (the best score, the
+        first on ties), and the others need no dry run."""
+        minimum = [0.0] * session.ndims
+        for t in order:
+            for d, v in enumerate(t.req):
+                minimum[d] += v
+        for hn in ranked:
+            tried.append(hn)
+            if session.hyper_node_gradient(job, hn, allocated, minimum, "allocate") != [[hn]]:
+                continue
+            job.fit_errors.clear()
+            placed = self._allocate_in(session, queue, job, order, hn, allocated)
+            if placed is None:
+                continue
+            if len(placed[0]) and (session.job_ready(job) or session.job_pipelined(job)):
+                return placed
+            placed[0].discard()
         return None
 
     def _allocate_for_subjob(

@@ -199,14 +199,19 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
         inside = sum(1 for t in job.tasks.values() if t.node >= 0 and mask[t.node])
         return inside / len(job.tasks)
 
-    def hyper_node_order(self, job: JobInfo, names: Sequence[str]) -> Mapping[str, float]:
-        """Volcano's ``HyperNodeOrderFn`` for the job (its one sub-job)."""
+    def hyper_node_base(self, job: JobInfo, names: Sequence[str]) -> dict[str, float]:
+        """The binpack part of :meth:`hyper_node_order` (before ties add the pods' share): the
+        order of HyperNodes by it does not depend on which others are candidates."""
         request = [0.0] * len(self.session.dims)
         for t in job.tasks.values():
             for d, v in enumerate(t.req):
                 request[d] += v
         cols = np.array([self.pos[n] for n in names], dtype=np.intp)
-        scores = dict(zip(names, self._binpack(request, cols).tolist(), strict=True))
+        return dict(zip(names, self._binpack(request, cols).tolist(), strict=True))
+
+    def hyper_node_order(self, job: JobInfo, names: Sequence[str]) -> Mapping[str, float]:
+        """Volcano's ``HyperNodeOrderFn`` for the job (its one sub-job)."""
+        scores = self.hyper_node_base(job, names)
         if scores:
             best = max(scores.values())
             tied = [n for n in names if scores[n] == best]
