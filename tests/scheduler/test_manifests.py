@@ -189,13 +189,14 @@ def _two_jobs(first: dict[str, str], second: dict[str, str]) -> str:
     for name, meta in (("a", first), ("b", second)):
         extra = "".join(f", {k}: '{v}'" for k, v in meta.items())
         docs.append(
-            f"apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: ns{extra}}}\n"
-            "spec: {minMember: 1}\nstatus: {phase: Inqueue}"
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+            f"metadata: {{name: {name}, namespace: ns{extra}}}\nspec: {{minMember: 1}}\nstatus: {{phase: Inqueue}}"
         )
         docs.append(
             f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}-0, namespace: ns{extra},"
             f" annotations: {{scheduling.k8s.io/group-name: {name}}}}}\n"
-            "spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\nstatus: {phase: Pending}"
+            "spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n"
+            "status: {phase: Pending}"
         )
     return "\n---\n".join(docs)
 
