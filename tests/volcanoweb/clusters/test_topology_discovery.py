@@ -37,7 +37,7 @@ def test_a_bad_pool_topology_is_refused(spec: str) -> None:
 
 @pytest.fixture
 def topology_sim(db: Any) -> Any:
-    backend, clock = make_sim("gpu:8x32c256Gi8gpu{rack=2;spine=2},cpu:2x8c32Gi")
+    backend, _clock = make_sim("gpu:8x32c256Gi8gpu{rack=2;spine=2},cpu:2x8c32Gi")
     previous = backend_module.set_backend(backend)
     yield backend
     backend_module.set_backend(previous)
