@@ -260,6 +260,12 @@ def _hyper_node(row: Mapping[str, Any]) -> HyperNode | None:
         return None
 
 
+def hyper_nodes() -> list[HyperNode]:
+    """Every valid HyperNode row as the scheduler reads it (lowest tier first)."""
+    rows = HyperNodeRow.objects.order_by("tier", "name").values("name", "tier", "tier_name", "members")
+    return [h for h in map(_hyper_node, rows) if h is not None]
+
+
 def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task | None:
     """Return the scheduler's task for a ``Pod`` values() row (None when it is gone from the cluster)."""
     status_json = row["status"] or {}
