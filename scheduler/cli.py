@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from scheduler.config import DEFAULT_CONFIG, ConfigError, parse_config
@@ -35,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--cycles", type=int, default=1, help="number of cycles (default 1)")
     sim.add_argument("--details", action="store_true", help="print the full structured result of each cycle")
+    sim.add_argument(
+        "--now", help="the clock: seconds since the epoch or an RFC 3339 time (default: none; sla and cdp read it)"
+    )
     hooks = sim.add_argument_group(
         "plugin hooks", "answer a plugin hook on the opened session instead of running cycles (JSON under 'explain')"
     )
@@ -51,6 +55,17 @@ def _parser() -> argparse.ArgumentParser:
     hooks.add_argument("--task", help="only this pending pod (ns/name) for node scores and predicates")
     hooks.add_argument("--nodes", help="comma-separated: the candidate nodes scored together (default all)")
     return parser
+
+
+def _clock(text: str) -> float:
+    """``--now``: seconds since the epoch, or an RFC 3339 time."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    from scheduler.manifests import timestamp
+
+    return timestamp(text)
 
 
 def _fail(message: str) -> int:
@@ -92,6 +107,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ManifestError as exc:
         return _fail(f"{args.state}: {exc}")
+    if args.now:
+        try:
+            snapshot = replace(snapshot, now=_clock(args.now))
+        except ValueError as exc:
+            return _fail(f"--now: {exc}")
     what = [
         name
         for name, on in (

@@ -48,6 +48,7 @@ __all__ = [
     "VOLCANO_SCHEDULERS",
     "ManifestError",
     "PodPlacement",
+    "cooldown_time",
     "flag",
     "hyper_node",
     "load_manifests",
@@ -55,6 +56,7 @@ __all__ = [
     "pod_placement",
     "sla_waiting_time",
     "snapshot_from_manifests",
+    "timestamp",
 ]
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -63,6 +65,7 @@ QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PREEMPTABLE = "volcano.sh/preemptable"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"
+COOLDOWN_TIME = "volcano.sh/cooldown-time"
 VOLCANO_SCHEDULERS = frozenset({"volcano"})
 HIERARCHY = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
@@ -506,8 +509,33 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         preferred_pod_affinity=placement.preferred_pod_affinity,
         preferred_anti_affinity=placement.preferred_anti_affinity,
         topology_spread=placement.topology_spread,
+        cooldown=cooldown_time(labels, ann),
+        scheduled_at=scheduled_at(ctx, status),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
+
+
+def cooldown_time(labels: Mapping[str, str], annotations: Mapping[str, str]) -> float | None:
+    """A pod's ``volcano.sh/cooldown-time`` (label, else annotation) in seconds; None when unset or
+    not a Go duration (Volcano logs it and gives no protection)."""
+    value = labels.get(COOLDOWN_TIME)
+    if value is None:
+        value = annotations.get(COOLDOWN_TIME)
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError:
+        return None
+
+
+def scheduled_at(ctx: _Ctx, status: Mapping[str, Any]) -> float:
+    """The ``lastTransitionTime`` of a pod's ``PodScheduled`` condition that is ``True`` (0: none)."""
+    for j, cond in enumerate(ctx.seq(status.get("conditions"), "status.conditions")):
+        c = ctx.mapping(cond, f"status.conditions[{j}]")
+        if c.get("type") == "PodScheduled" and str(c.get("status")) == "True":
+            return _timestamp(ctx, c.get("lastTransitionTime"), f"status.conditions[{j}].lastTransitionTime")
+    return 0.0
 
 
 def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
@@ -626,6 +654,11 @@ def _hyper_node(ctx: _Ctx, doc: Mapping[str, Any]) -> HyperNode:
         members=tuple(members),
         tier_name=ctx.string(spec.get("tierName"), "spec.tierName"),
     )
+
+
+def timestamp(value: Any) -> float:
+    """An RFC 3339 time in seconds since the epoch (raises ManifestError, a ValueError)."""
+    return _timestamp(_Ctx(1, ""), value, "time")
 
 
 def hyper_node(doc: Mapping[str, Any], obj: str = "") -> HyperNode:

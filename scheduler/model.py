@@ -374,6 +374,12 @@ class Task:
     preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     #: ``spec.topologySpreadConstraints``.
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    #: ``volcano.sh/cooldown-time`` (label, else annotation) in seconds: the cdp plugin protects the pod
+    #: from eviction that long after it was scheduled (None: not set or invalid).
+    cooldown: float | None = None
+    #: When the pod was scheduled (its ``PodScheduled`` condition's ``lastTransitionTime``, seconds since
+    #: the epoch; 0: unknown).
+    scheduled_at: float = 0.0
 
     @property
     def key(self) -> str:

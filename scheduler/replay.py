@@ -177,6 +177,10 @@ def encode_task(t: Task) -> dict[str, Any]:
         out["preferred_anti_affinity"] = [_weighted(w) for w in t.preferred_anti_affinity]
     if t.topology_spread:
         out["topology_spread"] = [_spread(c) for c in t.topology_spread]
+    if t.cooldown is not None:
+        out["cooldown"] = t.cooldown
+    if t.scheduled_at:
+        out["scheduled_at"] = t.scheduled_at
     return out
 
 
@@ -468,6 +472,8 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         preferred_pod_affinity=tuple(_dweighted(w) for w in d.get("preferred_pod_affinity") or ()),
         preferred_anti_affinity=tuple(_dweighted(w) for w in d.get("preferred_anti_affinity") or ()),
         topology_spread=tuple(_dspread(c) for c in d.get("topology_spread") or ()),
+        cooldown=None if d.get("cooldown") is None else _seconds(d["cooldown"], f"{field}.cooldown"),
+        scheduled_at=_seconds(d.get("scheduled_at", 0.0), f"{field}.scheduled_at"),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.cdp import CdpPlugin
 from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
 from scheduler.plugins.pdb import PdbPlugin
@@ -17,6 +18,7 @@ __all__ = [
     "BUILTIN_PLUGINS",
     "BinpackPlugin",
     "CapacityPlugin",
+    "CdpPlugin",
     "ConformancePlugin",
     "DrfPlugin",
     "GangPlugin",
@@ -48,4 +50,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     PdbPlugin,
     NodeGroupPlugin,
     NetworkTopologyAwarePlugin,
+    CdpPlugin,
 )

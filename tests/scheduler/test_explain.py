@@ -23,7 +23,14 @@ import yaml
 
 from scheduler.cli import main
 from scheduler.config import dump_config
-from tests.scheduler.volcano_harness import ALLOCATED_HYPERNODE, VolcanoCase, config_of, load_cases, manifests_of
+from tests.scheduler.volcano_harness import (
+    ALLOCATED_HYPERNODE,
+    NOW,
+    VolcanoCase,
+    config_of,
+    load_cases,
+    manifests_of,
+)
 
 HOOK_CASES = [
     c
@@ -43,6 +50,21 @@ def _run(tmp_path: Path, case_docs: list[dict[str, Any]], conf: str, *flags: str
         code = main(["simulate", str(state), "--conf", str(conf_file), *flags])
     assert code == 0
     return json.loads(out.getvalue())["explain"]
+
+
+VICTIM_CASES = [c for c in load_cases() if "victims" in c.data["expect"]]
+
+
+@pytest.mark.parametrize("case", VICTIM_CASES, ids=lambda c: c.id)
+def test_volcanos_victim_cases_through_simulate_explain(case: VolcanoCase, tmp_path: Path) -> None:
+    """ssn.Preemptable / ssn.Reclaimable cases (expect.victims) with the session's clock as ``--now``."""
+    job = case.data["victims_of"]
+    got = _run(
+        tmp_path, manifests_of(case.data), dump_config(config_of(case)), "--explain-victims", job, "--now", str(NOW)
+    )
+    for pod, want in case.data["expect"]["victims"].items():
+        for vote, names in want.items():
+            assert got["victims"][pod][vote] == sorted(names), (pod, vote)
 
 
 def test_some_of_volcanos_hook_cases_go_through_the_command_line() -> None:

@@ -18,6 +18,7 @@ from tests.scheduler.volcano_harness import (
     outcome_problems,
     run_case,
     score_problems,
+    victim_problems,
 )
 
 CASES = list(load_cases())
@@ -47,6 +48,12 @@ def test_same_decisions_as_volcano(case: VolcanoCase) -> None:
         # An action's argument parsing (Go's parseArguments).
         assert "deviation" not in case.data
         problems = action_arg_problems(case, case.data["expect"])
+        assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
+        return
+    if "victims" in case.data["expect"]:
+        # ssn.Preemptable / ssn.Reclaimable on an opened session.
+        assert "deviation" not in case.data
+        problems = victim_problems(case, case.data["expect"])
         assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
         return
     if {"scores", "predicates", "hypernode_scores"} & set(case.data["expect"]):

@@ -279,16 +279,46 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
         }
         if p.get("deleting"):
             meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+        status: dict[str, Any] = {"phase": p.get("phase", "Pending")}
+        if p.get("scheduled_ago") is not None:
+            # A PodScheduled condition that turned true this many seconds before the session's clock.
+            status["conditions"] = [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": _rfc3339(NOW - p["scheduled_ago"])}
+            ]
         docs.append(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": meta,
                 "spec": pspec,
-                "status": {"phase": p.get("phase", "Pending")},
+                "status": status,
             }
         )
     return docs
+
+
+def _rfc3339(seconds: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def victim_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
+    """Return how the victims the ``preemptable`` / ``reclaimable`` votes allow (``ssn.Preemptable``
+    and ``ssn.Reclaimable`` over every Running/Bound preemptable pod of another job; see
+    ``scheduler.explain.victims``) for the pending pods of ``case.data["victims_of"]`` miss
+    ``expect["victims"]``."""
+    from scheduler.explain import victims
+
+    session = Session(snapshot_of(case.data), config_of(case), default_registry())
+    got = victims(session, case.data["victims_of"])
+    problems: list[str] = []
+    for pod, want in expect["victims"].items():
+        for vote, names in want.items():
+            have = got.get(pod, {}).get(vote)
+            if have != sorted(names):
+                problems.append(f"{vote} victims of {pod}: want {sorted(names)}, got {have}")
+    return problems
 
 
 def snapshot_of(case: Mapping[str, Any]) -> Snapshot:

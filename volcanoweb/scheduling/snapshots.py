@@ -61,6 +61,7 @@ from scheduler.manifests import (
     VOLCANO_SCHEDULERS,
     ManifestError,
     PodPlacement,
+    cooldown_time,
     flag,
     hyper_node,
     network_topology_of,
@@ -100,6 +101,7 @@ _POD_COLUMNS = (
     "created_at",
     "deletion_timestamp",
     "row_version",
+    "started_at",
 )
 _PODGROUP_COLUMNS = (
     "id",
@@ -315,6 +317,8 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
         preferred_pod_affinity=where.preferred_pod_affinity,
         preferred_anti_affinity=where.preferred_anti_affinity,
         topology_spread=where.topology_spread,
+        cooldown=cooldown_time(labels, annotations),
+        scheduled_at=_seconds(row["started_at"]) if row["started_at"] is not None else 0.0,
     )
 
 
