@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     hooks.add_argument("--explain-job-order", action="store_true", help="every job in job order")
     hooks.add_argument("--explain-enqueue", action="store_true", help="whether each Pending PodGroup is enqueueable")
     hooks.add_argument(
+        "--explain-victim-tasks", action="store_true", help="the running pods the plugins want evicted (shuffle's)"
+    )
+    hooks.add_argument(
         "--explain-victims", metavar="JOB", help="pods a job's pending pods may preempt or reclaim (ns/name)"
     )
     hooks.add_argument("--explain-hypernodes", metavar="JOB", help="a job's topology, HyperNode gradients and scores")
@@ -119,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("predicates", args.explain_predicates),
             ("job-order", args.explain_job_order),
             ("enqueue", args.explain_enqueue),
+            ("victim-tasks", args.explain_victim_tasks),
             ("victims", args.explain_victims),
             ("hypernodes", args.explain_hypernodes),
         )

@@ -3,8 +3,9 @@
 Many of Volcano's plugin tests check one hook's answer directly instead of a cycle's outcome: the node
 scores of a pod (``ssn.NodeOrderFn`` / ``BatchNodeOrderFn``), predicate codes (``ssn.PredicateFn``), job
 order, whether a job is enqueueable, which running pods a job's pods may preempt or reclaim, a job's
-HyperNode gradients and scores. These functions open a session over a snapshot (no action runs) and
-return those answers as JSON-ready dicts, in name order.
+HyperNode gradients and scores, the pods the plugins want evicted (``ssn.VictimTasks``). These
+functions open a session over a snapshot (no action runs) and return those answers as JSON-ready
+dicts, in name order.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def explain(
     job: str | None = None,
 ) -> dict[str, Any]:
     """The answers named by ``what`` (``node-scores``, ``predicates``, ``job-order``, ``enqueue``,
-    ``victims``, ``hypernodes``; the last two need ``job``) on one opened session."""
+    ``victim-tasks``, ``victims``, ``hypernodes``; the last two need ``job``) on one opened session."""
     session = open_session(snapshot, config)
     out: dict[str, Any] = {}
     for item in what:
@@ -163,6 +164,8 @@ def explain(
             out["job_order"] = job_order(session)
         elif item == "enqueue":
             out["enqueue"] = enqueue(session)
+        elif item == "victim-tasks":
+            out["victim_tasks"] = [t.key for t in session.victim_tasks()]
         elif item in ("victims", "hypernodes"):
             if not job:
                 raise KeyError(f"--explain-{item} needs a PodGroup (namespace/name)")

@@ -45,6 +45,7 @@ __all__ = [
     "SessionClose",
     "TaskOrder",
     "VictimQueueOrder",
+    "VictimTasks",
     "Vote",
 ]
 
@@ -364,6 +365,17 @@ class Allocatable(Capability, ABC):
 
     @abstractmethod
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool: ...
+
+
+class VictimTasks(Capability, ABC):
+    """``victim_tasks(tasks) -> [task]``: running pods a plugin wants evicted (Volcano's
+    ``VictimTasksFn``, used by the ``shuffle`` action and the rescheduling plugins). Combine: the
+    union over a tier's plugins; the first tier with any victim decides."""
+
+    point = ExtensionPoint.VICTIM_TASKS
+
+    @abstractmethod
+    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]: ...
 
 
 class HyperNodeOrder(Capability, ABC):

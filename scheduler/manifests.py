@@ -66,6 +66,9 @@ PREEMPTABLE = "volcano.sh/preemptable"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
+REVOCABLE_ZONE = "volcano.sh/revocable-zone"
+JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
+JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 VOLCANO_SCHEDULERS = frozenset({"volcano"})
 HIERARCHY = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
@@ -511,6 +514,7 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         topology_spread=placement.topology_spread,
         cooldown=cooldown_time(labels, ann),
         scheduled_at=scheduled_at(ctx, status),
+        revocable_zone=ann.get(REVOCABLE_ZONE, ""),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 
@@ -566,6 +570,8 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
     sla = _sla(ctx, ann)
     return Job(
         network_topology=network_topology(ctx, spec.get("networkTopology"), "spec.networkTopology"),
+        jdb_min_available=ann.get(JDB_MIN_AVAILABLE, ""),
+        jdb_max_unavailable=ann.get(JDB_MAX_UNAVAILABLE, ""),
         uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
         name=name,
         namespace=ns,

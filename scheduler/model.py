@@ -380,6 +380,8 @@ class Task:
     #: When the pod was scheduled (its ``PodScheduled`` condition's ``lastTransitionTime``, seconds since
     #: the epoch; 0: unknown).
     scheduled_at: float = 0.0
+    #: The pod's ``volcano.sh/revocable-zone`` annotation ("" none; ``*``: any zone), read by tdm.
+    revocable_zone: str = ""
 
     @property
     def key(self) -> str:
@@ -416,6 +418,10 @@ class Job:
     sla_waiting_time: float | None = None
     #: ``spec.networkTopology`` (None: the job may sit anywhere).
     network_topology: NetworkTopology | None = None
+    #: The PodGroup's disruption budget (annotations ``volcano.sh/jdb-min-available`` and
+    #: ``volcano.sh/jdb-max-unavailable``: a count or a percentage; "" unset), read by tdm.
+    jdb_min_available: str = ""
+    jdb_max_unavailable: str = ""
 
     @property
     def key(self) -> str:

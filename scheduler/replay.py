@@ -181,6 +181,8 @@ def encode_task(t: Task) -> dict[str, Any]:
         out["cooldown"] = t.cooldown
     if t.scheduled_at:
         out["scheduled_at"] = t.scheduled_at
+    if t.revocable_zone:
+        out["revocable_zone"] = t.revocable_zone
     return out
 
 
@@ -204,6 +206,10 @@ def encode_job(j: Job) -> dict[str, Any]:
         out["created_at"] = j.created_at
     if j.sla_waiting_time is not None:
         out["sla_waiting_time"] = j.sla_waiting_time
+    if j.jdb_min_available:
+        out["jdb_min_available"] = j.jdb_min_available
+    if j.jdb_max_unavailable:
+        out["jdb_max_unavailable"] = j.jdb_max_unavailable
     nt = j.network_topology
     if nt is not None:
         out["network_topology"] = {
@@ -474,6 +480,7 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         topology_spread=tuple(_dspread(c) for c in d.get("topology_spread") or ()),
         cooldown=None if d.get("cooldown") is None else _seconds(d["cooldown"], f"{field}.cooldown"),
         scheduled_at=_seconds(d.get("scheduled_at", 0.0), f"{field}.scheduled_at"),
+        revocable_zone=str(d.get("revocable_zone", "")),
     )
 
 
@@ -497,6 +504,8 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
             None if d.get("sla_waiting_time") is None else _seconds(d["sla_waiting_time"], f"{field}.sla_waiting_time")
         ),
         network_topology=_dtopology(d.get("network_topology")),
+        jdb_min_available=str(d.get("jdb_min_available", "")),
+        jdb_max_unavailable=str(d.get("jdb_max_unavailable", "")),
     )
 
 

@@ -44,6 +44,7 @@ from scheduler.framework import (
     SessionClose,
     TaskOrder,
     VictimQueueOrder,
+    VictimTasks,
     Vote,
     intersect_victims,
 )
@@ -80,6 +81,7 @@ _CAPABILITIES: dict[ExtensionPoint, type[Capability]] = {
     ExtensionPoint.ALLOCATABLE: Allocatable,
     ExtensionPoint.HYPERNODE_ORDER: HyperNodeOrder,
     ExtensionPoint.HYPERNODE_GRADIENT: HyperNodeGradient,
+    ExtensionPoint.VICTIM_TASKS: VictimTasks,
 }
 #: Extension points no switch can disable (Volcano: jobValid, victimQueueOrder).
 _ALWAYS_ON = frozenset({ExtensionPoint.JOB_VALID, ExtensionPoint.VICTIM_QUEUE_ORDER})
@@ -353,6 +355,18 @@ class Session(SessionState):
         return self._victims(ExtensionPoint.RECLAIMABLE, "reclaimable", reclaimer, candidates)
 
     # -- node-level ----------------------------------------------------------------------------
+
+    def victim_tasks(self, tasks: Sequence[TaskInfo] = ()) -> list[TaskInfo]:
+        """Volcano's ``ssn.VictimTasks``: the union of a tier's plugins' victims, the first tier
+        with any deciding (in uid order)."""
+        for tier in self._points[ExtensionPoint.VICTIM_TASKS]:
+            chosen: dict[str, TaskInfo] = {}
+            for p in tier:
+                for t in p.victim_tasks(tasks):
+                    chosen[t.uid] = t
+            if chosen:
+                return [chosen[k] for k in sorted(chosen)]
+        return []
 
     def hyper_node_gradient(
         self, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str

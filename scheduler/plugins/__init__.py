@@ -13,6 +13,7 @@ from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, Predicat
 from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
 from scheduler.plugins.sla import SlaPlugin
+from scheduler.plugins.tdm import TdmPlugin
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -32,6 +33,7 @@ __all__ = [
     "ProportionPlugin",
     "ResourceQuotaPlugin",
     "SlaPlugin",
+    "TdmPlugin",
 ]
 
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
@@ -51,4 +53,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     NodeGroupPlugin,
     NetworkTopologyAwarePlugin,
     CdpPlugin,
+    TdmPlugin,
 )

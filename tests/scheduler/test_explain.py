@@ -67,6 +67,18 @@ def test_volcanos_victim_cases_through_simulate_explain(case: VolcanoCase, tmp_p
             assert got["victims"][pod][vote] == sorted(names), (pod, vote)
 
 
+TASK_CASES = [c for c in load_cases() if "victim_task_count" in c.data["expect"]]
+
+
+@pytest.mark.parametrize("case", TASK_CASES, ids=lambda c: c.id)
+def test_volcanos_victim_task_cases_through_simulate_explain(case: VolcanoCase, tmp_path: Path) -> None:
+    """ssn.VictimTasks cases (expect.victim_task_count) with the session's clock as ``--now``."""
+    got = _run(
+        tmp_path, manifests_of(case.data), dump_config(config_of(case)), "--explain-victim-tasks", "--now", str(NOW)
+    )
+    assert len(got["victim_tasks"]) == case.data["expect"]["victim_task_count"]
+
+
 def test_some_of_volcanos_hook_cases_go_through_the_command_line() -> None:
     kinds = {k for c in HOOK_CASES for k in ("scores", "predicates", "hypernode_scores") if k in c.data["expect"]}
     assert kinds == {"scores", "predicates", "hypernode_scores"}
@@ -78,20 +90,21 @@ def test_volcanos_hook_cases_through_simulate_explain(case: VolcanoCase, tmp_pat
     expect = case.data["expect"]
     docs = manifests_of(case.data)
     conf = dump_config(config_of(case))
+    clock = ("--now", str(NOW))  # the library path's session clock
     tolerance = float(case.data.get("score_tolerance", 1e-6))
     problems: list[str] = []
     for key, want in (expect.get("scores") or {}).items():
         nodes = case.data.get("score_nodes")
         flags = ["--explain-node-scores", "--task", key, *(["--nodes", ",".join(nodes)] if nodes else [])]
-        got = _run(tmp_path, docs, conf, *flags)["node_scores"][key]
+        got = _run(tmp_path, docs, conf, *flags, *clock)["node_scores"][key]
         problems += [
             f"{key} on {n}: want {s}, got {got[n]}" for n, s in want.items() if abs(got[n] - float(s)) > tolerance
         ]
     for key, want in (expect.get("predicates") or {}).items():
-        got = _run(tmp_path, docs, conf, "--explain-predicates", "--task", key)["predicates"][key]
+        got = _run(tmp_path, docs, conf, "--explain-predicates", "--task", key, *clock)["predicates"][key]
         problems += [f"{key} on {n}: want {c}, got {got[n]}" for n, c in want.items() if got[n]["code"] != c]
     for job, want in (expect.get("hypernode_scores") or {}).items():
-        got = _run(tmp_path, docs, conf, "--explain-hypernodes", job)["hypernodes"]["scores"]
+        got = _run(tmp_path, docs, conf, "--explain-hypernodes", job, *clock)["hypernodes"]["scores"]
         problems += [
             f"{job} on {n}: want {s}, got {got.get(n)}" for n, s in want.items() if abs(got[n] - float(s)) > tolerance
         ]

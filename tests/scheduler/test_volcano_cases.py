@@ -19,6 +19,7 @@ from tests.scheduler.volcano_harness import (
     run_case,
     score_problems,
     victim_problems,
+    victim_task_problems,
 )
 
 CASES = list(load_cases())
@@ -48,6 +49,12 @@ def test_same_decisions_as_volcano(case: VolcanoCase) -> None:
         # An action's argument parsing (Go's parseArguments).
         assert "deviation" not in case.data
         problems = action_arg_problems(case, case.data["expect"])
+        assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
+        return
+    if "victim_task_count" in case.data["expect"]:
+        # ssn.VictimTasks on an opened session.
+        assert "deviation" not in case.data
+        problems = victim_task_problems(case, case.data["expect"])
         assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
         return
     if "victims" in case.data["expect"]:

@@ -321,6 +321,14 @@ def victim_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def victim_task_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
+    """Return how the number of ``ssn.VictimTasks`` of an opened session misses ``expect["victim_task_count"]``."""
+    session = Session(snapshot_of(case.data), config_of(case), default_registry())
+    got = session.victim_tasks()
+    want = expect["victim_task_count"]
+    return [] if len(got) == want else [f"victim tasks: want {want}, got {len(got)} ({[t.key for t in got]})"]
+
+
 def snapshot_of(case: Mapping[str, Any]) -> Snapshot:
     """Return the case's snapshot: every object created at the same instant, no implicit queues."""
     snap = snapshot_from_manifests(enumerate(manifests_of(case), 1))
