@@ -54,8 +54,11 @@ from scheduler import (
 from scheduler.manifests import (
     HIERARCHY,
     HIERARCHY_WEIGHTS,
+    JDB_MAX_UNAVAILABLE,
+    JDB_MIN_AVAILABLE,
     POD_STATUS,
     PREEMPTABLE,
+    REVOCABLE_ZONE,
     TASK_PRIORITY,
     TASK_SPEC,
     VOLCANO_SCHEDULERS,
@@ -246,6 +249,8 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         created_at=_seconds(row["created_at"]),
         sla_waiting_time=sla,
         network_topology=topology,
+        jdb_min_available=str(annotations.get(JDB_MIN_AVAILABLE) or ""),
+        jdb_max_unavailable=str(annotations.get(JDB_MAX_UNAVAILABLE) or ""),
     )
 
 
@@ -319,6 +324,7 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
         topology_spread=where.topology_spread,
         cooldown=cooldown_time(labels, annotations),
         scheduled_at=_seconds(row["started_at"]) if row["started_at"] is not None else 0.0,
+        revocable_zone=str(annotations.get(REVOCABLE_ZONE) or ""),
     )
 
 
