@@ -131,6 +131,10 @@ def _check_arg(value: Any, spec: ArgSpec, path: str) -> Any:
         if not isinstance(value, str):
             raise ConfigError(path, f"expected a string, got {value!r}")
         return value
+    if kind == "map":
+        if not isinstance(value, Mapping):
+            raise ConfigError(path, f"expected a mapping, got {value!r}")
+        return value
     raise ConfigError(path, f"unsupported argument kind {kind!r}")  # pragma: no cover
 
 

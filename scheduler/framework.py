@@ -126,8 +126,8 @@ class Filter:
 class ArgSpec:
     """The type and default of a plugin or action argument.
 
-    ``kind`` is ``int`` (YAML int), ``float`` (int or float), ``bool`` (bool or "true"/"false")
-    or ``str``.
+    ``kind`` is ``int`` (YAML int), ``float`` (int or float), ``bool`` (bool or "true"/"false"),
+    ``str`` or ``map`` (a mapping, checked by ``check``).
     """
 
     kind: str

@@ -46,6 +46,8 @@ __all__ = [
     "POD_STATUS",
     "PREEMPTABLE",
     "REVOCABLE_ZONE",
+    "SCORING_TYPE",
+    "SCORING_WEIGHTS",
     "TASK_PRIORITY",
     "TASK_SPEC",
     "VOLCANO_SCHEDULERS",
@@ -70,6 +72,8 @@ TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
 REVOCABLE_ZONE = "volcano.sh/revocable-zone"
+SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
+SCORING_WEIGHTS = "volcano.sh/resource-strategy-weight"
 JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 VOLCANO_SCHEDULERS = frozenset({"volcano"})
@@ -518,6 +522,8 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         cooldown=cooldown_time(labels, ann),
         scheduled_at=scheduled_at(ctx, status),
         revocable_zone=ann.get(REVOCABLE_ZONE, ""),
+        scoring_type=ann.get(SCORING_TYPE, ""),
+        scoring_weights=ann.get(SCORING_WEIGHTS, ""),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 

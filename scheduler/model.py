@@ -382,6 +382,10 @@ class Task:
     scheduled_at: float = 0.0
     #: The pod's ``volcano.sh/revocable-zone`` annotation ("" none; ``*``: any zone), read by tdm.
     revocable_zone: str = ""
+    #: The pod's ``volcano.sh/resource-strategy-scoring-type`` and ``volcano.sh/resource-strategy-weight``
+    #: annotations ("" unset), read by resource-strategy-fit.
+    scoring_type: str = ""
+    scoring_weights: str = ""
 
     @property
     def key(self) -> str:

@@ -183,6 +183,10 @@ def encode_task(t: Task) -> dict[str, Any]:
         out["scheduled_at"] = t.scheduled_at
     if t.revocable_zone:
         out["revocable_zone"] = t.revocable_zone
+    if t.scoring_type:
+        out["scoring_type"] = t.scoring_type
+    if t.scoring_weights:
+        out["scoring_weights"] = t.scoring_weights
     return out
 
 
@@ -481,6 +485,8 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         cooldown=None if d.get("cooldown") is None else _seconds(d["cooldown"], f"{field}.cooldown"),
         scheduled_at=_seconds(d.get("scheduled_at", 0.0), f"{field}.scheduled_at"),
         revocable_zone=str(d.get("revocable_zone", "")),
+        scoring_type=str(d.get("scoring_type", "")),
+        scoring_weights=str(d.get("scoring_weights", "")),
     )
 
 

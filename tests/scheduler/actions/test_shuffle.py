@@ -14,7 +14,6 @@ from scheduler.registry import default_registry
 from scheduler.snapshot import Snapshot
 from scheduler.testing import make_job, make_node, make_snapshot, make_task
 
-
 RUNNING = TaskStatus.RUNNING
 
 
