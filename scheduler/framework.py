@@ -127,7 +127,7 @@ class ArgSpec:
     """The type and default of a plugin or action argument.
 
     ``kind`` is ``int`` (YAML int), ``float`` (int or float), ``bool`` (bool or "true"/"false"),
-    ``str`` or ``map`` (a mapping, checked by ``check``).
+    ``str``, ``map`` (a mapping) or ``any`` (structured YAML), the last two checked by ``check``.
     """
 
     kind: str

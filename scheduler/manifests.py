@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ PREEMPTABLE = "volcano.sh/preemptable"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
+NODE_USAGE = "volcanoweb.io/node-usage"
 REVOCABLE_ZONE = "volcano.sh/revocable-zone"
 SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
 SCORING_WEIGHTS = "volcano.sh/resource-strategy-weight"
@@ -306,7 +308,25 @@ def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
         ctx.labels(meta.get("labels"), "metadata.labels"),
         tuple(taints),
         ctx.boolean(spec.get("unschedulable"), "spec.unschedulable", False),
+        node_usage(ctx, ctx.labels(meta.get("annotations"), "metadata.annotations").get(NODE_USAGE)),
     )
+
+
+def node_usage(ctx: _Ctx, text: str | None) -> dict[str, dict[str, float]]:
+    """The ``volcanoweb.io/node-usage`` annotation: JSON ``{period: {resource: percent}}``, e.g.
+    ``{"5m": {"cpu": 72.5, "memory": 40}}`` (what Volcano reads from its metrics source)."""
+    if not text:
+        return {}
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raise ctx.error(f"metadata.annotations.{NODE_USAGE}", "expected JSON {period: {resource: percent}}") from None
+    out: dict[str, dict[str, float]] = {}
+    for period, values in raw.items() if isinstance(raw, dict) else [(None, None)]:
+        if not isinstance(values, dict) or not all(isinstance(v, int | float) for v in values.values()):
+            raise ctx.error(f"metadata.annotations.{NODE_USAGE}", "expected JSON {period: {resource: percent}}")
+        out[str(period)] = {str(k): float(v) for k, v in values.items()}
+    return out
 
 
 def _pod_requests(ctx: _Ctx, spec: Mapping[str, Any]) -> Resource:

@@ -331,6 +331,9 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
+    #: Measured utilisation in percent, per averaging period (``"5m"``) and resource (``cpu``,
+    #: ``memory``): Volcano's ``NodeInfo.ResourceUsage``, read by the rescheduling plugin.
+    usage: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

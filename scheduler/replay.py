@@ -132,6 +132,8 @@ def encode_node(n: Node) -> dict[str, Any]:
         out["taints"] = [[t.key, t.value, t.effect] for t in n.taints]
     if n.unschedulable:
         out["unschedulable"] = True
+    if n.usage:
+        out["usage"] = {p: dict(v) for p, v in n.usage.items()}
     return out
 
 
@@ -449,6 +451,7 @@ def _node(d: Mapping[str, Any], field: str) -> Node:
         labels=dict(d.get("labels") or {}),
         taints=tuple(Taint(str(k), str(v), str(e)) for k, v, e in d.get("taints") or ()),
         unschedulable=bool(d.get("unschedulable", False)),
+        usage={str(p): {str(k): float(x) for k, x in v.items()} for p, v in (d.get("usage") or {}).items()},
     )
 
 

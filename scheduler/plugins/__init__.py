@@ -10,6 +10,7 @@ from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
 from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
+from scheduler.plugins.rescheduling import ReschedulingPlugin
 from scheduler.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
 from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
@@ -32,6 +33,7 @@ __all__ = [
     "PredicatesPlugin",
     "PriorityPlugin",
     "ProportionPlugin",
+    "ReschedulingPlugin",
     "ResourceQuotaPlugin",
     "ResourceStrategyFitPlugin",
     "SlaPlugin",
@@ -57,4 +59,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     CdpPlugin,
     TdmPlugin,
     ResourceStrategyFitPlugin,
+    ReschedulingPlugin,
 )
