@@ -49,6 +49,9 @@ __all__ = [
     "REVOCABLE_ZONE",
     "SCORING_TYPE",
     "SCORING_WEIGHTS",
+    "TASK_AFFINITY",
+    "TASK_ANTI_AFFINITY",
+    "TASK_ORDER",
     "TASK_PRIORITY",
     "TASK_SPEC",
     "VOLCANO_SCHEDULERS",
@@ -77,6 +80,9 @@ REVOCABLE_ZONE = "volcano.sh/revocable-zone"
 SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
 SCORING_WEIGHTS = "volcano.sh/resource-strategy-weight"
 JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
+TASK_AFFINITY = "volcano.sh/task-topology-affinity"
+TASK_ANTI_AFFINITY = "volcano.sh/task-topology-anti-affinity"
+TASK_ORDER = "volcano.sh/task-topology-task-order"
 JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 VOLCANO_SCHEDULERS = frozenset({"volcano"})
 HIERARCHY = "volcano.sh/hierarchy"
@@ -601,6 +607,9 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
         network_topology=network_topology(ctx, spec.get("networkTopology"), "spec.networkTopology"),
         jdb_min_available=ann.get(JDB_MIN_AVAILABLE, ""),
         jdb_max_unavailable=ann.get(JDB_MAX_UNAVAILABLE, ""),
+        task_affinity=ann.get(TASK_AFFINITY),
+        task_anti_affinity=ann.get(TASK_ANTI_AFFINITY),
+        task_order=ann.get(TASK_ORDER),
         uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
         name=name,
         namespace=ns,

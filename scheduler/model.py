@@ -429,6 +429,11 @@ class Job:
     #: ``volcano.sh/jdb-max-unavailable``: a count or a percentage; "" unset), read by tdm.
     jdb_min_available: str = ""
     jdb_max_unavailable: str = ""
+    #: The PodGroup's ``volcano.sh/task-topology-affinity``, ``-anti-affinity`` and ``-task-order``
+    #: annotations (None: absent), read by task-topology.
+    task_affinity: str | None = None
+    task_anti_affinity: str | None = None
+    task_order: str | None = None
 
     @property
     def key(self) -> str:

@@ -216,6 +216,9 @@ def encode_job(j: Job) -> dict[str, Any]:
         out["jdb_min_available"] = j.jdb_min_available
     if j.jdb_max_unavailable:
         out["jdb_max_unavailable"] = j.jdb_max_unavailable
+    for name in ("task_affinity", "task_anti_affinity", "task_order"):
+        if getattr(j, name) is not None:
+            out[name] = getattr(j, name)
     nt = j.network_topology
     if nt is not None:
         out["network_topology"] = {
@@ -515,6 +518,9 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
         network_topology=_dtopology(d.get("network_topology")),
         jdb_min_available=str(d.get("jdb_min_available", "")),
         jdb_max_unavailable=str(d.get("jdb_max_unavailable", "")),
+        task_affinity=None if d.get("task_affinity") is None else str(d["task_affinity"]),
+        task_anti_affinity=None if d.get("task_anti_affinity") is None else str(d["task_anti_affinity"]),
+        task_order=None if d.get("task_order") is None else str(d["task_order"]),
     )
 
 

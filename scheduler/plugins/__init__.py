@@ -15,6 +15,7 @@ from scheduler.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
 from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
 from scheduler.plugins.sla import SlaPlugin
+from scheduler.plugins.task_topology import TaskTopologyPlugin
 from scheduler.plugins.tdm import TdmPlugin
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "ResourceQuotaPlugin",
     "ResourceStrategyFitPlugin",
     "SlaPlugin",
+    "TaskTopologyPlugin",
     "TdmPlugin",
 ]
 
@@ -60,4 +62,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     TdmPlugin,
     ResourceStrategyFitPlugin,
     ReschedulingPlugin,
+    TaskTopologyPlugin,
 )

@@ -59,6 +59,9 @@ from scheduler.manifests import (
     POD_STATUS,
     PREEMPTABLE,
     REVOCABLE_ZONE,
+    TASK_AFFINITY,
+    TASK_ANTI_AFFINITY,
+    TASK_ORDER,
     TASK_PRIORITY,
     TASK_SPEC,
     VOLCANO_SCHEDULERS,
@@ -251,6 +254,9 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         network_topology=topology,
         jdb_min_available=str(annotations.get(JDB_MIN_AVAILABLE) or ""),
         jdb_max_unavailable=str(annotations.get(JDB_MAX_UNAVAILABLE) or ""),
+        task_affinity=annotations.get(TASK_AFFINITY),
+        task_anti_affinity=annotations.get(TASK_ANTI_AFFINITY),
+        task_order=annotations.get(TASK_ORDER),
     )
 
 
