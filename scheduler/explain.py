@@ -49,12 +49,15 @@ def _pending(session: Session, task: str | None) -> list[TaskInfo]:
 def node_scores(session: Session, task: str | None = None, nodes: Sequence[str] = ()) -> dict[str, dict[str, float]]:
     """``{pod: {node: score}}``: the summed node-order scores of each pending pod (or of ``task``) over
     ``nodes`` (every node when empty), the candidates scored together (ties that add a bonus look
-    at them only)."""
+    at them only); a job with a network topology spans the HyperNode its placed pods span."""
     names = list(session.nodes.names)
     chosen = list(nodes) or names
     idx = np.array([session.nodes.index[n] for n in chosen], dtype=np.intp)
     out: dict[str, dict[str, float]] = {}
     for t in _pending(session, task):
+        if t.job.job.network_topology is not None:
+            # The HyperNode the job spans, as allocate tells network-topology-aware before it scores.
+            session.job_hyper_nodes[t.job.key] = session.allocated_hyper_node(t.job)
         scores = session.node_scores(t, idx)
         out[t.key] = {n: float(s) for n, s in zip(chosen, scores.tolist(), strict=True)}
     return out

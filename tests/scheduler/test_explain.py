@@ -178,3 +178,32 @@ def test_explain_names_what_it_cannot_answer(tmp_path: Path) -> None:
     state = tmp_path / "s.yaml"
     state.write_text(yaml.safe_dump_all(_cluster()), encoding="utf-8")
     assert main(["simulate", str(state), "--explain-victims", "ns/nothing"]) == 2
+
+
+def test_explain_node_scores_see_the_hypernode_the_job_spans(tmp_path: Path) -> None:
+    """A topology job with a pod on rack r1: network-topology-aware scores r1's other node highest."""
+    docs = []
+    for rack in ("r1", "r2"):
+        for i in (1, 2):
+            docs.append(yaml.safe_load(NODE.format(name=f"{rack}-n{i}", cpu=4)))
+        docs.append(
+            {
+                "apiVersion": "topology.volcano.sh/v1alpha1",
+                "kind": "HyperNode",
+                "metadata": {"name": rack},
+                "spec": {
+                    "tier": 1,
+                    "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": f"^{rack}-"}}}],
+                },
+            }
+        )
+    docs.append(yaml.safe_load(QUEUE.format(name="q1", weight=1)))
+    pg = yaml.safe_load(PG.format(name="g", queue="q1", pc="low", cpu=2, phase="Running"))
+    pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 2}
+    docs += [yaml.safe_load(c) for c in CLASSES.split("\n---\n")]
+    docs.append(pg)
+    docs.append(yaml.safe_load(POD.format(name="g-0", pg="g", pc="low", node="r1-n1", cpu=1, phase="Running")))
+    docs.append(yaml.safe_load(POD.format(name="g-1", pg="g", pc="low", node="", cpu=1, phase="Pending")))
+    conf = "actions: allocate\ntiers: [{plugins: [{name: network-topology-aware}]}]\n"
+    got = _run(tmp_path, docs, conf, "--explain-node-scores", "--task", "ns/g-1")["node_scores"]["ns/g-1"]
+    assert got["r1-n2"] > got["r2-n1"]
