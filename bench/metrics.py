@@ -95,6 +95,27 @@ def share_error(case: Case, run: Run) -> dict[str, Any]:
     return out
 
 
+def topology_quality(case: Case, run: Run) -> dict[str, Any]:
+    """W10: how many gangs with a network topology sit inside one HyperNode of a tier they allow."""
+    from scheduler.topology import Topology
+
+    topo = Topology(case.hyper_nodes, sorted(case.nodes, key=lambda n: n.name))
+    index = {n: i for i, n in enumerate(sorted(x.name for x in case.nodes))}
+    pods: dict[str, list[int]] = {}
+    for t in case.tasks:
+        if t.key in run.bound:
+            pods.setdefault(t.job, []).append(index[run.bound[t.key][0]])
+    inside = placed = 0
+    for job in case.jobs:
+        if job.network_topology is None or job.key not in pods:
+            continue
+        placed += 1
+        lowest = topo.lowest_holding(sorted(set(pods[job.key])))
+        if lowest and topo.tier[lowest] <= (job.network_topology.highest_tier_allowed or topo.top_tier):
+            inside += 1
+    return {"topology_gangs_placed": placed, "topology_gangs_inside_allowed_tier": inside}
+
+
 def quality(case: Case, run: Run) -> dict[str, Any]:
     """Placement-quality numbers (the checks that make speed honest)."""
     snap = run.final
@@ -115,6 +136,8 @@ def quality(case: Case, run: Run) -> dict[str, Any]:
         req = sum(t.requests.cpu for t in snap.tasks if t.key in case.measured)
         q["nodes_used"] = len(nodes)
         q["nodes_lower_bound"] = math.ceil(req / (NODE_CPU * 1000))
+    if "topology" in case.quality:
+        q.update(topology_quality(case, run))
     if "preempt" in case.quality:
         per: dict[str, int] = {}
         for e in run.evicted:

@@ -70,7 +70,7 @@ def _rss_mb() -> float:
 def build(workload: str, size: str, seed: int) -> tuple[Case, Snapshot]:
     """Build a case and its initial snapshot."""
     case = WORKLOADS[workload](size, seed)
-    snap = Snapshot.of(case.nodes, case.queues, case.jobs, case.tasks)
+    snap = Snapshot.of(case.nodes, case.queues, case.jobs, case.tasks, hyper_nodes=case.hyper_nodes)
     return case, snap
 
 

@@ -1,4 +1,4 @@
-"""Workloads W1-W9 (docs/performance.md, "Workloads and sizes"; plus W8b, the session-latency gate).
+"""Workloads W1-W10 (docs/performance.md, "Workloads and sizes"; plus W8b, the session-latency gate).
 
 Every builder is deterministic for a given (size, seed). Counts given for M/L are
 scaled by 1/10 at size S so the smoke run stays well under a minute and every case fits.
@@ -12,9 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.cluster import NODE_CPU, Builder, default_queue, make_nodes, plain_nodes, res, size_nodes
+from bench.cluster import (
+    NODE_CPU,
+    NODE_MEM_GIB,
+    NODE_PODS,
+    Builder,
+    default_queue,
+    make_nodes,
+    plain_nodes,
+    res,
+    size_nodes,
+)
 from scheduler import DEFAULT_CONFIG, Job, JobPhase, Node, Queue, SchedulerConfig, Task, parse_config
 from scheduler.config import DEFAULT_CONFIG_YAML
+from scheduler.model import HyperNode, HyperNodeMember, NetworkTopology
 
 # Volcano's default configuration with binpack added to the second tier.
 BINPACK_CONFIG = DEFAULT_CONFIG_YAML + "  - name: binpack\n"
@@ -50,6 +61,7 @@ class Case:
     runtimes: dict[str, float] = field(default_factory=dict)  # job key -> sim seconds once bound
     params: dict[str, Any] = field(default_factory=dict)
     quality: list[str] = field(default_factory=list)  # extra quality metrics to compute
+    hyper_nodes: list[HyperNode] = field(default_factory=list)  # the network topology (W10)
 
 
 def _scale(size: str) -> float:
@@ -367,6 +379,70 @@ def w9(size: str, seed: int) -> Case:
     )
 
 
+#: W10's rack and spine labels (what Volcano's label-based HyperNode auto-discovery reads) and sizes.
+RACK_LABEL, SPINE_LABEL = "topology.volcanoweb.io/rack", "topology.volcanoweb.io/spine"
+RACK_NODES, SPINE_RACKS = 16, 16
+
+
+def w10(size: str, seed: int) -> Case:
+    """W10: topology-aware gangs. Plain 32-CPU nodes in racks of 16 (tier-1 HyperNodes selecting their
+    nodes by label) under spines of 16 racks (tier 2); 60% of the racks' worth of 16-pod gangs of
+    24 CPU a pod with a hard topology of tier 1 (each needs a whole rack) and 10% of the racks' worth
+    of 32-pod gangs with a hard topology of tier 2 (two racks of one spine), created first."""
+    n = size_nodes(size)
+    nodes = [
+        Node(
+            f"node-{i:05d}",
+            res(NODE_CPU, NODE_MEM_GIB, NODE_PODS),
+            {RACK_LABEL: f"rack-{i // RACK_NODES:04d}", SPINE_LABEL: f"spine-{i // (RACK_NODES * SPINE_RACKS):03d}"},
+        )
+        for i in range(n)
+    ]
+    racks = n // RACK_NODES
+    hyper = [
+        HyperNode(f"rack-{r:04d}", 1, (HyperNodeMember("Node", match_labels=((RACK_LABEL, f"rack-{r:04d}"),)),))
+        for r in range((n + RACK_NODES - 1) // RACK_NODES)
+    ]
+    for sp in range((len(hyper) + SPINE_RACKS - 1) // SPINE_RACKS):
+        members = tuple(
+            HyperNodeMember("HyperNode", exact=h.name) for h in hyper[sp * SPINE_RACKS : (sp + 1) * SPINE_RACKS]
+        )
+        hyper.append(HyperNode(f"spine-{sp:03d}", 2, members))
+    b = Builder()
+    tier2 = max(1, round(0.1 * racks))
+    tier1 = round(0.6 * racks)
+    topology: dict[str, NetworkTopology] = {}
+    for g in range(tier2):
+        job, _ = b.job(f"w10-t2-{g:03d}", 2 * RACK_NODES, res(24, 64))
+        topology[job.key] = NetworkTopology("hard", 2)
+    for g in range(tier1):
+        job, _ = b.job(f"w10-t1-{g:04d}", RACK_NODES, res(24, 64), creation=1)
+        topology[job.key] = NetworkTopology("hard", 1)
+    from dataclasses import replace
+
+    jobs = [replace(j, network_topology=topology[j.key]) if j.key in topology else j for j in b.jobs]
+    keys = _keys(b.tasks)
+    return Case(
+        "W10",
+        size,
+        "topology-aware gangs: racks of 16 under spines, hard tier-1 and tier-2 gangs",
+        nodes,
+        default_queue(),
+        jobs,
+        b.tasks,
+        config=parse_config(DEFAULT_CONFIG_YAML + "  - name: network-topology-aware\n"),
+        measured=keys,
+        must_bind=keys,
+        quality=["topology"],
+        params={
+            "racks": len(hyper) - (len(hyper) + SPINE_RACKS) // (SPINE_RACKS + 1),
+            "tier1_gangs": tier1,
+            "tier2_gangs": tier2,
+        },
+        hyper_nodes=hyper,
+    )
+
+
 WORKLOADS: dict[str, Callable[..., Case]] = {
     "W1": w1,
     "W2": w2,
@@ -380,12 +456,13 @@ WORKLOADS: dict[str, Callable[..., Case]] = {
     "W8": w8,
     "W8b": w8b,
     "W9": w9,
+    "W10": w10,
 }
 
 #: Workloads run by ``core`` at each size unless ``--workloads`` says otherwise (L is the slow tier).
 DEFAULT_AT: dict[str, tuple[str, ...]] = {
     "S": tuple(WORKLOADS),
     "M": tuple(WORKLOADS),
-    "L": ("W1", "W3", "W4", "W4-10k", "W5", "W5-base", "W9"),
+    "L": ("W1", "W3", "W4", "W4-10k", "W5", "W5-base", "W9", "W10"),
     "XL": ("W1",),
 }

@@ -40,7 +40,7 @@ __all__ = ["SessionCache"]
 #: A journal always records at least this many pods (small cycles are always kept).
 _MIN_JOURNAL = 1000
 #: Fields that must hold the same objects for the opened state to be reused at all.
-_STATIC_FIELDS = ("nodes", "queues", "priority_classes")
+_STATIC_FIELDS = ("nodes", "queues", "priority_classes", "hyper_nodes")
 _ARRAYS = ("used", "releasing", "pipelined", "idle", "future", "pod_count", "nz_requested")
 
 

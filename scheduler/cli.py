@@ -6,10 +6,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from scheduler.config import DEFAULT_CONFIG, ConfigError, parse_config
 from scheduler.cycle import run_cycle
+from scheduler.explain import explain
 from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.replay import CycleInputError, is_cycle_input, load_cycle_input
 from scheduler.result import cycle_json
@@ -34,7 +36,39 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--cycles", type=int, default=1, help="number of cycles (default 1)")
     sim.add_argument("--details", action="store_true", help="print the full structured result of each cycle")
+    sim.add_argument(
+        "--now", help="the clock: seconds since the epoch or an RFC 3339 time (default: none; sla and cdp read it)"
+    )
+    hooks = sim.add_argument_group(
+        "plugin hooks", "answer a plugin hook on the opened session instead of running cycles (JSON under 'explain')"
+    )
+    hooks.add_argument("--explain-node-scores", action="store_true", help="node-order scores of each pending pod")
+    hooks.add_argument(
+        "--explain-predicates", action="store_true", help="each node's first failing predicate per pending pod"
+    )
+    hooks.add_argument("--explain-job-order", action="store_true", help="every job in job order")
+    hooks.add_argument("--explain-enqueue", action="store_true", help="whether each Pending PodGroup is enqueueable")
+    hooks.add_argument(
+        "--explain-victim-tasks", action="store_true", help="the running pods the plugins want evicted (shuffle's)"
+    )
+    hooks.add_argument(
+        "--explain-victims", metavar="JOB", help="pods a job's pending pods may preempt or reclaim (ns/name)"
+    )
+    hooks.add_argument("--explain-hypernodes", metavar="JOB", help="a job's topology, HyperNode gradients and scores")
+    hooks.add_argument("--task", help="only this pending pod (ns/name) for node scores and predicates")
+    hooks.add_argument("--nodes", help="comma-separated: the candidate nodes scored together (default all)")
     return parser
+
+
+def _clock(text: str) -> float:
+    """``--now``: seconds since the epoch, or an RFC 3339 time."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    from scheduler.manifests import timestamp
+
+    return timestamp(text)
 
 
 def _fail(message: str) -> int:
@@ -76,6 +110,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ManifestError as exc:
         return _fail(f"{args.state}: {exc}")
+    if args.now:
+        try:
+            snapshot = replace(snapshot, now=_clock(args.now))
+        except ValueError as exc:
+            return _fail(f"--now: {exc}")
+    what = [
+        name
+        for name, on in (
+            ("node-scores", args.explain_node_scores),
+            ("predicates", args.explain_predicates),
+            ("job-order", args.explain_job_order),
+            ("enqueue", args.explain_enqueue),
+            ("victim-tasks", args.explain_victim_tasks),
+            ("victims", args.explain_victims),
+            ("hypernodes", args.explain_hypernodes),
+        )
+        if on
+    ]
+    if what:
+        if args.explain_victims and args.explain_hypernodes and args.explain_victims != args.explain_hypernodes:
+            return _fail("--explain-victims and --explain-hypernodes name one job")
+        nodes = [n.strip() for n in (args.nodes or "").split(",") if n.strip()]
+        try:
+            answers = explain(
+                snapshot, config, what, task=args.task, nodes=nodes, job=args.explain_victims or args.explain_hypernodes
+            )
+        except KeyError as exc:
+            return _fail(str(exc.args[0]) if exc.args else str(exc))
+        sys.stdout.write(json.dumps({"explain": answers}, indent=2, sort_keys=True) + "\n")
+        return 0
     cycles: list[Any] = []
     for _ in range(args.cycles):
         result = run_cycle(snapshot, config)

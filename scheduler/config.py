@@ -58,11 +58,11 @@ SWITCHES: Mapping[str, tuple[ExtensionPoint, ...]] = MappingProxyType(
         "enabledOverused": (ExtensionPoint.OVERUSED,),
         "enabledAllocatable": (ExtensionPoint.ALLOCATABLE,),
         "enabledClusterOrder": (),
-        "enabledHyperNodeOrder": (),
+        "enabledHyperNodeOrder": (ExtensionPoint.HYPERNODE_ORDER,),
         "enabledSubJobReady": (),
         "enabledSubJobPipelined": (),
         "enabledSubJobOrder": (),
-        "enabledHyperNodeGradient": (),
+        "enabledHyperNodeGradient": (ExtensionPoint.HYPERNODE_GRADIENT,),
     }
 )
 _POINT_TO_SWITCH = {p: k for k, ps in SWITCHES.items() for p in ps}
@@ -130,6 +130,12 @@ def _check_arg(value: Any, spec: ArgSpec, path: str) -> Any:
     if kind == "str":
         if not isinstance(value, str):
             raise ConfigError(path, f"expected a string, got {value!r}")
+        return value
+    if kind == "map":
+        if not isinstance(value, Mapping):
+            raise ConfigError(path, f"expected a mapping, got {value!r}")
+        return value
+    if kind == "any":  # structured YAML, checked by the spec's ``check``
         return value
     raise ConfigError(path, f"unsupported argument kind {kind!r}")  # pragma: no cover
 

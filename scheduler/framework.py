@@ -25,6 +25,8 @@ __all__ = [
     "Filter",
     "Fit",
     "GangEvictable",
+    "HyperNodeGradient",
+    "HyperNodeOrder",
     "JobEnqueueable",
     "JobEnqueued",
     "JobOrder",
@@ -43,6 +45,7 @@ __all__ = [
     "SessionClose",
     "TaskOrder",
     "VictimQueueOrder",
+    "VictimTasks",
     "Vote",
 ]
 
@@ -83,6 +86,8 @@ class ExtensionPoint(StrEnum):
     VICTIM_TASKS = "victim_tasks"
     TARGET_JOB = "target_job"
     RESERVED_NODES = "reserved_nodes"
+    HYPERNODE_ORDER = "hypernode_order"
+    HYPERNODE_GRADIENT = "hypernode_gradient"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +126,8 @@ class Filter:
 class ArgSpec:
     """The type and default of a plugin or action argument.
 
-    ``kind`` is ``int`` (YAML int), ``float`` (int or float), ``bool`` (bool or "true"/"false")
-    or ``str``.
+    ``kind`` is ``int`` (YAML int), ``float`` (int or float), ``bool`` (bool or "true"/"false"),
+    ``str``, ``map`` (a mapping) or ``any`` (structured YAML), the last two checked by ``check``.
     """
 
     kind: str
@@ -360,6 +365,43 @@ class Allocatable(Capability, ABC):
 
     @abstractmethod
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool: ...
+
+
+class VictimTasks(Capability, ABC):
+    """``victim_tasks(tasks) -> [task]``: running pods a plugin wants evicted (Volcano's
+    ``VictimTasksFn``, used by the ``shuffle`` action and the rescheduling plugins). Combine: the
+    union over a tier's plugins; the first tier with any victim decides."""
+
+    point = ExtensionPoint.VICTIM_TASKS
+
+    @abstractmethod
+    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]: ...
+
+
+class HyperNodeOrder(Capability, ABC):
+    """``hyper_node_order(job, names) -> {name: score}``: how well the job's pods fit each
+    candidate HyperNode (Volcano's ``HyperNodeOrderFn``). Combine: sum over plugins; the highest
+    total wins, ties go to the first candidate."""
+
+    point = ExtensionPoint.HYPERNODE_ORDER
+
+    @abstractmethod
+    def hyper_node_order(self, job: JobInfo, names: Sequence[str]) -> Mapping[str, float]: ...
+
+
+class HyperNodeGradient(Capability, ABC):
+    """``hyper_node_gradient(job, root, allocated, minimum, purpose) -> [[name, ...], ...]``: the
+    HyperNodes under ``root`` the job may be placed in, grouped in the order to try them
+    (Volcano's ``HyperNodeGradientForJobFn``; ``purpose`` is ``allocate`` or ``evict``,
+    ``allocated`` the HyperNode the job's placed pods already span, ``minimum`` the request the
+    search pre-filters by). Combine: the first plugin decides; nobody ⇒ ``[[root]]``."""
+
+    point = ExtensionPoint.HYPERNODE_GRADIENT
+
+    @abstractmethod
+    def hyper_node_gradient(
+        self, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
+    ) -> list[list[str]]: ...
 
 
 class AllocateHandler(ABC):

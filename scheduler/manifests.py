@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -10,8 +11,11 @@ from typing import Any
 import yaml
 
 from scheduler.model import (
+    HyperNode,
+    HyperNodeMember,
     Job,
     JobPhase,
+    NetworkTopology,
     Node,
     NodeGroupAffinity,
     NodeSelectorRequirement,
@@ -38,18 +42,30 @@ __all__ = [
     "GROUP_ANNOTATION",
     "HIERARCHY",
     "HIERARCHY_WEIGHTS",
+    "JDB_MAX_UNAVAILABLE",
+    "JDB_MIN_AVAILABLE",
     "POD_STATUS",
     "PREEMPTABLE",
+    "REVOCABLE_ZONE",
+    "SCORING_TYPE",
+    "SCORING_WEIGHTS",
+    "TASK_AFFINITY",
+    "TASK_ANTI_AFFINITY",
+    "TASK_ORDER",
     "TASK_PRIORITY",
     "TASK_SPEC",
     "VOLCANO_SCHEDULERS",
     "ManifestError",
     "PodPlacement",
+    "cooldown_time",
     "flag",
+    "hyper_node",
     "load_manifests",
+    "network_topology_of",
     "pod_placement",
     "sla_waiting_time",
     "snapshot_from_manifests",
+    "timestamp",
 ]
 
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -58,6 +74,16 @@ QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PREEMPTABLE = "volcano.sh/preemptable"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"
+COOLDOWN_TIME = "volcano.sh/cooldown-time"
+NODE_USAGE = "volcanoweb.io/node-usage"
+REVOCABLE_ZONE = "volcano.sh/revocable-zone"
+SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
+SCORING_WEIGHTS = "volcano.sh/resource-strategy-weight"
+JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
+TASK_AFFINITY = "volcano.sh/task-topology-affinity"
+TASK_ANTI_AFFINITY = "volcano.sh/task-topology-anti-affinity"
+TASK_ORDER = "volcano.sh/task-topology-task-order"
+JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 VOLCANO_SCHEDULERS = frozenset({"volcano"})
 HIERARCHY = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS = "volcano.sh/hierarchy-weights"
@@ -70,6 +96,7 @@ _KINDS = {
     ("scheduling.k8s.io/v1", "PriorityClass"),
     ("v1", "ResourceQuota"),
     ("policy/v1", "PodDisruptionBudget"),
+    ("topology.volcano.sh/v1alpha1", "HyperNode"),
 }
 
 
@@ -287,7 +314,25 @@ def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
         ctx.labels(meta.get("labels"), "metadata.labels"),
         tuple(taints),
         ctx.boolean(spec.get("unschedulable"), "spec.unschedulable", False),
+        node_usage(ctx, ctx.labels(meta.get("annotations"), "metadata.annotations").get(NODE_USAGE)),
     )
+
+
+def node_usage(ctx: _Ctx, text: str | None) -> dict[str, dict[str, float]]:
+    """The ``volcanoweb.io/node-usage`` annotation: JSON ``{period: {resource: percent}}``, e.g.
+    ``{"5m": {"cpu": 72.5, "memory": 40}}`` (what Volcano reads from its metrics source)."""
+    if not text:
+        return {}
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raise ctx.error(f"metadata.annotations.{NODE_USAGE}", "expected JSON {period: {resource: percent}}") from None
+    out: dict[str, dict[str, float]] = {}
+    for period, values in raw.items() if isinstance(raw, dict) else [(None, None)]:
+        if not isinstance(values, dict) or not all(isinstance(v, int | float) for v in values.values()):
+            raise ctx.error(f"metadata.annotations.{NODE_USAGE}", "expected JSON {period: {resource: percent}}")
+        out[str(period)] = {str(k): float(v) for k, v in values.items()}
+    return out
 
 
 def _pod_requests(ctx: _Ctx, spec: Mapping[str, Any]) -> Resource:
@@ -500,8 +545,36 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         preferred_pod_affinity=placement.preferred_pod_affinity,
         preferred_anti_affinity=placement.preferred_anti_affinity,
         topology_spread=placement.topology_spread,
+        cooldown=cooldown_time(labels, ann),
+        scheduled_at=scheduled_at(ctx, status),
+        revocable_zone=ann.get(REVOCABLE_ZONE, ""),
+        scoring_type=ann.get(SCORING_TYPE, ""),
+        scoring_weights=ann.get(SCORING_WEIGHTS, ""),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
+
+
+def cooldown_time(labels: Mapping[str, str], annotations: Mapping[str, str]) -> float | None:
+    """A pod's ``volcano.sh/cooldown-time`` (label, else annotation) in seconds; None when unset or
+    not a Go duration (Volcano logs it and gives no protection)."""
+    value = labels.get(COOLDOWN_TIME)
+    if value is None:
+        value = annotations.get(COOLDOWN_TIME)
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError:
+        return None
+
+
+def scheduled_at(ctx: _Ctx, status: Mapping[str, Any]) -> float:
+    """The ``lastTransitionTime`` of a pod's ``PodScheduled`` condition that is ``True`` (0: none)."""
+    for j, cond in enumerate(ctx.seq(status.get("conditions"), "status.conditions")):
+        c = ctx.mapping(cond, f"status.conditions[{j}]")
+        if c.get("type") == "PodScheduled" and str(c.get("status")) == "True":
+            return _timestamp(ctx, c.get("lastTransitionTime"), f"status.conditions[{j}].lastTransitionTime")
+    return 0.0
 
 
 def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
@@ -531,6 +604,12 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
         pre = flag(labels.get(PREEMPTABLE))
     sla = _sla(ctx, ann)
     return Job(
+        network_topology=network_topology(ctx, spec.get("networkTopology"), "spec.networkTopology"),
+        jdb_min_available=ann.get(JDB_MIN_AVAILABLE, ""),
+        jdb_max_unavailable=ann.get(JDB_MAX_UNAVAILABLE, ""),
+        task_affinity=ann.get(TASK_AFFINITY),
+        task_anti_affinity=ann.get(TASK_ANTI_AFFINITY),
+        task_order=ann.get(TASK_ORDER),
         uid=ctx.string(meta.get("uid"), "metadata.uid", f"{ns}/{name}"),
         name=name,
         namespace=ns,
@@ -548,6 +627,92 @@ def _podgroup(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> Job:
 
 
 _RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$")
+
+
+def network_topology(ctx: _Ctx, value: Any, field: str) -> NetworkTopology | None:
+    """A PodGroup's (or Job's) ``networkTopology``: ``mode`` hard (default) or soft, and at most
+    one of ``highestTierAllowed`` (>= 0) and ``highestTierName``."""
+    if value is None:
+        return None
+    m = ctx.mapping(value, field)
+    mode = ctx.string(m.get("mode"), f"{field}.mode", "hard") or "hard"
+    if mode not in ("hard", "soft"):
+        raise ctx.error(f"{field}.mode", f"must be hard or soft, got {mode!r}")
+    allowed = None
+    if m.get("highestTierAllowed") is not None:
+        allowed = ctx.integer(m.get("highestTierAllowed"), f"{field}.highestTierAllowed", 0)
+        if allowed < 0:
+            raise ctx.error(f"{field}.highestTierAllowed", "must not be negative")
+    name = ctx.string(m.get("highestTierName"), f"{field}.highestTierName")
+    if allowed is not None and name:
+        raise ctx.error(f"{field}.highestTierName", "highestTierName and highestTierAllowed cannot be set together")
+    return NetworkTopology(mode, allowed, name)
+
+
+def _hyper_node(ctx: _Ctx, doc: Mapping[str, Any]) -> HyperNode:
+    """A ``topology.volcano.sh/v1alpha1`` HyperNode (``spec.tier`` >= 0, members of type Node
+    or HyperNode selected by ``exactMatch``, ``regexMatch`` or, for nodes, ``labelMatch``)."""
+    meta = ctx.mapping(doc.get("metadata"), "metadata")
+    spec = ctx.mapping(doc.get("spec"), "spec")
+    tier = ctx.integer(spec.get("tier"), "spec.tier", 0)
+    if tier < 0:
+        raise ctx.error("spec.tier", "must not be negative")
+    members: list[HyperNodeMember] = []
+    for j, raw in enumerate(ctx.seq(spec.get("members"), "spec.members")):
+        f = f"spec.members[{j}]"
+        m = ctx.mapping(raw, f)
+        kind = ctx.string(m.get("type"), f"{f}.type")
+        if kind not in ("Node", "HyperNode"):
+            raise ctx.error(f"{f}.type", f"must be Node or HyperNode, got {kind!r}")
+        sel = ctx.mapping(m.get("selector"), f"{f}.selector")
+        chosen = [k for k in ("exactMatch", "regexMatch", "labelMatch") if sel.get(k) is not None]
+        if len(chosen) != 1:
+            raise ctx.error(f"{f}.selector", "exactly one of exactMatch, regexMatch and labelMatch is required")
+        if chosen[0] == "exactMatch":
+            name = ctx.string(
+                ctx.mapping(sel["exactMatch"], f"{f}.selector.exactMatch").get("name"), f"{f}.selector.exactMatch.name"
+            )
+            if not name:
+                raise ctx.error(f"{f}.selector.exactMatch.name", "required")
+            members.append(HyperNodeMember(kind, exact=name))
+        elif chosen[0] == "regexMatch":
+            pattern = ctx.string(
+                ctx.mapping(sel["regexMatch"], f"{f}.selector.regexMatch").get("pattern"),
+                f"{f}.selector.regexMatch.pattern",
+            )
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ctx.error(f"{f}.selector.regexMatch.pattern", f"invalid regular expression: {exc}") from None
+            if kind != "Node":
+                raise ctx.error(f"{f}.selector", "a HyperNode member is selected by exactMatch only")
+            members.append(HyperNodeMember(kind, regex=pattern))
+        else:
+            if kind != "Node":
+                raise ctx.error(f"{f}.selector", "a HyperNode member is selected by exactMatch only")
+            labels, exprs = _selector(ctx, sel["labelMatch"], f"{f}.selector.labelMatch")
+            members.append(HyperNodeMember(kind, match_labels=labels or (), match_expressions=exprs))
+    return HyperNode(
+        name=ctx.string(meta.get("name"), "metadata.name"),
+        tier=tier,
+        members=tuple(members),
+        tier_name=ctx.string(spec.get("tierName"), "spec.tierName"),
+    )
+
+
+def timestamp(value: Any) -> float:
+    """An RFC 3339 time in seconds since the epoch (raises ManifestError, a ValueError)."""
+    return _timestamp(_Ctx(1, ""), value, "time")
+
+
+def hyper_node(doc: Mapping[str, Any], obj: str = "") -> HyperNode:
+    """Return the HyperNode of a ``topology.volcano.sh/v1alpha1`` manifest (raises ManifestError)."""
+    return _hyper_node(_Ctx(1, obj), doc)
+
+
+def network_topology_of(value: Any, obj: str = "") -> NetworkTopology | None:
+    """Return a ``spec.networkTopology`` value as the model's (raises ManifestError)."""
+    return network_topology(_Ctx(1, obj), value, "spec.networkTopology")
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int:
@@ -704,6 +869,33 @@ def _describe(doc: Mapping[str, Any]) -> str:
     return f"{kind} {name}"
 
 
+def _creation_ranks(items: list[tuple[int, Mapping[str, Any]]]) -> list[int]:
+    """The creation order of each object: by ``metadata.creationTimestamp``, then uid (its
+    ``metadata.uid``, else ``namespace/name`` as the parsers default it), as Kubernetes and Volcano
+    order; an object without a timestamp comes after every one with one (it is created now), in
+    file order."""
+    keys: list[tuple[Any, ...]] = []
+    for position, (index, doc) in enumerate(items):
+        meta = doc.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        stamp = meta.get("creationTimestamp")
+        if stamp is None or stamp == "":
+            keys.append((1, position))
+            continue
+        seconds = _timestamp(_Ctx(index, _describe(doc)), stamp, "metadata.creationTimestamp")
+        name = str(meta.get("name", ""))
+        default = (
+            name
+            if doc.get("kind") in ("Queue", "Node", "PriorityClass", "HyperNode")
+            else f"{meta.get('namespace') or 'default'}/{name}"
+        )
+        keys.append((0, seconds, str(meta.get("uid") or default), position))
+    ranks = [0] * len(items)
+    for rank, position in enumerate(sorted(range(len(items)), key=lambda i: keys[i])):
+        ranks[position] = rank
+    return ranks
+
+
 def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) -> Snapshot:
     """Return the snapshot described by ``objects`` (from :func:`load_manifests`).
 
@@ -719,8 +911,12 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
     classes: list[PriorityClass] = []
     quotas: list[ResourceQuota] = []
     pdbs: list[PodDisruptionBudget] = []
+    hyper_nodes: list[HyperNode] = []
     seen: dict[tuple[str, str], int] = {}
-    for order, (index, doc) in enumerate(objects):
+    items = list(objects)
+    ranks = _creation_ranks(items)
+    for position, (index, doc) in enumerate(items):
+        order = ranks[position]
         api, kind = doc.get("apiVersion"), doc.get("kind")
         ctx = _Ctx(index, _describe(doc))
         if (api, kind) not in _KINDS:
@@ -769,6 +965,8 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
             quotas.append(_resource_quota(ctx, doc))
         elif kind == "PodDisruptionBudget":
             pdbs.append(_pdb(ctx, doc))
+        elif kind == "HyperNode":
+            hyper_nodes.append(_hyper_node(ctx, doc))
         else:
             classes.append(_priority_class(ctx, doc))
     names = {q.name for q in queues}
@@ -776,4 +974,13 @@ def snapshot_from_manifests(objects: Iterable[tuple[int, Mapping[str, Any]]]) ->
         queues.append(Queue("root", reclaimable=False, creation=-2))
     if "default" not in names:
         queues.append(Queue("default", creation=-1))
-    return Snapshot.of(nodes, queues, jobs, tasks, classes, resource_quotas=quotas, pod_disruption_budgets=pdbs)
+    return Snapshot.of(
+        nodes,
+        queues,
+        jobs,
+        tasks,
+        classes,
+        resource_quotas=quotas,
+        pod_disruption_budgets=pdbs,
+        hyper_nodes=hyper_nodes,
+    )

@@ -9,8 +9,11 @@ from types import MappingProxyType
 
 __all__ = [
     "EMPTY",
+    "HyperNode",
+    "HyperNodeMember",
     "Job",
     "JobPhase",
+    "NetworkTopology",
     "Node",
     "NodeGroupAffinity",
     "NodeSelectorRequirement",
@@ -328,6 +331,9 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
+    #: Measured utilisation in percent, per averaging period (``"5m"``) and resource (``cpu``,
+    #: ``memory``): Volcano's ``NodeInfo.ResourceUsage``, read by the rescheduling plugin.
+    usage: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +377,18 @@ class Task:
     preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     #: ``spec.topologySpreadConstraints``.
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    #: ``volcano.sh/cooldown-time`` (label, else annotation) in seconds: the cdp plugin protects the pod
+    #: from eviction that long after it was scheduled (None: not set or invalid).
+    cooldown: float | None = None
+    #: When the pod was scheduled (its ``PodScheduled`` condition's ``lastTransitionTime``, seconds since
+    #: the epoch; 0: unknown).
+    scheduled_at: float = 0.0
+    #: The pod's ``volcano.sh/revocable-zone`` annotation ("" none; ``*``: any zone), read by tdm.
+    revocable_zone: str = ""
+    #: The pod's ``volcano.sh/resource-strategy-scoring-type`` and ``volcano.sh/resource-strategy-weight``
+    #: annotations ("" unset), read by resource-strategy-fit.
+    scoring_type: str = ""
+    scoring_weights: str = ""
 
     @property
     def key(self) -> str:
@@ -405,11 +423,57 @@ class Job:
     created_at: float = 0.0
     #: The ``sla-waiting-time`` annotation in seconds (None: not set); used by the sla plugin.
     sla_waiting_time: float | None = None
+    #: ``spec.networkTopology`` (None: the job may sit anywhere).
+    network_topology: NetworkTopology | None = None
+    #: The PodGroup's disruption budget (annotations ``volcano.sh/jdb-min-available`` and
+    #: ``volcano.sh/jdb-max-unavailable``: a count or a percentage; "" unset), read by tdm.
+    jdb_min_available: str = ""
+    jdb_max_unavailable: str = ""
+    #: The PodGroup's ``volcano.sh/task-topology-affinity``, ``-anti-affinity`` and ``-task-order``
+    #: annotations (None: absent), read by task-topology.
+    task_affinity: str | None = None
+    task_anti_affinity: str | None = None
+    task_order: str | None = None
 
     @property
     def key(self) -> str:
         """Return ``namespace/name``."""
         return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkTopology:
+    """A PodGroup's ``spec.networkTopology``: ``mode`` ``hard`` (the gang must fit inside one
+    HyperNode of tier at most ``highest_tier_allowed``) or ``soft`` (it prefers the lowest tier
+    it fits in); ``highest_tier_name`` names the tier by a HyperNode ``tierName`` instead."""
+
+    mode: str = "hard"
+    highest_tier_allowed: int | None = None
+    highest_tier_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HyperNodeMember:
+    """One ``spec.members`` entry of a HyperNode: ``type`` ``Node`` or ``HyperNode``, selected by
+    ``exact`` name, a ``regex`` over node names, or node labels (``match_labels`` and
+    ``match_expressions``, Node members only)."""
+
+    type: str
+    exact: str = ""
+    regex: str = ""
+    match_labels: tuple[tuple[str, str], ...] | None = None
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HyperNode:
+    """A ``topology.volcano.sh/v1alpha1`` HyperNode: a network domain (a rack, a spine block) of
+    ``tier`` (1 is the closest), whose members are nodes or lower HyperNodes."""
+
+    name: str
+    tier: int
+    members: tuple[HyperNodeMember, ...] = ()
+    tier_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,11 @@ from typing import Any
 
 from scheduler.config import SchedulerConfig, dump_config, parse_config
 from scheduler.model import (
+    HyperNode,
+    HyperNodeMember,
     Job,
     JobPhase,
+    NetworkTopology,
     Node,
     NodeGroupAffinity,
     NodeSelectorRequirement,
@@ -129,6 +132,8 @@ def encode_node(n: Node) -> dict[str, Any]:
         out["taints"] = [[t.key, t.value, t.effect] for t in n.taints]
     if n.unschedulable:
         out["unschedulable"] = True
+    if n.usage:
+        out["usage"] = {p: dict(v) for p, v in n.usage.items()}
     return out
 
 
@@ -174,6 +179,16 @@ def encode_task(t: Task) -> dict[str, Any]:
         out["preferred_anti_affinity"] = [_weighted(w) for w in t.preferred_anti_affinity]
     if t.topology_spread:
         out["topology_spread"] = [_spread(c) for c in t.topology_spread]
+    if t.cooldown is not None:
+        out["cooldown"] = t.cooldown
+    if t.scheduled_at:
+        out["scheduled_at"] = t.scheduled_at
+    if t.revocable_zone:
+        out["revocable_zone"] = t.revocable_zone
+    if t.scoring_type:
+        out["scoring_type"] = t.scoring_type
+    if t.scoring_weights:
+        out["scoring_weights"] = t.scoring_weights
     return out
 
 
@@ -197,7 +212,40 @@ def encode_job(j: Job) -> dict[str, Any]:
         out["created_at"] = j.created_at
     if j.sla_waiting_time is not None:
         out["sla_waiting_time"] = j.sla_waiting_time
+    if j.jdb_min_available:
+        out["jdb_min_available"] = j.jdb_min_available
+    if j.jdb_max_unavailable:
+        out["jdb_max_unavailable"] = j.jdb_max_unavailable
+    for name in ("task_affinity", "task_anti_affinity", "task_order"):
+        if getattr(j, name) is not None:
+            out[name] = getattr(j, name)
+    nt = j.network_topology
+    if nt is not None:
+        out["network_topology"] = {
+            "mode": nt.mode,
+            "highest_tier_allowed": nt.highest_tier_allowed,
+            "highest_tier_name": nt.highest_tier_name,
+        }
     return out
+
+
+def encode_hyper_node(h: HyperNode) -> dict[str, Any]:
+    """Return a HyperNode as JSON data."""
+    return {
+        "name": h.name,
+        "tier": h.tier,
+        "tier_name": h.tier_name,
+        "members": [
+            {
+                "type": m.type,
+                "exact": m.exact,
+                "regex": m.regex,
+                "match_labels": _pairs(m.match_labels),
+                "match_expressions": [_req(r) for r in m.match_expressions],
+            }
+            for m in h.members
+        ],
+    }
 
 
 def encode_queue(q: Queue) -> dict[str, Any]:
@@ -311,13 +359,20 @@ class SnapshotEncoder:
             if snapshot.resource_quotas
             else ""
         )
+        hyper = (
+            '"hyper_nodes":' + _dumps([encode_hyper_node(h) for h in snapshot.hyper_nodes]) + ","
+            if snapshot.hyper_nodes
+            else ""
+        )
         budgets = (
             ',"pod_disruption_budgets":'
             + _dumps([encode_pod_disruption_budget(b) for b in snapshot.pod_disruption_budgets])
             if snapshot.pod_disruption_budgets
             else ""
         )
-        before = '{"jobs":' + enc(snapshot.jobs, encode_job) + ',"nodes":' + enc(snapshot.nodes, encode_node)
+        before = (
+            "{" + hyper + '"jobs":' + enc(snapshot.jobs, encode_job) + ',"nodes":' + enc(snapshot.nodes, encode_node)
+        )
         after = (
             budgets
             + ',"priority_classes":' + _dumps([encode_priority_class(p) for p in snapshot.priority_classes])
@@ -399,6 +454,7 @@ def _node(d: Mapping[str, Any], field: str) -> Node:
         labels=dict(d.get("labels") or {}),
         taints=tuple(Taint(str(k), str(v), str(e)) for k, v, e in d.get("taints") or ()),
         unschedulable=bool(d.get("unschedulable", False)),
+        usage={str(p): {str(k): float(x) for k, x in v.items()} for p, v in (d.get("usage") or {}).items()},
     )
 
 
@@ -432,6 +488,11 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         preferred_pod_affinity=tuple(_dweighted(w) for w in d.get("preferred_pod_affinity") or ()),
         preferred_anti_affinity=tuple(_dweighted(w) for w in d.get("preferred_anti_affinity") or ()),
         topology_spread=tuple(_dspread(c) for c in d.get("topology_spread") or ()),
+        cooldown=None if d.get("cooldown") is None else _seconds(d["cooldown"], f"{field}.cooldown"),
+        scheduled_at=_seconds(d.get("scheduled_at", 0.0), f"{field}.scheduled_at"),
+        revocable_zone=str(d.get("revocable_zone", "")),
+        scoring_type=str(d.get("scoring_type", "")),
+        scoring_weights=str(d.get("scoring_weights", "")),
     )
 
 
@@ -453,6 +514,41 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
         created_at=_seconds(d.get("created_at", j.created_at), f"{field}.created_at"),
         sla_waiting_time=(
             None if d.get("sla_waiting_time") is None else _seconds(d["sla_waiting_time"], f"{field}.sla_waiting_time")
+        ),
+        network_topology=_dtopology(d.get("network_topology")),
+        jdb_min_available=str(d.get("jdb_min_available", "")),
+        jdb_max_unavailable=str(d.get("jdb_max_unavailable", "")),
+        task_affinity=None if d.get("task_affinity") is None else str(d["task_affinity"]),
+        task_anti_affinity=None if d.get("task_anti_affinity") is None else str(d["task_anti_affinity"]),
+        task_order=None if d.get("task_order") is None else str(d["task_order"]),
+    )
+
+
+def _dtopology(value: Any) -> NetworkTopology | None:
+    if value is None:
+        return None
+    allowed = value.get("highest_tier_allowed")
+    return NetworkTopology(
+        str(value.get("mode", "hard")),
+        None if allowed is None else int(allowed),
+        str(value.get("highest_tier_name", "")),
+    )
+
+
+def _hyper_node(d: Mapping[str, Any], field: str) -> HyperNode:
+    return HyperNode(
+        name=str(d["name"]),
+        tier=int(d["tier"]),
+        tier_name=str(d.get("tier_name", "")),
+        members=tuple(
+            HyperNodeMember(
+                type=str(m["type"]),
+                exact=str(m.get("exact", "")),
+                regex=str(m.get("regex", "")),
+                match_labels=_dpairs(m.get("match_labels")),
+                match_expressions=tuple(_dreq(r) for r in m.get("match_expressions") or ()),
+            )
+            for m in d.get("members") or ()
         ),
     )
 
@@ -522,6 +618,7 @@ _DECODERS: dict[str, Any] = {
     "priority_classes": _priority_class,
     "resource_quotas": _resource_quota,
     "pod_disruption_budgets": _pod_disruption_budget,
+    "hyper_nodes": _hyper_node,
 }
 
 
@@ -556,6 +653,7 @@ def decode_snapshot(data: Any) -> Snapshot:
         now=None if now is None else _seconds(now, "snapshot.now"),
         resource_quotas=parts["resource_quotas"],
         pod_disruption_budgets=parts["pod_disruption_budgets"],
+        hyper_nodes=parts["hyper_nodes"],
     )
 
 

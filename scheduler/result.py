@@ -23,6 +23,7 @@ class ReasonKind(StrEnum):
     PREDICATE_FAILURE = "predicate-failure"  # no node passed predicates + resource fit
     GANG_SHORTFALL = "gang-shortfall"  # some tasks fit, but fewer than minMember
     NOT_REACHED = "not-reached"  # the action stopped before the job was considered
+    TOPOLOGY = "network-topology"  # no HyperNode the job's networkTopology allows fits the gang
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ Where the rest lives: the incremental update of a kept state is :mod:`scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +23,8 @@ from scheduler.framework import (
     ExtensionPoint,
     Filter,
     FloatArray,
+    HyperNodeGradient,
+    HyperNodeOrder,
     IntArray,
     JobEnqueueable,
     JobEnqueued,
@@ -42,6 +44,7 @@ from scheduler.framework import (
     SessionClose,
     TaskOrder,
     VictimQueueOrder,
+    VictimTasks,
     Vote,
     intersect_victims,
 )
@@ -76,6 +79,9 @@ _CAPABILITIES: dict[ExtensionPoint, type[Capability]] = {
     ExtensionPoint.PREEMPTIVE: Preemptive,
     ExtensionPoint.OVERUSED: Overused,
     ExtensionPoint.ALLOCATABLE: Allocatable,
+    ExtensionPoint.HYPERNODE_ORDER: HyperNodeOrder,
+    ExtensionPoint.HYPERNODE_GRADIENT: HyperNodeGradient,
+    ExtensionPoint.VICTIM_TASKS: VictimTasks,
 }
 #: Extension points no switch can disable (Volcano: jobValid, victimQueueOrder).
 _ALWAYS_ON = frozenset({ExtensionPoint.JOB_VALID, ExtensionPoint.VICTIM_QUEUE_ORDER})
@@ -349,6 +355,52 @@ class Session(SessionState):
         return self._victims(ExtensionPoint.RECLAIMABLE, "reclaimable", reclaimer, candidates)
 
     # -- node-level ----------------------------------------------------------------------------
+
+    def victim_tasks(self, tasks: Sequence[TaskInfo] = ()) -> list[TaskInfo]:
+        """Volcano's ``ssn.VictimTasks``: the union of a tier's plugins' victims, the first tier
+        with any deciding (in uid order)."""
+        for tier in self._points[ExtensionPoint.VICTIM_TASKS]:
+            chosen: dict[str, TaskInfo] = {}
+            for p in tier:
+                for t in p.victim_tasks(tasks):
+                    chosen[t.uid] = t
+            if chosen:
+                return [chosen[k] for k in sorted(chosen)]
+        return []
+
+    def hyper_node_gradient(
+        self, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
+    ) -> list[list[str]]:
+        """The HyperNode gradients of ``job`` under ``root`` (the first plugin decides; none:
+        ``[[root]]``)."""
+        for p in self._flat[ExtensionPoint.HYPERNODE_GRADIENT]:
+            gradient: list[list[str]] = p.hyper_node_gradient(job, root, allocated, minimum, purpose)
+            return gradient
+        return [[root]]
+
+    def hyper_node_scores(self, job: JobInfo, names: Sequence[str]) -> dict[str, float]:
+        """The summed HyperNode-order scores of ``names`` for ``job`` (0 when nobody scores)."""
+        total = dict.fromkeys(names, 0.0)
+        for p in self._flat[ExtensionPoint.HYPERNODE_ORDER]:
+            for name, score in p.hyper_node_order(job, names).items():
+                if name in total:
+                    total[name] += score
+        return total
+
+    def hyper_node_rank(self, job: JobInfo, names: Sequence[str]) -> list[str] | None:
+        """``names`` in the order in which the best of any subset of them by HyperNode order
+        *alone* (no pods' share added for ties: each scored as the only candidate) is its first:
+        by score, then position. None when that order is not known without scoring each subset
+        (a HyperNode-order plugin that does not give its scores apart, or more than one)."""
+        plugins = self._flat[ExtensionPoint.HYPERNODE_ORDER]
+        if not plugins:
+            return list(names)
+        base_of = getattr(plugins[0], "hyper_node_base", None) if len(plugins) == 1 else None
+        if base_of is None:
+            return None
+        base: dict[str, float] = base_of(job, names)
+        pos = {n: i for i, n in enumerate(names)}
+        return sorted(names, key=lambda n: (-base[n], pos[n]))
 
     def filters(self, task: TaskInfo) -> list[Filter]:
         """Return every predicate filter for ``task``, in tier/plugin order."""

@@ -18,6 +18,7 @@ from scheduler.info import ON_NODE, JobInfo, QueueInfo, TaskInfo, derive
 from scheduler.model import Job, Resource, Task, TaskStatus
 from scheduler.nodes import NodeTable
 from scheduler.result import Eviction, JobReason, ReasonKind
+from scheduler.topology import JobTopology, Topology, job_topology
 
 if TYPE_CHECKING:
     from scheduler.snapshot import Snapshot
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["PodGroupPods", "SessionState", "count_names", "group_by", "group_tasks", "queue_missing"]
 
 _UID = operator.attrgetter("uid")
+#: Volcano's ``AllocatedStatus``.
+_ALLOCATED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 _JOB_OF = operator.attrgetter("job")
 _T = TypeVar("_T")
 _K = TypeVar("_K")
@@ -133,6 +136,7 @@ class SessionState:
         self.dim_index = {d: i for i, d in enumerate(self.dims)}
         self.ndims = len(self.dims)
         self.nodes = NodeTable(snap.nodes, self.dims)
+        self._topology: Topology | None = None
         self.total: list[float] = [float(x) for x in self.nodes.alloc.sum(axis=1)]
 
         #: Whether every pod request and minResources vector holds whole numbers ≥ 0 (so their
@@ -278,11 +282,36 @@ class SessionState:
             self._tasks = out
         return out
 
+    @property
+    def topology(self) -> Topology:
+        """The HyperNodes over this session's nodes (built on first use; nodes and HyperNodes
+        are the same for every cycle over an opened state)."""
+        topo = self._topology
+        if topo is None:
+            topo = self._topology = Topology(self.snapshot.hyper_nodes, self.nodes.nodes)
+        return topo
+
+    def job_topology(self, job: JobInfo) -> JobTopology | None:
+        """The job's effective network topology (see :func:`scheduler.topology.job_topology`)."""
+        if job.job.network_topology is None:
+            return None
+        topo = self.topology
+        return job_topology(job.job, topo.tier_names, topo.top_tier)
+
+    def allocated_hyper_node(self, job: JobInfo) -> str:
+        """The lowest HyperNode holding every node the job's allocated pods sit on (Volcano's
+        ``recoverAllocatedHyperNode``); "" when none is placed."""
+        placed = sorted({t.node for t in job.tasks.values() if t.node >= 0 and t.status in _ALLOCATED})
+        return self.topology.lowest_holding(placed)
+
     def _reset_cycle(self) -> None:
         self.binds: list[TaskInfo] = []
         self.evictions: list[Eviction] = []
         self.unschedulable_jobs: set[str] = set()
         self.predicate_offset = 0
+        #: Per job with a network topology, the HyperNode its pods span while allocate places it
+        #: (Volcano's ``task.JobAllocatedHyperNode``, read by network-topology-aware's node order).
+        self.job_hyper_nodes: dict[str, str] = {}
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from scheduler.model import (
+    HyperNode,
     Job,
     JobPhase,
     Node,
@@ -45,6 +46,8 @@ class Snapshot:
     now: float | None = None
     #: PodDisruptionBudgets (read by the pdb plugin).
     pod_disruption_budgets: tuple[PodDisruptionBudget, ...] = ()
+    #: HyperNodes (the network topology; read by the topology-aware allocate and gang actions).
+    hyper_nodes: tuple[HyperNode, ...] = ()
 
     @classmethod
     def of(
@@ -57,6 +60,7 @@ class Snapshot:
         now: float | None = None,
         resource_quotas: Iterable[ResourceQuota] = (),
         pod_disruption_budgets: Iterable[PodDisruptionBudget] = (),
+        hyper_nodes: Iterable[HyperNode] = (),
     ) -> Snapshot:
         """Return a snapshot from any iterables."""
         return cls(
@@ -68,6 +72,7 @@ class Snapshot:
             tuple(resource_quotas),
             now,
             tuple(pod_disruption_budgets),
+            tuple(hyper_nodes),
         )
 
 

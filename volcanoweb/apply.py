@@ -29,6 +29,7 @@ APPLIERS: dict[str, Applier] = {
     parse.POD.kind: jobs.apply_pod,
     parse.RESOURCEQUOTA.kind: jobs.apply_resourcequota,
     parse.PRIORITYCLASS.kind: jobs.apply_priorityclass,
+    parse.HYPERNODE.kind: jobs.apply_hypernode,
     parse.QUEUE.kind: queues.apply_queue,
     parse.CRONJOB.kind: workflows.apply_cronjob,
     parse.JOBFLOW.kind: workflows.apply_jobflow,

@@ -7,6 +7,7 @@ from scheduler.actions.backfill import BackfillAction
 from scheduler.actions.enqueue import EnqueueAction
 from scheduler.actions.evict import PreemptAction, ReclaimAction
 from scheduler.actions.gang import GangPreemptAction, GangReclaimAction
+from scheduler.actions.shuffle import ShuffleAction
 from scheduler.framework import Action
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "GangReclaimAction",
     "PreemptAction",
     "ReclaimAction",
+    "ShuffleAction",
 ]
 
 BUILTIN_ACTIONS: tuple[type[Action], ...] = (
@@ -28,4 +30,5 @@ BUILTIN_ACTIONS: tuple[type[Action], ...] = (
     ReclaimAction,
     GangPreemptAction,
     GangReclaimAction,
+    ShuffleAction,
 )

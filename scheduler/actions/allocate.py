@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from scheduler.actions.common import (
     feasible_count,
+    feasible_mask,
+    prioritize,
     record_fit_error,
     record_job_failure,
     select_node,
@@ -15,8 +17,10 @@ from scheduler.framework import Action, ArgSpec
 from scheduler.info import JobInfo, QueueInfo, TaskInfo
 from scheduler.model import JobPhase, TaskStatus
 from scheduler.pq import PriorityQueue
+from scheduler.quantity import format_quantity
 from scheduler.result import JobReason, ReasonKind
 from scheduler.statement import Statement
+from scheduler.topology import CLUSTER_TOP
 
 if TYPE_CHECKING:
     from scheduler.session import Session
@@ -36,6 +40,11 @@ def _node_failure(job: JobInfo) -> dict[str, int] | None:
 def _failure_key(shape: object, queue: str, job: JobInfo, n_tasks: int) -> tuple[object, ...]:
     """What makes two jobs' allocation attempts identical while no node changes (the failure memo)."""
     return (shape, queue, job.min_available, len(job.tasks), tuple(job.counts.values()), job.be_pending, n_tasks)
+
+
+def ssn_fit_text(errors: dict[str, int]) -> str:
+    """``"3 Insufficient cpu, 1 node(s) had taints"``: a fit-error histogram as text."""
+    return ", ".join(f"{n} {reason}" for reason, n in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def need_continue(job: JobInfo, failed_roles: set[str]) -> bool:
@@ -110,6 +119,7 @@ class AllocateAction(Action):
         # failure is then recorded without trying again (see _repeat_failure).
         repeatable = session.failures_repeatable
         shapes: dict[str, tuple[Any, ...]] = {}
+        hard: set[str] = set()  # jobs with a hard network topology: the HyperNode search
         for job in session.jobs.values():
             if job.is_pending():
                 if enqueue_configured:
@@ -131,8 +141,22 @@ class AllocateAction(Action):
             pending = [t for t in job.pending_tasks() if not t.best_effort]
             if not pending:
                 continue
+            if job.job.network_topology is not None:
+                if not session.topology.ready:
+                    session.set_reason(
+                        job,
+                        JobReason(
+                            ReasonKind.TOPOLOGY,
+                            f"HyperNodes are not ready for scheduling: {session.topology.problem}",
+                            "network-topology-aware",
+                        ),
+                    )
+                    continue
+                topology = session.job_topology(job)
+                if topology is not None and topology.hard:
+                    hard.add(job.key)
             tasks[job.key] = PriorityQueue(session.task_less, pending, key=session.task_key)
-            if repeatable and not job.task_min:
+            if repeatable and not job.task_min and job.key not in hard:
                 first = pending[0]
                 one = (first.req, first.sig, first.role)
                 if all((t.req, t.sig, t.role) == one and not t.task.nominated_node for t in pending):
@@ -167,6 +191,15 @@ class AllocateAction(Action):
                         self._repeat_failure(session, job, job_tasks.pop(), hit[1])
                         queues.push(queue)
                         continue
+            if job.key in hard:
+                remaining = self._allocate_for_job(session, queue, job, job_tasks)
+                if remaining is not None and session.job_ready(job):
+                    remaining[0].commit()
+                    if remaining[1]:
+                        tasks[job.key] = PriorityQueue(session.task_less, remaining[1], key=session.task_key)
+                        pending_jobs.push(job)
+                queues.push(queue)
+                continue
             stmt = self._allocate_tasks(session, queue, job, job_tasks)
             if stmt is not None and session.job_ready(job):
                 stmt.commit()
@@ -203,6 +236,200 @@ class AllocateAction(Action):
                 ),
             )
 
+    # -- the HyperNode search (jobs with a hard network topology) ---------------------------------
+
+    def _allocate_for_job(
+        self, session: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+    ) -> tuple[Statement, list[TaskInfo]] | None:
+        """Volcano's ``allocateForJob`` for a job without sub-group policies (its one sub-job has
+        the job's topology): the job's HyperNode gradients from the top HyperNode, lowest tier
+        first; in the first gradient where some HyperNode takes the gang (ready or pipelined), the
+        one whose sub-job placement scored best (the first on ties). Returns the statement of that
+        placement (applied) and the tasks left to place, or None."""
+        order: list[TaskInfo] = []
+        while tasks:
+            order.append(tasks.pop())
+        allocated = session.allocated_hyper_node(job)
+        minimum = list(job.min_resources) if job.min_resources is not None else [0.0] * session.ndims
+        tried: list[str] = []
+        topo = session.topology
+        for group in session.hyper_node_gradient(job, CLUSTER_TOP, allocated, minimum, "allocate"):
+            ranked = session.hyper_node_rank(job, group) if all(not topo.children.get(h) for h in group) else None
+            if ranked is not None:
+                placed = self._first_leaf(session, queue, job, order, ranked, allocated, tried)
+                if placed is not None:
+                    return placed
+                continue
+            best: tuple[float, str, str] | None = None  # (score, job HyperNode, chosen sub-HyperNode)
+            for hn in group:
+                tried.append(hn)
+                found = self._allocate_for_subjob(session, queue, job, order, hn, allocated)
+                if found is None:
+                    continue
+                score, sub, stmt, _ = found
+                took = len(stmt) > 0 and (session.job_ready(job) or session.job_pipelined(job))
+                if took and (best is None or score > best[0]):
+                    best = (score, hn, sub)
+                stmt.discard()
+            if best is None:
+                continue
+            job.fit_errors.clear()
+            placed = self._allocate_in(session, queue, job, order, best[2], allocated)
+            if placed is not None:
+                return placed
+        self._topology_failure(session, job, order, tried)
+        return None
+
+    def _first_leaf(
+        self,
+        session: Session,
+        queue: QueueInfo,
+        job: JobInfo,
+        order: list[TaskInfo],
+        ranked: list[str],
+        allocated: str,
+        tried: list[str],
+    ) -> tuple[Statement, list[TaskInfo]] | None:
+        """The job-level search over a gradient of HyperNodes without children, in the order of
+        :meth:`Session.hyper_node_rank`: the sub-job's search inside a leaf is the leaf alone (if
+        its idle or future idle covers the pending pods), scored alone, so the first leaf that
+        takes the job is the one Volcano's search over all of them keeps (the best score, the
+        first on ties), and the others need no dry run."""
+        minimum = [0.0] * session.ndims
+        for t in order:
+            for d, v in enumerate(t.req):
+                minimum[d] += v
+        for hn in ranked:
+            tried.append(hn)
+            if session.hyper_node_gradient(job, hn, allocated, minimum, "allocate") != [[hn]]:
+                continue
+            job.fit_errors.clear()
+            placed = self._allocate_in(session, queue, job, order, hn, allocated)
+            if placed is None:
+                continue
+            if len(placed[0]) and (session.job_ready(job) or session.job_pipelined(job)):
+                return placed
+            placed[0].discard()
+        return None
+
+    def _allocate_for_subjob(
+        self, session: Session, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
+    ) -> tuple[float, str, Statement, list[TaskInfo]] | None:
+        """Volcano's ``allocateForSubJob`` inside HyperNode ``hn``: the sub-job's gradients under
+        ``hn``; in the first where a HyperNode takes its pods, the best by HyperNode order (the
+        first on ties). Returns (score, that HyperNode, its applied statement, tasks left)."""
+        minimum = [0.0] * session.ndims
+        for t in order:
+            for d, v in enumerate(t.req):
+                minimum[d] += v
+        for group in session.hyper_node_gradient(job, hn, allocated, minimum, "allocate"):
+            fits: list[str] = []
+            for sub in group:
+                job.fit_errors.clear()
+                placed = self._allocate_in(session, queue, job, order, sub, allocated)
+                if placed is None:
+                    continue
+                if len(placed[0]):
+                    fits.append(sub)
+                placed[0].discard()
+            if not fits:
+                continue
+            scores = session.hyper_node_scores(job, fits)
+            chosen = fits[0]
+            for name in fits[1:]:
+                if scores[name] > scores[chosen]:
+                    chosen = name
+            job.fit_errors.clear()
+            placed = self._allocate_in(session, queue, job, order, chosen, allocated)
+            if placed is None:  # the same run over the same state: cannot happen
+                return None
+            return scores[chosen], chosen, placed[0], placed[1]
+        return None
+
+    def _allocate_in(
+        self, session: Session, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
+    ) -> tuple[Statement, list[TaskInfo]] | None:
+        """Volcano's ``allocateResourcesForTasks`` over the nodes of HyperNode ``hn``: tasks in
+        order until the job is ready; the statement (applied) and the tasks not reached when the
+        job is ready or pipelined, else None (discarded)."""
+        topo = session.topology
+        inside = topo.mask(hn)
+        stmt = Statement(session, "allocate")
+        failed_shapes: set[Any] = set()
+        failed_roles: set[str] = set()
+        cache = bool(self.args["predicateErrorCacheEnable"])
+        spans = allocated
+        i = 0
+        while i < len(order):
+            task = order[i]
+            i += 1
+            if not session.allocatable(queue, task):
+                continue
+            shape = (task.role, task.req, task.sig)
+            if cache and shape in failed_shapes:
+                continue
+            nodes = (feasible_mask(session, task) & inside).nonzero()[0]
+            if len(nodes) == 0:
+                if not job.fit_errors:
+                    job.fit_errors[task.uid] = (
+                        task.task.name,
+                        session.fit_errors(task, topo.nodes[hn]),
+                        len(session.nodes),
+                    )
+                failed_shapes.add(shape)
+                failed_roles.add(task.role)
+                if need_continue(job, failed_roles):
+                    continue
+                break
+            session.job_hyper_nodes[job.key] = spans
+            node, fits_idle = prioritize(session, task, nodes)
+            if fits_idle:
+                stmt.allocate(task, node)
+            else:
+                stmt.pipeline(task, node)
+            leaf = topo.leaf[node]
+            if leaf:
+                spans = topo.lca(leaf, spans)
+            if session.job_ready(job):
+                break
+        if session.job_ready(job) or session.job_pipelined(job):
+            return stmt, order[i:]
+        stmt.discard()
+        return None
+
+    @staticmethod
+    def _topology_failure(session: Session, job: JobInfo, order: list[TaskInfo], tried: list[str]) -> None:
+        """Why no HyperNode took the gang: the tiers tried and, above them, the tiers its
+        ``highestTierAllowed`` forbids."""
+        topology = session.job_topology(job)
+        topo = session.topology
+        highest = topology.highest if topology is not None else topo.top_tier
+        need = [0.0] * session.ndims
+        for t in order:
+            for d, v in enumerate(t.req):
+                need[d] += v
+        wanted = ", ".join(f"{format_quantity(k, v)} {k}" for k, v in session.to_dict(need).items() if k != "pods")
+        tiers = sorted({topo.tier[n] for n in tried})
+        parts = [f"no tier-{t} HyperNode has {wanted} free for the gang" for t in tiers]
+        if not tiers:
+            parts.append(f"no HyperNode of tier {highest} or lower has {wanted} free for the gang")
+        above = [t for t in topo.tiers if t > highest]
+        if above:
+            parts.append(f"tier {above[0]} is not allowed by highestTierAllowed ({highest})")
+        fit = ""
+        if job.fit_errors:
+            fit = "; " + ssn_fit_text(next(iter(job.fit_errors.values()))[1])
+        session.set_reason(
+            job,
+            JobReason(
+                ReasonKind.TOPOLOGY,
+                "; ".join(parts) + fit,
+                "network-topology-aware",
+                next(iter(job.fit_errors.values()))[1] if job.fit_errors else {},
+                {"highest_tier_allowed": highest, "tiers_tried": tiers, "hypernodes_tried": len(tried)},
+            ),
+        )
+
     def _allocate_tasks(
         self, session: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
     ) -> Statement | None:
@@ -212,6 +439,9 @@ class AllocateAction(Action):
         cache = bool(self.args["predicateErrorCacheEnable"])
         placed = 0
         failed = False
+        # A job with a (not hard) network topology: the HyperNode its pods span, for node order.
+        tracks = job.job.network_topology is not None
+        spans = session.allocated_hyper_node(job) if tracks else ""
         while tasks:
             task = tasks.pop()
             if not session.allocatable(queue, task):
@@ -220,6 +450,8 @@ class AllocateAction(Action):
             shape = (task.role, task.req, task.sig)
             if cache and shape in failed_shapes:
                 continue
+            if tracks:
+                session.job_hyper_nodes[job.key] = spans
             choice = select_node(session, task, self.sample)
             if choice is None:
                 record_fit_error(session, task)
@@ -234,6 +466,8 @@ class AllocateAction(Action):
                 stmt.allocate(task, node)
             else:
                 stmt.pipeline(task, node)
+            if tracks and session.topology.leaf[node]:
+                spans = session.topology.lca(session.topology.leaf[node], spans)
             placed += 1
             if session.job_ready(job):
                 break

@@ -9,9 +9,14 @@ idle or releasing. Then a dry run evicts the victims and pipelines the job's pen
 ``allocatable``, unresolvable predicates, future idle, node order); the plan is kept only if the
 job ends up pipelined.
 
-Volcano searches HyperNode domains (network topology); without a HyperNode model the only
-domain here is the whole cluster, Volcano's fallback when the job has no topology, so
-``maxDomains`` is validated and has no effect. Sub-jobs are not modelled: a job is one sub-job.
+The search runs domain by domain (Volcano's ``GetCandidateDomains``): the HyperNodes of the
+job's eviction gradients (network-topology-aware: its highest allowed tier first, the widest
+domains first, at most its ``hypernode.gradient.evict.max-hypernodes``), the first
+``maxDomains`` of them, or the whole cluster (the top HyperNode) for a job without a hard
+topology. In a domain only its nodes' pods are victims and its nodes' idle and releasing
+resources count; a hard-topology job's dry run tries the HyperNodes of its gradients inside
+the domain in turn and keeps the first where it is pipelined. Sub-jobs are not modelled: a
+job is one sub-job (so no sub-job nomination is kept for the next cycle's allocate).
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, cast
 
+import numpy as np
+import numpy.typing as npt
+
 from scheduler import vec
 from scheduler.actions.common import prioritize
 from scheduler.actions.evict import collect_starving
@@ -29,11 +37,12 @@ from scheduler.info import JobInfo, QueueInfo, TaskInfo
 from scheduler.model import TaskStatus
 from scheduler.pq import PriorityQueue
 from scheduler.statement import Statement
+from scheduler.topology import CLUSTER_TOP
 
 if TYPE_CHECKING:
     from scheduler.session import Session
 
-__all__ = ["GangPreemptAction", "GangReclaimAction", "gang_evictable"]
+__all__ = ["GangPreemptAction", "GangReclaimAction", "gang_evictable", "pick_domains"]
 
 _SAFE, _WHOLE = 0, 1
 _DEFAULT_MAX_DOMAINS = 8
@@ -54,6 +63,24 @@ class _Bundle:
         for t in self.tasks:
             vec.iadd(total, t.req)
         return total
+
+
+def pick_domains(gradients: Sequence[Sequence[str]], max_domains: int, fallback: str) -> list[str]:
+    """Volcano's ``PickDomainsFromGradients``: the gradients' HyperNodes in order, each once, at
+    most ``max_domains`` (<= 0: all); ``fallback`` alone when there are none (and it is set)."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for group in gradients:
+        for name in group:
+            if name in seen:
+                continue
+            seen.add(name)
+            out.append(name)
+            if 0 < max_domains <= len(out):
+                return out
+    if not out and fallback:
+        out.append(fallback)
+    return out
 
 
 def gang_evictable(ssn: Session, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
@@ -161,9 +188,7 @@ class _GangEviction(Action):
     """What gangpreempt and gangreclaim share: the per-queue loop, bundles and the dry run."""
 
     arguments: ClassVar[Mapping[str, ArgSpec]] = {
-        "maxDomains": ArgSpec(
-            "int", _DEFAULT_MAX_DOMAINS, "HyperNode domains tried per job (<= 0: 8); one domain here, no effect"
-        ),
+        "maxDomains": ArgSpec("int", _DEFAULT_MAX_DOMAINS, "HyperNode domains tried per job (<= 0: 8)"),
         "allowWholeBundle": ArgSpec("bool", True, "may take a victim job's pods below its minAvailable"),
     }
 
@@ -202,11 +227,11 @@ class _GangEviction(Action):
     def _victim_first(self, ssn: Session, job: JobInfo) -> Callable[[_Bundle, _Bundle], bool]:
         raise NotImplementedError
 
-    def _bundles(self, ssn: Session, job: JobInfo, need: Sequence[float]) -> list[_Bundle]:
-        """The victim bundles, best first, that the plugins allow."""
+    def _bundles(self, ssn: Session, job: JobInfo, need: Sequence[float], nodes: Sequence[int]) -> list[_Bundle]:
+        """The victim bundles on ``nodes``, best first, that the plugins allow."""
         by_job: dict[str, list[TaskInfo]] = {}
         table = ssn.nodes
-        for node in range(len(table)):
+        for node in nodes:
             for v in table.tasks[node].values():
                 vjob = v.job
                 if vjob.key in ssn.jobs and vjob is not job and _evictable_job(vjob) and self._candidate(ssn, job, v):
@@ -231,25 +256,78 @@ class _GangEviction(Action):
         need = [0.0] * len(job.allocated)
         for t in pending:
             vec.iadd(need, t.req)
-        bundles = self._bundles(ssn, job, need)
-        if not bundles:
-            return
         table = ssn.nodes
-        room = (table.idle.sum(axis=1) + table.releasing.sum(axis=1)).tolist()
-        victims: list[TaskInfo] = []
-        for b in bundles:
-            victims.extend(b.tasks)
-            free = list(room)
-            for v in victims:
-                vec.iadd(free, v.req)
-            if not all(n <= f for n, f in zip(need, free, strict=True)):
+        for domain in self._domains(ssn, job):
+            if domain == CLUSTER_TOP:
+                nodes: Sequence[int] = range(len(table))
+                room = (table.idle.sum(axis=1) + table.releasing.sum(axis=1)).tolist()
+            else:
+                idx = ssn.topology.nodes[domain]
+                if len(idx) == 0:
+                    continue
+                nodes = idx.tolist()
+                room = (table.idle[:, idx].sum(axis=1) + table.releasing[:, idx].sum(axis=1)).tolist()
+            bundles = self._bundles(ssn, job, need, nodes)
+            if not bundles:
                 continue
-            if self._plan(ssn, stmt, queue, job, victims):
-                return
+            victims: list[TaskInfo] = []
+            for b in bundles:
+                victims.extend(b.tasks)
+                free = list(room)
+                for v in victims:
+                    vec.iadd(free, v.req)
+                if not all(n <= f for n, f in zip(need, free, strict=True)):
+                    continue
+                if self._plan_in(ssn, stmt, queue, job, victims, domain, need):
+                    return
 
-    def _plan(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, victims: list[TaskInfo]) -> bool:
-        """Evict ``victims`` and pipeline the job's pending pods; keep it all in ``stmt`` only if
-        the job is then pipelined (else undo it)."""
+    def _domains(self, ssn: Session, job: JobInfo) -> list[str]:
+        """Volcano's ``GetCandidateDomains``: the job's eviction gradients from the top HyperNode,
+        the first ``maxDomains``; the top HyperNode for a job without a hard topology."""
+        topology = ssn.job_topology(job)
+        hard = topology is not None and topology.hard
+        if not hard:  # the gradient of such a job is the top HyperNode alone
+            return [CLUSTER_TOP]
+        minimum = list(job.min_resources) if job.min_resources is not None else [0.0] * ssn.ndims
+        allocated = ssn.allocated_hyper_node(job) if hard else ""
+        gradients = ssn.hyper_node_gradient(job, CLUSTER_TOP, allocated, minimum, "evict")
+        return pick_domains(gradients, cast(int, self.args["maxDomains"]), "" if hard else CLUSTER_TOP)
+
+    def _plan_in(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        queue: QueueInfo,
+        job: JobInfo,
+        victims: list[TaskInfo],
+        domain: str,
+        need: Sequence[float],
+    ) -> bool:
+        """The dry run in ``domain``: over its nodes, or for a hard-topology job in the first
+        HyperNode of its gradients under the domain where it works."""
+        topology = ssn.job_topology(job)
+        if topology is None or not topology.hard:
+            return self._plan(
+                ssn, stmt, queue, job, victims, None if domain == CLUSTER_TOP else ssn.topology.mask(domain)
+            )
+        allocated = ssn.allocated_hyper_node(job)
+        for group in ssn.hyper_node_gradient(job, domain, allocated, list(need), "evict"):
+            for hn in group:
+                if self._plan(ssn, stmt, queue, job, victims, ssn.topology.mask(hn)):
+                    return True
+        return False
+
+    def _plan(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        queue: QueueInfo,
+        job: JobInfo,
+        victims: list[TaskInfo],
+        inside: npt.NDArray[np.bool_] | None = None,
+    ) -> bool:
+        """Evict ``victims`` and pipeline the job's pending pods (on the nodes ``inside``, all when
+        None); keep it all in ``stmt`` only if the job is then pipelined (else undo it)."""
         sub = Statement(ssn, self.name)
         for v in victims:
             sub.evict(v, self.name)
@@ -260,6 +338,8 @@ class _GangEviction(Action):
                 ok = False
                 break
             mask = ssn.predicate_mask(t, unresolvable_only=True)
+            if inside is not None:
+                mask &= inside
             for d, r in enumerate(t.req):
                 if r > 0:
                     mask &= ssn.nodes.future[d] >= r

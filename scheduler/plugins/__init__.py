@@ -5,20 +5,28 @@ from __future__ import annotations
 from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.cdp import CdpPlugin
+from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
 from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
+from scheduler.plugins.rescheduling import ReschedulingPlugin
+from scheduler.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
 from scheduler.plugins.resourcequota import ResourceQuotaPlugin
 from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlugin
 from scheduler.plugins.sla import SlaPlugin
+from scheduler.plugins.task_topology import TaskTopologyPlugin
+from scheduler.plugins.tdm import TdmPlugin
 
 __all__ = [
     "BUILTIN_PLUGINS",
     "BinpackPlugin",
     "CapacityPlugin",
+    "CdpPlugin",
     "ConformancePlugin",
     "DrfPlugin",
     "GangPlugin",
+    "NetworkTopologyAwarePlugin",
     "NodeGroupPlugin",
     "NodeOrderPlugin",
     "OvercommitPlugin",
@@ -26,8 +34,12 @@ __all__ = [
     "PredicatesPlugin",
     "PriorityPlugin",
     "ProportionPlugin",
+    "ReschedulingPlugin",
     "ResourceQuotaPlugin",
+    "ResourceStrategyFitPlugin",
     "SlaPlugin",
+    "TaskTopologyPlugin",
+    "TdmPlugin",
 ]
 
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
@@ -45,4 +57,10 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     ResourceQuotaPlugin,
     PdbPlugin,
     NodeGroupPlugin,
+    NetworkTopologyAwarePlugin,
+    CdpPlugin,
+    TdmPlugin,
+    ResourceStrategyFitPlugin,
+    ReschedulingPlugin,
+    TaskTopologyPlugin,
 )

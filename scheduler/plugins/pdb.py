@@ -11,9 +11,10 @@ PDB below zero is left out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from scheduler.framework import Plugin, Preemptable, Reclaimable
+from scheduler.framework import Plugin, Preemptable, Reclaimable, VictimTasks
 
 if TYPE_CHECKING:
     from scheduler.info import TaskInfo
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["PdbPlugin"]
 
 
-class PdbPlugin(Plugin, Preemptable, Reclaimable):
+class PdbPlugin(Plugin, Preemptable, Reclaimable, VictimTasks):
     """Keeps preempt / reclaim victims within PodDisruptionBudgets (``Snapshot.pod_disruption_budgets``)."""
 
     name = "pdb"
@@ -59,3 +60,8 @@ class PdbPlugin(Plugin, Preemptable, Reclaimable):
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """As preemptable."""
         return self.victims(candidates)
+
+    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Volcano registers the same filter as a victim-tasks function (the shuffle action's): the
+        offered pods within the PDBs."""
+        return self.victims(list(tasks))

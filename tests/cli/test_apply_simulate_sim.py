@@ -109,3 +109,36 @@ def test_sim_node_and_pod_commands(vc: Vcctl) -> None:
     ended = vc.ok("sim", "end-pod", "-n", "team-a", "g-0", "--exit-code", "3", "--restart-container")
     assert ended.out.strip() == "end pod team-a/g-0 successfully (phase Failed, exit code 3)"
     assert Pod.objects.get(name="g-0").exit_code == 3
+
+
+def test_apply_and_list_hypernodes(vc: Vcctl) -> None:
+    """``vcctl apply`` takes HyperNodes (platform admins); ``vcctl hypernode list`` shows the tree's rows."""
+    racks = [
+        {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": "rack1"},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^cpu-[01]$"}}}]},
+        },
+        {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": "spine"},
+            "spec": {
+                "tier": 2,
+                "tierName": "spine",
+                "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": "rack1"}}}],
+            },
+        },
+    ]
+    applied = vc.ok("apply", "-f", vc.write("topology.yaml", manifest(*racks)), user="root")
+    assert applied.lines() == [
+        "hypernode.topology.volcano.sh/rack1 created",
+        "hypernode.topology.volcano.sh/spine created",
+    ]
+    listed = vc.ok("hypernode", "list")
+    assert [line.split() for line in listed.lines()[1:]] == [
+        ["rack1", "1", "/^cpu-[01]$/"],
+        ["spine", "2", "spine", "rack1"],
+    ]
+    vc.fails(1, "apply", "-f", vc.write("mine.yaml", manifest({**racks[0], "metadata": {"name": "rack9"}})))

@@ -179,3 +179,50 @@ def test_a_queue_affinity_with_a_bad_field_is_refused_by_name() -> None:
     with pytest.raises(ManifestError) as info:
         snapshot_from_manifests(load_manifests(QUEUE_AFFINITY.replace("[g3]", "[3]")))
     assert info.value.field == "spec.affinity.nodeGroupAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _two_jobs(first: dict[str, str], second: dict[str, str]) -> str:
+    """A 1-CPU node and two one-pod PodGroups of 1 CPU (only one fits), with the given metadata."""
+    docs = [
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '1', memory: 1Gi, pods: '10'}}",
+    ]
+    for name, meta in (("a", first), ("b", second)):
+        extra = "".join(f", {k}: '{v}'" for k, v in meta.items())
+        docs.append(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+            f"metadata: {{name: {name}, namespace: ns{extra}}}\nspec: {{minMember: 1}}\nstatus: {{phase: Inqueue}}"
+        )
+        docs.append(
+            f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}-0, namespace: ns{extra},"
+            f" annotations: {{scheduling.k8s.io/group-name: {name}}}}}\n"
+            "spec: {schedulerName: volcano, containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n"
+            "status: {phase: Pending}"
+        )
+    return "\n---\n".join(docs)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "winner"),
+    [
+        ({}, {}, "a"),  # no timestamps: file order
+        ({"creationTimestamp": "2024-01-02T00:00:00Z"}, {"creationTimestamp": "2024-01-01T00:00:00Z"}, "b"),
+        ({"creationTimestamp": "2024-01-01T00:00:00Z"}, {"creationTimestamp": "2024-01-02T00:00:00Z"}, "a"),
+        # equal timestamps tie on uid
+        (
+            {"creationTimestamp": "2024-01-01T00:00:00Z", "uid": "uid-2"},
+            {"creationTimestamp": "2024-01-01T00:00:00Z", "uid": "uid-1"},
+            "b",
+        ),
+        ({}, {"creationTimestamp": "2024-01-01T00:00:00Z"}, "b"),  # one without: created now, after it
+    ],
+)
+def test_equal_jobs_are_served_in_creation_timestamp_order(
+    first: dict[str, str], second: dict[str, str], winner: str
+) -> None:
+    """A file's objects are created in creationTimestamp order, then uid, when they carry one
+    (Kubernetes' and Volcano's order); objects without one come after, in file order."""
+    from scheduler import parse_config, run_cycle
+
+    snap = snapshot_from_manifests(load_manifests(_two_jobs(first, second)))
+    conf = parse_config("actions: allocate\ntiers:\n- plugins: [{name: priority}, {name: gang}, {name: predicates}]\n")
+    assert list(run_cycle(snap, conf).binds) == [f"ns/{winner}-0"]

@@ -18,6 +18,8 @@ from tests.scheduler.volcano_harness import (
     outcome_problems,
     run_case,
     score_problems,
+    victim_problems,
+    victim_task_problems,
 )
 
 CASES = list(load_cases())
@@ -49,7 +51,19 @@ def test_same_decisions_as_volcano(case: VolcanoCase) -> None:
         problems = action_arg_problems(case, case.data["expect"])
         assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
         return
-    if "scores" in case.data["expect"] or "predicates" in case.data["expect"]:
+    if "victim_task_count" in case.data["expect"]:
+        # ssn.VictimTasks on an opened session.
+        assert "deviation" not in case.data
+        problems = victim_task_problems(case, case.data["expect"])
+        assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
+        return
+    if "victims" in case.data["expect"]:
+        # ssn.Preemptable / ssn.Reclaimable on an opened session.
+        assert "deviation" not in case.data
+        problems = victim_problems(case, case.data["expect"])
+        assert not problems, f"{case.file} {case.go_test} / {case.name}:\n" + "\n".join(problems)
+        return
+    if {"scores", "predicates", "hypernode_scores"} & set(case.data["expect"]):
         # ssn.NodeOrderFn / ssn.PredicateFn on an opened session, before any action.
         assert "deviation" not in case.data
         problems = score_problems(case, case.data["expect"])

@@ -65,6 +65,7 @@ CASES_DIR = Path(__file__).parent / "volcano_cases"
 #: (created_at 0 here) has waited about half a century by then.
 NOW = 1.7e9
 GROUP = "scheduling.k8s.io/group-name"
+ALLOCATED_HYPERNODE = "volcano.sh/job-allocated-hypernode"
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,21 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "status": {"allocatable": alloc, "capacity": alloc},
             }
         )
+    for h in case.get("hypernodes", ()):
+        # As api.BuildHyperNode with exact members: Node members, then HyperNode members.
+        members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in h.get("nodes", ())]
+        members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": n}}} for n in h.get("hypernodes", ())]
+        hspec: dict[str, Any] = {"tier": h["tier"], "members": members}
+        if h.get("tier_name"):
+            hspec["tierName"] = h["tier_name"]
+        docs.append(
+            {
+                "apiVersion": "topology.volcano.sh/v1alpha1",
+                "kind": "HyperNode",
+                "metadata": {"name": h["name"]},
+                "spec": hspec,
+            }
+        )
     for rq in case.get("resource_quotas", ()):
         # As util.BuildResourceQuota: spec.hard and status.hard alike, nothing used.
         hard = _res(rq["hard"])
@@ -222,6 +238,9 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
             pgspec["minResources"] = _res(pg["min_resources"])
         if pg.get("priority_class"):
             pgspec["priorityClassName"] = pg["priority_class"]
+        if pg.get("topology") is not None:
+            # util.BuildPodGroupWithNetWorkTopologies; an empty mode (a Go literal) is left out.
+            pgspec["networkTopology"] = {k: v for k, v in pg["topology"].items() if v != ""}
         docs.append(
             {
                 "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -260,16 +279,54 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
         }
         if p.get("deleting"):
             meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+        status: dict[str, Any] = {"phase": p.get("phase", "Pending")}
+        if p.get("scheduled_ago") is not None:
+            # A PodScheduled condition that turned true this many seconds before the session's clock.
+            status["conditions"] = [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": _rfc3339(NOW - p["scheduled_ago"])}
+            ]
         docs.append(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "metadata": meta,
                 "spec": pspec,
-                "status": {"phase": p.get("phase", "Pending")},
+                "status": status,
             }
         )
     return docs
+
+
+def _rfc3339(seconds: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def victim_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
+    """Return how the victims the ``preemptable`` / ``reclaimable`` votes allow (``ssn.Preemptable``
+    and ``ssn.Reclaimable`` over every Running/Bound preemptable pod of another job; see
+    ``scheduler.explain.victims``) for the pending pods of ``case.data["victims_of"]`` miss
+    ``expect["victims"]``."""
+    from scheduler.explain import victims
+
+    session = Session(snapshot_of(case.data), config_of(case), default_registry())
+    got = victims(session, case.data["victims_of"])
+    problems: list[str] = []
+    for pod, want in expect["victims"].items():
+        for vote, names in want.items():
+            have = got.get(pod, {}).get(vote)
+            if have != sorted(names):
+                problems.append(f"{vote} victims of {pod}: want {sorted(names)}, got {have}")
+    return problems
+
+
+def victim_task_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
+    """Return how the number of ``ssn.VictimTasks`` of an opened session misses ``expect["victim_task_count"]``."""
+    session = Session(snapshot_of(case.data), config_of(case), default_registry())
+    got = session.victim_tasks()
+    want = expect["victim_task_count"]
+    return [] if len(got) == want else [f"victim tasks: want {want}, got {len(got)} ({[t.key for t in got]})"]
 
 
 def snapshot_of(case: Mapping[str, Any]) -> Snapshot:
@@ -285,6 +342,7 @@ def snapshot_of(case: Mapping[str, Any]) -> Snapshot:
         now=NOW,
         resource_quotas=snap.resource_quotas,
         pod_disruption_budgets=snap.pod_disruption_budgets,
+        hyper_nodes=snap.hyper_nodes,
     )
 
 
@@ -299,6 +357,12 @@ def score_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
     session miss ``expect``."""
     session = Session(snapshot_of(case.data), config_of(case), default_registry())
     tasks = {t.key: t for job in session.jobs.values() for t in job.tasks.values()}
+    for pg in case.data.get("podgroups", ()):
+        # The Go tests' parseTask: the task's JobAllocatedHyperNode is the PodGroup's annotation.
+        spans = (pg.get("annotations") or {}).get(ALLOCATED_HYPERNODE)
+        if spans:
+            session.job_hyper_nodes[f"{pg['ns']}/{pg['name']}"] = spans
+    tolerance = float(case.data.get("score_tolerance", 1e-6))
     names = list(session.nodes.names)
     problems: list[str] = []
     for key, codes in (expect.get("predicates") or {}).items():
@@ -317,11 +381,22 @@ def score_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
         if key not in tasks:
             problems.append(f"scores: no task {key}")
             continue
-        got = session.node_scores(tasks[key], np.arange(len(names), dtype=np.intp))
+        # The nodes the Go test scores (its scoreNodes; all by default), in the order given.
+        chosen = case.data.get("score_nodes") or names
+        got_at = session.node_scores(tasks[key], np.array([names.index(n) for n in chosen], dtype=np.intp))
+        got = np.zeros(len(names), dtype=np.float64)
+        got[[names.index(n) for n in chosen]] = got_at
         for node, score in want.items():
             value = float(got[names.index(node)])
-            if abs(value - float(score)) > 1e-6:
+            if abs(value - float(score)) > tolerance:
                 problems.append(f"score of {key} on {node}: want {score}, got {value}")
+    for job_key, want in (expect.get("hypernode_scores") or {}).items():
+        job = session.jobs[job_key]
+        names = sorted(session.topology.tier)
+        got_h = session.hyper_node_scores(job, names)
+        for name, score in want.items():
+            if abs(got_h.get(name, 0.0) - float(score)) > tolerance:
+                problems.append(f"HyperNode score of {job_key} on {name}: want {score}, got {got_h.get(name)}")
     return problems
 
 
@@ -343,7 +418,17 @@ def outcome_problems(case: VolcanoCase, result: CycleResult, expect: Mapping[str
     """Return how ``result`` misses ``expect`` (empty: it matches), as CheckAll would report it."""
     problems: list[str] = []
     binds = dict(result.binds)
-    if "binds" in expect or "bind_num" not in expect:
+    if "bind_nums_in_hypernode" in expect:
+        # CheckBindInHyperNode: binds counted per node's lowest HyperNode, in any order.
+        session = Session(snapshot_of(case.data), config_of(case), default_registry())
+        topo = session.topology
+        per: dict[str, int] = {}
+        for node in binds.values():
+            leaf = topo.leaf[session.nodes.index[node]]
+            per[leaf] = per.get(leaf, 0) + 1
+        if sorted(per.values()) != sorted(expect["bind_nums_in_hypernode"]):
+            problems.append(f"binds per HyperNode: want {expect['bind_nums_in_hypernode']}, got {per}")
+    if ("binds" in expect or "bind_num" not in expect) and "bind_nums_in_hypernode" not in expect:
         want = {str(k): str(v) for k, v in (expect.get("binds") or {}).items()}
         if binds != want:
             problems.append(f"binds: want {want}, got {binds}")

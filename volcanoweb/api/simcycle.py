@@ -62,6 +62,7 @@ def merge(live: Snapshot, extra: Snapshot, queue_names: set[str], creation: int)
     task_keys = {t.key for t in extra.tasks}
     node_names = {n.name for n in extra.nodes}
     class_names = {c.name for c in extra.priority_classes}
+    hyper_names = {h.name for h in extra.hyper_nodes}
     return Snapshot.of(
         [n for n in live.nodes if n.name not in node_names] + list(extra.nodes),
         [q for q in live.queues if q.name not in queue_names] + [q for q in extra.queues if q.name in queue_names],
@@ -73,6 +74,8 @@ def merge(live: Snapshot, extra: Snapshot, queue_names: set[str], creation: int)
         now=now,
         resource_quotas=[q for q in live.resource_quotas if (q.namespace, q.name) not in quota_keys]
         + list(extra.resource_quotas),
+        pod_disruption_budgets=live.pod_disruption_budgets,
+        hyper_nodes=[h for h in live.hyper_nodes if h.name not in hyper_names] + list(extra.hyper_nodes),
     )
 
 

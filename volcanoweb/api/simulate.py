@@ -40,7 +40,7 @@ from volcanoweb.tenancy.access import Access
 from volcanoweb.tenancy.models import Namespace
 
 NODE_KEY = ("v1", "Node")
-SIMULATED = ("Job", "PodGroup", "Pod", "Queue", "PriorityClass")
+SIMULATED = ("Job", "PodGroup", "Pod", "Queue", "PriorityClass", "HyperNode")
 TASK_SPEC = "volcano.sh/task-spec"
 PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 ADMITTED_PHASES = ("Inqueue", "Running")

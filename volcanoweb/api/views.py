@@ -20,7 +20,7 @@ from volcanoweb.apply import apply_documents
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.errors import BadRequest, Cause, Forbidden, NotFound, not_found
 from volcanoweb.jobs import services as jobs
-from volcanoweb.jobs.models import Command, Event, Job, PriorityClass
+from volcanoweb.jobs.models import Command, Event, HyperNode, Job, PriorityClass
 from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.parse import parse_documents
 from volcanoweb.queues import services as queues
@@ -350,6 +350,45 @@ class PriorityClassObjectView(ApiView):
             name,
         )
         return Response(outcome.object)
+
+
+class HyperNodeCollectionView(ApiView):
+    """``/api/v1/hypernodes``: everyone lists (lowest tier first); platform admins create."""
+
+    @extend_schema(parameters=LIST_PARAMS, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request) -> Response:
+        queryset = apply_filters(HyperNode.objects.all(), request.query_params, {}, ("name",))
+        order = {"name": "name", "tier": "tier", "created": "created_at"}
+        queryset = apply_ordering(queryset, request.query_params.get("ordering"), order, ["tier", "name"])
+        items, meta = paginate(queryset, request.query_params)
+        return Response(list_body("HyperNode", [render.hypernode(h) for h in items], meta, parse.HYPERNODE.api_version))
+
+    @extend_schema(request=MANIFEST_BODY, responses={201: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request: Request) -> Response:
+        doc = self.single_document(request, "HyperNode")
+        outcome = jobs.apply_hypernode(self.access(request), doc, mode="create")
+        return Response(outcome.object, status=status.HTTP_201_CREATED)
+
+
+class HyperNodeObjectView(ApiView):
+    """``/api/v1/hypernodes/{name}``."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request: Request, name: str) -> Response:
+        obj = HyperNode.objects.filter(name=name).first()
+        if obj is None:
+            raise not_found(parse.HYPERNODE.qualified_resource, name, "HyperNode", parse.HYPERNODE.group)
+        return Response(render.hypernode(obj))
+
+    @extend_schema(request=MANIFEST_BODY, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def put(self, request: Request, name: str) -> Response:
+        doc = self.single_document(request, "HyperNode")
+        _check_url_identity(doc, None, name)
+        return Response(jobs.apply_hypernode(self.access(request), doc, mode="update").object)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def delete(self, request: Request, name: str) -> Response:
+        return Response(jobs.delete_hypernode(self.access(request), name).object)
 
 
 def event_manifest(event: Event) -> dict[str, Any]:

@@ -16,6 +16,7 @@ RESOURCE_NAMES = {
     "Queue": "queue.scheduling.volcano.sh",
     "Pod": "pod",
     "PriorityClass": "priorityclass.scheduling.k8s.io",
+    "HyperNode": "hypernode.topology.volcano.sh",
     "CronJob": "cronjob.batch.volcano.sh",
     "JobFlow": "jobflow.flow.volcano.sh",
     "JobTemplate": "jobtemplate.flow.volcano.sh",

@@ -46,6 +46,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: a
     node_list = node_actions.add_parser("list", parents=[common], help="list nodes")
     node_list.set_defaults(func=list_nodes)
 
+    hypernodes = sub.add_parser("hypernode", help="HyperNodes (the network topology)")
+    hypernode_actions = hypernodes.add_subparsers(dest="action_name", metavar="ACTION", required=True)
+    hypernode_list = hypernode_actions.add_parser("list", parents=[common], help="list HyperNodes, lowest tier first")
+    hypernode_list.set_defaults(func=list_hypernodes)
+
     pods = sub.add_parser("pod", help="pods")
     pod_actions = pods.add_subparsers(dest="action_name", metavar="ACTION", required=True)
     pod_list = pod_actions.add_parser("list", parents=[common], help="list pods")
@@ -104,6 +109,36 @@ def evict_pod(ctx: Context) -> int:
     """``vcctl sim evict-pod -n NS NAME``."""
     namespace = ctx.namespace(ctx.args.namespace)
     return _pod_line(ctx, "evict", ctx.client.post(path("namespaces", namespace, "pods", ctx.args.pod, "evict")) or {})
+
+
+def list_hypernodes(ctx: Context) -> int:
+    """``vcctl hypernode list``: Name Tier TierName Members."""
+    body = ctx.client.list_all(path("hypernodes"))
+    if ctx.output:
+        output.emit(body, ctx.output)
+        return 0
+    rows = []
+    for item in body["items"]:
+        spec = item.get("spec") or {}
+        members = []
+        for m in spec.get("members") or []:
+            sel = m.get("selector") or {}
+            if sel.get("exactMatch"):
+                members.append(str(sel["exactMatch"].get("name", "")))
+            elif sel.get("regexMatch"):
+                members.append(f"/{sel['regexMatch'].get('pattern', '')}/")
+            else:
+                members.append("labels")
+        rows.append(
+            [
+                (item.get("metadata") or {}).get("name", ""),
+                spec.get("tier", ""),
+                spec.get("tierName", ""),
+                ",".join(members),
+            ]
+        )
+    output.table(["Name", "Tier", "TierName", "Members"], rows)
+    return 0
 
 
 def list_nodes(ctx: Context) -> int:

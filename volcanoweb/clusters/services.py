@@ -131,7 +131,16 @@ def resync_nodes(backend: ClusterBackend | None = None) -> int:
         changed += _mirror_node("DELETED", NodeInfo(name=name))
     for info in infos.values():
         changed += _mirror_node("MODIFIED", info)
+    if changed:
+        _discover_topology()
     return changed
+
+
+def _discover_topology() -> None:
+    """Keep the HyperNodes found from node labels current (Volcano's label discovery)."""
+    from volcanoweb.jobs import services as jobs  # jobs' services read the cluster's nodes
+
+    jobs.discover_hypernodes()
 
 
 # --------------------------------------------------------------------------- pods
@@ -455,6 +464,10 @@ def sync_from_backend(backend: ClusterBackend | None = None, *, timeout: float =
     return result
 
 
+#: Node labels Volcano's label-based HyperNode discovery reads (``jobs.services.DISCOVERY_TIERS``).
+_DISCOVERY_KEYS = ("volcano.sh/hypernode", "volcano.sh/hypercluster")
+
+
 def _sync_once(backend: ClusterBackend, result: SyncResult, timeout: float) -> None:
     with transaction.atomic():
         if not Node.objects.exists():
@@ -469,9 +482,16 @@ def _sync_once(backend: ClusterBackend, result: SyncResult, timeout: float) -> N
         for event in events:
             if event.kind == "node":
                 latest_nodes[event.object.name] = event
+        topology_changed = False
         for event in latest_nodes.values():
             assert isinstance(event.object, NodeInfo)
-            result.nodes_changed += _mirror_node(event.type, event.object)
+            mirrored = _mirror_node(event.type, event.object)
+            result.nodes_changed += mirrored
+            labels = event.object.labels or {}
+            if mirrored and (event.type == "DELETED" or any(k in labels for k in _DISCOVERY_KEYS)):
+                topology_changed = True
+        if topology_changed:
+            _discover_topology()
         _mirror_pods(events, result)
 
 

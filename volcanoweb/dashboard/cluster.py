@@ -72,6 +72,50 @@ def list_nodes() -> list[NodeView]:
     return nodes
 
 
+@dataclass
+class HyperNodeRow:
+    """One HyperNode of the topology tree: depth, tier, node count, free (allocatable - requested)
+    and allocatable per main resource, as the scheduler resolves its members."""
+
+    name: str
+    tier: int
+    depth: int
+    nodes: int
+    free: dict[str, float]
+    total: dict[str, float]
+    children: int
+
+
+def topology_tree(nodes: list[NodeView]) -> list[HyperNodeRow]:
+    """The HyperNodes as a tree (each after its parent, children by name), with free capacity summed
+    over the nodes the scheduler resolves for each; empty without HyperNodes."""
+    from scheduler.model import EMPTY
+    from scheduler.model import Node as CoreNode
+    from scheduler.topology import CLUSTER_TOP, Topology
+    from volcanoweb.scheduling.snapshots import hyper_nodes
+
+    specs = hyper_nodes()
+    if not specs:
+        return []
+    ordered = sorted(nodes, key=lambda n: n.name)
+    topo = Topology(specs, [CoreNode(n.name, EMPTY, dict(n.labels)) for n in ordered])
+    rows: list[HyperNodeRow] = []
+
+    def visit(name: str, depth: int) -> None:
+        members = [ordered[int(i)] for i in topo.nodes.get(name, [])]
+        total = sum_maps(m.allocatable for m in members)
+        used = sum_maps(m.allocated for m in members)
+        free = {k: max(0.0, v - used.get(k, 0.0)) for k, v in total.items()}
+        kids = topo.children.get(name, [])
+        rows.append(HyperNodeRow(name, topo.tier[name], depth, len(members), free, total, len(kids)))
+        for child in kids:
+            visit(child, depth + 1)
+
+    for root in topo.children[CLUSTER_TOP]:
+        visit(root, 0)
+    return rows
+
+
 def capacity(nodes: list[NodeView] | None = None) -> dict[str, float]:
     """Return the allocatable resources of the schedulable, ready nodes (``nodes``: the inventory)."""
     nodes = inventory() if nodes is None else nodes

@@ -53,6 +53,7 @@ KIND_TITLES = {
     "predicate-failure": "No node can run the pods",
     "gang-shortfall": "Only part of the gang fits",
     "not-reached": "Not reached in the last cycle",
+    "network-topology": "No network domain its topology allows fits the gang",
 }
 #: Labels for the core's reason numbers (JobReason.numbers); others are shown with their key.
 NUMBER_LABELS = {

@@ -20,6 +20,7 @@ TRACKED: tuple[Tracked, ...] = (
     Tracked("podgroups", "jobs.PodGroup"),
     Tracked("pods", "jobs.Pod"),
     Tracked("priorityclasses", "jobs.PriorityClass", namespace=""),
+    Tracked("hypernodes", "jobs.HyperNode", namespace=""),
     Tracked("commands", "jobs.Command", namespace="target_namespace"),
     Tracked("events", "jobs.Event", name="involved_name"),
     Tracked("queues", "queues.Queue", namespace=""),

@@ -227,6 +227,19 @@ class PriorityClass(KubeObject):
         constraints = [models.UniqueConstraint(fields=["name"], name="jobs_priorityclass_name")]
 
 
+class HyperNode(KubeObject):
+    """A ``topology.volcano.sh/v1alpha1`` HyperNode (cluster-scoped): a network domain of ``tier``
+    whose ``members`` (the manifest's ``spec.members``) are nodes or lower HyperNodes."""
+
+    tier = models.PositiveIntegerField(default=0)
+    tier_name = models.CharField(max_length=253, blank=True, default="")
+    members = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["tier", "name"]
+        constraints = [models.UniqueConstraint(fields=["name"], name="jobs_hypernode_name")]
+
+
 class Command(models.Model):
     """A user command (Volcano ``bus.volcano.sh/v1alpha1`` Command) waiting for the runtime.
 

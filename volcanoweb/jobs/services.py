@@ -16,6 +16,7 @@ from scheduler.quantity import format_quantity
 from volcanoweb.audit import services as audit
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.clusters.backend import get_backend
+from volcanoweb.clusters.models import Node
 from volcanoweb.core.errors import (
     AlreadyExists,
     ApiError,
@@ -31,6 +32,7 @@ from volcanoweb.jobs.models import (
     Command,
     CommandAction,
     Event,
+    HyperNode,
     Job,
     JobPhase,
     Pod,
@@ -54,7 +56,7 @@ from volcanoweb.manifests.fields import Metadata, check_dns_subdomain, check_met
 from volcanoweb.manifests.jobs import check_job_name, check_job_spec, check_job_update, task_min_resources
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.pods import check_jdb_annotations, check_pod_spec, pod_requests
-from volcanoweb.manifests.workflows import check_podgroup, check_priorityclass
+from volcanoweb.manifests.workflows import check_hypernode, check_podgroup, check_priorityclass
 from volcanoweb.tenancy.access import Access, forbidden, namespaces_by_name, resolve_namespace
 from volcanoweb.tenancy.models import Namespace
 
@@ -888,6 +890,134 @@ def delete_priorityclass(access: Access, name: str) -> Outcome:
     audit.record(access.user, "delete", info.kind, name, before=before)
     notify.changed(info.kind, existing, "delete")
     return Outcome("deleted", info.kind, name, None, before)
+
+
+# --- HyperNodes ------------------------------------------------------------------
+
+
+@transaction.atomic
+def apply_hypernode(
+    access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
+) -> Outcome:
+    """Create or update a HyperNode (platform admins only: the cluster's network topology)."""
+    info = parse.HYPERNODE
+    meta, _ = prepare(access, doc, info, None)
+    if not access.platform_admin:
+        raise forbidden(access, "create", info, None, meta.name)
+    existing = HyperNode.objects.select_for_update().filter(name=meta.name).first()
+    check_existence(info, meta.name, existing, mode)
+    check_version(info, meta, existing)
+    errors = Errors()
+    fields = check_hypernode(errors, meta.name, doc)
+    raise_if(errors, info, meta.name)
+    assert fields is not None
+    values = {
+        "tier": fields["tier"],
+        "tier_name": fields["tierName"],
+        "members": fields["members"],
+        "labels": meta.labels,
+        "annotations": meta.annotations,
+    }
+    if existing is not None:
+        if all(getattr(existing, k) == v for k, v in values.items()):
+            return Outcome("unchanged", info.kind, meta.name, None, render.hypernode(existing))
+        before = render.hypernode(existing)
+        for key, value in values.items():
+            setattr(existing, key, value)
+        existing.save(update_fields=[*values, *bump(existing, spec_changed=True)])
+        after = render.hypernode(existing)
+        audit.record(access.user, "update", info.kind, meta.name, before=before, after=after)
+        notify.changed(info.kind, existing, "update")
+        return Outcome("configured", info.kind, meta.name, None, after)
+    created = HyperNode.objects.create(name=meta.name, **values)
+    after = render.hypernode(created)
+    audit.record(access.user, "create", info.kind, meta.name, after=after)
+    notify.changed(info.kind, created, "create")
+    return Outcome("created", info.kind, meta.name, None, after)
+
+
+@transaction.atomic
+def delete_hypernode(access: Access, name: str) -> Outcome:
+    """Delete a HyperNode (platform admins only)."""
+    info = parse.HYPERNODE
+    if not access.platform_admin:
+        raise forbidden(access, "delete", info, None, name)
+    existing = HyperNode.objects.select_for_update().filter(name=name).first()
+    if existing is None:
+        raise not_found(info.qualified_resource, name, info.kind, info.group)
+    before = render.hypernode(existing)
+    existing.delete()
+    audit.record(access.user, "delete", info.kind, name, before=before)
+    notify.changed(info.kind, existing, "delete")
+    return Outcome("deleted", info.kind, name, None, before)
+
+
+#: What Volcano's label-based HyperNode discovery reads (its ``topologyA3`` example): a node's tier-1
+#: HyperNode and, above it, its tier-2 one; and the label it puts on the HyperNodes it creates.
+DISCOVERY_TIERS = ("volcano.sh/hypernode", "volcano.sh/hypercluster")
+DISCOVERY_SOURCE = "volcano.sh/network-topology-source"
+
+
+def _discovered(name: str, tier: int, members: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"tier": tier, "tier_name": "", "members": members, "labels": {DISCOVERY_SOURCE: "label"}, "annotations": {}}
+
+
+@transaction.atomic
+def discover_hypernodes() -> int:
+    """Volcano's label discoverer: a tier-1 HyperNode per value of ``volcano.sh/hypernode`` on the
+    nodes (its members: the nodes with that label, by ``labelMatch``) and a tier-2 one per value of
+    ``volcano.sh/hypercluster`` (its members: the tier-1 HyperNodes of its nodes). The HyperNodes it
+    made earlier (labelled ``volcano.sh/network-topology-source: label``) that no node names any more
+    are deleted; HyperNodes written by people are never touched. Returns how many rows changed."""
+    rack_key, spine_key = DISCOVERY_TIERS
+    racks: dict[str, set[str]] = {}
+    spines: dict[str, set[str]] = {}
+    for labels in Node.objects.values_list("labels", flat=True):
+        labels = labels or {}
+        rack = labels.get(rack_key)
+        if not rack:
+            continue
+        racks.setdefault(rack, set())
+        spine = labels.get(spine_key)
+        if spine:
+            spines.setdefault(spine, set()).add(rack)
+    wanted = {
+        rack: _discovered(rack, 1, [{"type": "Node", "selector": {"labelMatch": {"matchLabels": {rack_key: rack}}}}])
+        for rack in racks
+    }
+    for spine, members in spines.items():
+        wanted[spine] = _discovered(
+            spine, 2, [{"type": "HyperNode", "selector": {"exactMatch": {"name": r}}} for r in sorted(members)]
+        )
+    existing = {h.name: h for h in HyperNode.objects.select_for_update().filter(name__in=list(wanted))}
+    mine = HyperNode.objects.select_for_update().filter(**{f"labels__{DISCOVERY_SOURCE}": "label"})
+    changed = 0
+    for gone in mine.exclude(name__in=list(wanted)):
+        before = render.hypernode(gone)
+        gone.delete()
+        audit.record(None, "delete", "HyperNode", gone.name, before=before)
+        notify.changed("HyperNode", gone, "delete")
+        changed += 1
+    for name, values in sorted(wanted.items()):
+        found = existing.get(name)
+        if found is None:
+            created = HyperNode.objects.create(name=name, **values)
+            audit.record(None, "create", "HyperNode", name, after=render.hypernode(created))
+            notify.changed("HyperNode", created, "create")
+            changed += 1
+            continue
+        if (found.labels or {}).get(DISCOVERY_SOURCE) != "label":
+            continue  # a person's HyperNode of the same name wins
+        if all(getattr(found, k) == v for k, v in values.items()):
+            continue
+        before = render.hypernode(found)
+        for key, value in values.items():
+            setattr(found, key, value)
+        found.save(update_fields=[*values, *bump(found, spec_changed=True)])
+        audit.record(None, "update", "HyperNode", name, before=before, after=render.hypernode(found))
+        notify.changed("HyperNode", found, "update")
+        changed += 1
+    return changed
 
 
 # --- ResourceQuotas ------------------------------------------------------------

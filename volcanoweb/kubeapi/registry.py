@@ -15,7 +15,7 @@ from django.db.models import Count, Q, QuerySet
 
 from volcanoweb.clusters.models import Node
 from volcanoweb.jobs import services as jobs
-from volcanoweb.jobs.models import Command, Event, Job, Pod, PodGroup, PriorityClass
+from volcanoweb.jobs.models import Command, Event, HyperNode, Job, Pod, PodGroup, PriorityClass
 from volcanoweb.kubeapi import pods
 from volcanoweb.manifests import corenode, parse, render
 from volcanoweb.manifests.parse import KindInfo
@@ -391,6 +391,22 @@ RESOURCES: tuple[KubeResource, ...] = (
         ),
         apply=_cluster_scoped_apply(jobs.apply_priorityclass),
         delete=_delete_cluster_scoped(jobs.delete_priorityclass),
+    ),
+    KubeResource(
+        parse.HYPERNODE,
+        "hypernode",
+        HyperNode,
+        render.hypernode,
+        _everyone(HyperNode),
+        short_names=("hn",),
+        columns=(
+            Column("Tier", "string", ".spec.tier"),
+            Column("TierName", "string", ".spec.tierName"),
+            AGE,
+        ),
+        order=("tier", "name", "pk"),
+        apply=_cluster_scoped_apply(jobs.apply_hypernode),
+        delete=_delete_cluster_scoped(jobs.delete_hypernode),
     ),
     KubeResource(
         parse.POD,

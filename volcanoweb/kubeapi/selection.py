@@ -67,7 +67,7 @@ class Selection:
             return False  # a Command the controller acted on is gone from the API (Volcano deletes it)
         if self.access.platform_admin:
             return True
-        if self.kind in ("priorityclasses", "nodes"):
+        if self.kind in ("priorityclasses", "nodes", "hypernodes", "services"):
             return True
         tenant = row.get("tenant_id")
         if tenant is not None and tenant in self.access.roles:

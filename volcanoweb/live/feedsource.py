@@ -27,6 +27,7 @@ KINDS = {
     "jobtemplates": "jobtemplate",
     "commands": "command",
     "priorityclasses": "priorityclass",
+    "hypernodes": "hypernode",
     "events": "event",
     "namespaces": "namespace",
     "nodes": "node",
@@ -35,7 +36,7 @@ KINDS = {
 #: Live kinds whose messages come from the log only (``live.broadcast`` does not send them).
 LOG_KINDS = frozenset(KINDS.values())
 #: Kinds every signed-in user may read.
-EVERYONE_KINDS = frozenset({"nodes", "priorityclasses", "schedulerconfigurations"})
+EVERYONE_KINDS = frozenset({"nodes", "priorityclasses", "schedulerconfigurations", "hypernodes"})
 ACTIONS = {log.ADDED: "create", log.MODIFIED: "update", log.DELETED: "delete"}
 #: Audience: None = everyone; a frozenset of tenant ids (empty: platform admins only).
 Audience = frozenset[int] | None

@@ -46,10 +46,11 @@ JOBTEMPLATE = KindInfo("flow.volcano.sh/v1alpha1", "JobTemplate", "jobtemplates"
 PRIORITYCLASS = KindInfo("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False)
 POD = KindInfo("v1", "Pod", "pods", True)
 RESOURCEQUOTA = KindInfo("v1", "ResourceQuota", "resourcequotas", True)
+HYPERNODE = KindInfo("topology.volcano.sh/v1alpha1", "HyperNode", "hypernodes", False)
 #: A Volcano scheduler configuration document (``actions:`` + ``tiers:``, no apiVersion/kind).
 SCHEDULER_CONFIG = KindInfo("volcanoweb.io/v1", "SchedulerConfiguration", "scheduler-config", False)
 
-SUPPORTED_KINDS = (JOB, CRONJOB, QUEUE, PODGROUP, JOBFLOW, JOBTEMPLATE, PRIORITYCLASS, POD, RESOURCEQUOTA)
+SUPPORTED_KINDS = (JOB, CRONJOB, QUEUE, PODGROUP, JOBFLOW, JOBTEMPLATE, PRIORITYCLASS, POD, RESOURCEQUOTA, HYPERNODE)
 _BY_KEY = {(info.api_version, info.kind): info for info in SUPPORTED_KINDS}
 
 

@@ -86,6 +86,14 @@ def priorityclass(obj: Any) -> dict[str, Any]:
     return out
 
 
+def hypernode(obj: Any) -> dict[str, Any]:
+    """Return a HyperNode manifest (``spec.tier``, ``spec.tierName``, ``spec.members``)."""
+    spec: dict[str, Any] = {"tier": obj.tier, "members": obj.members}
+    if obj.tier_name:
+        spec["tierName"] = obj.tier_name
+    return {**_envelope(parse.HYPERNODE, obj), "spec": spec, "status": {}}
+
+
 def queue(obj: Any) -> dict[str, Any]:
     """Return a Queue manifest; status carries state, allocated and the PodGroup counts."""
     status: dict[str, Any] = {"state": obj.state}

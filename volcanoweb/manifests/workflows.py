@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from scheduler.manifests import ManifestError, hyper_node
 from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     DNS1123_LABEL_MSG,
@@ -188,6 +189,26 @@ def check_podgroup(errors: Errors, spec: Any) -> dict[str, Any] | None:
 
 
 MAX_USER_PRIORITY = 1_000_000_000
+
+
+def check_hypernode(errors: Errors, name: str, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Return {tier, tierName, members} of a HyperNode after the scheduler's checks (tier >= 0, members
+    of type Node or HyperNode, one selector each: exactMatch, regexMatch or labelMatch, HyperNode
+    members by exactMatch only)."""
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        errors.required("spec")
+        return None
+    try:
+        hyper_node(doc, f"HyperNode {name}")
+    except ManifestError as exc:
+        errors.add(exc.field, exc.detail)
+        return None
+    return {
+        "tier": int(spec.get("tier") or 0),
+        "tierName": str(spec.get("tierName") or ""),
+        "members": list(spec.get("members") or []),
+    }
 
 
 def check_priorityclass(errors: Errors, name: str, doc: dict[str, Any]) -> dict[str, Any] | None:

@@ -54,20 +54,30 @@ from scheduler import (
 from scheduler.manifests import (
     HIERARCHY,
     HIERARCHY_WEIGHTS,
+    JDB_MAX_UNAVAILABLE,
+    JDB_MIN_AVAILABLE,
     POD_STATUS,
     PREEMPTABLE,
+    REVOCABLE_ZONE,
+    TASK_AFFINITY,
+    TASK_ANTI_AFFINITY,
+    TASK_ORDER,
     TASK_PRIORITY,
     TASK_SPEC,
     VOLCANO_SCHEDULERS,
     ManifestError,
     PodPlacement,
+    cooldown_time,
     flag,
+    hyper_node,
+    network_topology_of,
     pod_placement,
     sla_waiting_time,
 )
-from scheduler.model import ResourceQuota
+from scheduler.model import HyperNode, ResourceQuota
 from volcanoweb.clusters.models import Node as NodeRow
 from volcanoweb.core.idlist import one_of
+from volcanoweb.jobs.models import HyperNode as HyperNodeRow
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.jobs.models import PriorityClass as PriorityClassRow
 from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow
@@ -97,6 +107,7 @@ _POD_COLUMNS = (
     "created_at",
     "deletion_timestamp",
     "row_version",
+    "started_at",
 )
 _PODGROUP_COLUMNS = (
     "id",
@@ -113,6 +124,7 @@ _PODGROUP_COLUMNS = (
     "labels",
     "created_at",
     "row_version",
+    "spec",
 )
 #: How :meth:`Memo.rows` reads full rows: ``fetch(ids)`` those ids, ``fetch(None)`` the whole query.
 Fetch = Callable[[list[int] | None], Iterable[dict[str, Any]]]
@@ -220,6 +232,11 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
     except ManifestError as exc:
         log.warning("PodGroup %s: %s", key, exc)
         sla = None
+    try:
+        topology = network_topology_of((row.get("spec") or {}).get("networkTopology"), f"PodGroup {key}")
+    except ManifestError as exc:
+        log.warning("PodGroup %s: %s", key, exc)
+        topology = None
     return Job(
         uid=str(row["uid"]),
         name=row["name"],
@@ -234,7 +251,32 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         creation=_creation(row["created_at"]),
         created_at=_seconds(row["created_at"]),
         sla_waiting_time=sla,
+        network_topology=topology,
+        jdb_min_available=str(annotations.get(JDB_MIN_AVAILABLE) or ""),
+        jdb_max_unavailable=str(annotations.get(JDB_MAX_UNAVAILABLE) or ""),
+        task_affinity=annotations.get(TASK_AFFINITY),
+        task_anti_affinity=annotations.get(TASK_ANTI_AFFINITY),
+        task_order=annotations.get(TASK_ORDER),
     )
+
+
+def _hyper_node(row: Mapping[str, Any]) -> HyperNode | None:
+    """Return the scheduler's HyperNode for a ``HyperNode`` values() row (None, logged, if invalid)."""
+    doc = {
+        "metadata": {"name": row["name"]},
+        "spec": {"tier": row["tier"], "tierName": row["tier_name"], "members": row["members"] or []},
+    }
+    try:
+        return hyper_node(doc, f"HyperNode {row['name']}")
+    except ManifestError as exc:
+        log.warning("HyperNode %s: %s", row["name"], exc)
+        return None
+
+
+def hyper_nodes() -> list[HyperNode]:
+    """Every valid HyperNode row as the scheduler reads it (lowest tier first)."""
+    rows = HyperNodeRow.objects.order_by("tier", "name").values("name", "tier", "tier_name", "members")
+    return [h for h in map(_hyper_node, rows) if h is not None]
 
 
 def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task | None:
@@ -286,6 +328,9 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
         preferred_pod_affinity=where.preferred_pod_affinity,
         preferred_anti_affinity=where.preferred_anti_affinity,
         topology_spread=where.topology_spread,
+        cooldown=cooldown_time(labels, annotations),
+        scheduled_at=_seconds(row["started_at"]) if row["started_at"] is not None else 0.0,
+        revocable_zone=str(annotations.get(REVOCABLE_ZONE) or ""),
     )
 
 
@@ -642,7 +687,13 @@ def _build(memo: Memo, now: float) -> SnapshotInfo:
         )
         for r in PriorityClassRow.objects.values("name", "value", "global_default", "preemption_policy")
     ]
+    hyper = [
+        memo.get("hypernode", r["name"], r, lambda r=r: _hyper_node(r))
+        for r in HyperNodeRow.objects.values("name", "tier", "tier_name", "members")
+    ]
     memo.done()
     quotas = resource_quotas(entries[pk].usage for pk in pods.order)
-    info.snapshot = Snapshot.of(nodes, queues, jobs, tasks, classes, now=now, resource_quotas=quotas)
+    info.snapshot = Snapshot.of(
+        nodes, queues, jobs, tasks, classes, now=now, resource_quotas=quotas, hyper_nodes=[h for h in hyper if h]
+    )
     return info

@@ -57,6 +57,12 @@ QUOTA = {
     "spec": {"hard": {"requests.cpu": "8"}},
 }
 PC = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+HN = {
+    "apiVersion": "topology.volcano.sh/v1alpha1",
+    "kind": "HyperNode",
+    "metadata": {"name": "rack1"},
+    "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^rack1-"}}}]},
+}
 JOB = job_manifest("train", queue="qa")
 CHILD_QUEUE = queue_manifest("qa-child", parent="qa")
 OBJECTS = {
@@ -116,6 +122,11 @@ def calls() -> list[Call]:
         Call("priorityclass", "get", "/api/v1/priorityclasses/high", other="scoped"),
         Call("priorityclass", "put", "/api/v1/priorityclasses/high", PC),
         Call("priorityclass", "delete", "/api/v1/priorityclasses/high"),
+        Call("hypernodes", "get", "/api/v1/hypernodes", other="scoped"),
+        Call("hypernodes", "post", "/api/v1/hypernodes", {**HN, "metadata": {"name": "rack2"}}),
+        Call("hypernode", "get", "/api/v1/hypernodes/rack1", other="scoped"),
+        Call("hypernode", "put", "/api/v1/hypernodes/rack1", HN),
+        Call("hypernode", "delete", "/api/v1/hypernodes/rack1"),
         Call("scheduler-config", "get", "/api/v1/scheduler-config", other="scoped"),
         Call("scheduler-config", "put", "/api/v1/scheduler-config", None),
         Call("scheduler-config-versions", "get", "/api/v1/scheduler-config/versions", other="scoped"),
@@ -142,7 +153,7 @@ def world(django_db_setup: Any, django_db_blocker: Any) -> Iterator[tuple[Cast, 
         cast = build_cast()
         builders.make_queue("qa", tenant="team-a")
         builders.make_queue("qb", tenant="team-b")
-        docs = [PC, *(body for _, body in OBJECTS.values())]
+        docs = [PC, HN, *(body for _, body in OBJECTS.values())]
         apply_documents(SYSTEM, docs, default_namespace="team-a")
         job_services.apply_job(SYSTEM, job_manifest("b-job", namespace="team-b", queue="qb"))
         token, _ = tenancy_services.create_token(cast.alice, "alice")

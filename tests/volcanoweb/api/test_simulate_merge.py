@@ -25,3 +25,16 @@ def test_merge_keeps_the_live_clock_and_quotas_and_dates_new_podgroups_now() -> 
     }
     created = {j.name: j.created_at for j in merged.jobs}
     assert created == {"old": 100.0, "new": 5000.0, "dated": 42.0}
+
+
+def test_merge_keeps_the_live_topology_and_budgets_and_adds_submitted_hypernodes() -> None:
+    from scheduler.model import HyperNode, PodDisruptionBudget
+
+    live = Snapshot.of(
+        hyper_nodes=[HyperNode("rack-a", 1), HyperNode("rack-b", 1)],
+        pod_disruption_budgets=[PodDisruptionBudget("pdb", "ns")],
+    )
+    extra = Snapshot.of(hyper_nodes=[HyperNode("rack-b", 2), HyperNode("spine", 3)])
+    merged = merge(live, extra, set(), 1)
+    assert [(h.name, h.tier) for h in merged.hyper_nodes] == [("rack-a", 1), ("rack-b", 2), ("spine", 3)]
+    assert [p.name for p in merged.pod_disruption_budgets] == ["pdb"]

@@ -143,7 +143,7 @@ def _count(client: Any, url: str) -> int:
     [
         ("/", 13),
         ("/queues/", 8),
-        ("/nodes/", 5),
+        ("/nodes/", 6),  # + the HyperNodes of the topology tree (one query)
         ("/jobs/team-a/train-a/", 16),  # the waiting command (actions by phase) and the resource holders
         ("/queues/team-a-q/usage/", 6),
     ],

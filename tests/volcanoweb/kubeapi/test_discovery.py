@@ -22,7 +22,9 @@ def test_api_groups_and_versions(alice_api) -> None:
         "flow.volcano.sh",
         "scheduling.volcano.sh",
         "scheduling.k8s.io",
+        "topology.volcano.sh",
     }
+    assert groups["topology.volcano.sh"]["preferredVersion"]["groupVersion"] == "topology.volcano.sh/v1alpha1"
     assert groups["scheduling.volcano.sh"]["preferredVersion"]["groupVersion"] == "scheduling.volcano.sh/v1beta1"
     assert alice_api.get("/apis/batch.volcano.sh").json()["versions"][0]["version"] == "v1alpha1"
     missing = alice_api.get("/apis/apps")

@@ -231,3 +231,52 @@ def test_a_moving_clock_keeps_the_memo_and_the_session_cache(sim: Any, cast: Any
     hits = cache.hits
     assert scheduler_run(later, config, cache) == scheduler_run(later, config, None)
     assert cache.hits == hits + 1
+
+
+def test_hypernodes_and_network_topology_reach_the_scheduler(sim: Any, cast: Any) -> None:
+    """HyperNode rows become the snapshot's HyperNodes and a PodGroup's spec.networkTopology its
+    job's: racks a (cpu-0, cpu-1) and b (cpu-2, cpu-3) of 8-CPU nodes, cpu-1 half full; a 2-pod gang
+    of 5 CPU each with a hard topology of tier 1 is placed on rack b (rack a has one node free,
+    and without the topology it would take cpu-0 and another rack's node)."""
+    import dataclasses
+
+    import scheduler
+    from volcanoweb.apply import apply_documents
+    from volcanoweb.jobs.models import PodGroup
+    from volcanoweb.tenancy.access import SYSTEM
+
+    cluster_services.sync_from_backend()
+    racks = [
+        {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": f"rack-{r}"},
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]},
+        }
+        for r, nodes in (("a", ("cpu-0", "cpu-1")), ("b", ("cpu-2", "cpu-3")))
+    ]
+    apply_documents(SYSTEM, racks)
+    Pod.objects.create(
+        namespace="team-a",
+        name="busy",
+        scheduler_name="default-scheduler",
+        node_name="cpu-1",
+        phase="Running",
+        requests={"cpu": 4000},
+    )
+    group, _ = make_gang("gang", 2, tenant=cast.team_a, cpu=5000, phase="Inqueue")
+    spec = {**group.spec, "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+    PodGroup.objects.filter(pk=group.pk).update(spec=spec)
+    snap = build_snapshot().snapshot
+    assert sorted(h.name for h in snap.hyper_nodes) == ["rack-a", "rack-b"]
+    [job] = [j for j in snap.jobs if j.name == "gang"]
+    assert job.network_topology == scheduler.model.NetworkTopology("hard", 1)
+    conf = scheduler.parse_config(
+        "actions: allocate\ntiers:\n- plugins: [{name: gang}, {name: predicates}, {name: network-topology-aware}]\n"
+    )
+    binds = scheduler.run_cycle(snap, conf).binds
+    assert sorted(binds.values()) == ["cpu-2", "cpu-3"]
+    untied = [dataclasses.replace(j, network_topology=None) if j.name == "gang" else j for j in snap.jobs]
+    flat = scheduler.run_cycle(dataclasses.replace(snap, jobs=tuple(untied)), conf).binds
+    assert "cpu-0" in flat.values()
+    assert sorted(flat.values()) != ["cpu-2", "cpu-3"]

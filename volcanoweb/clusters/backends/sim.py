@@ -7,7 +7,7 @@ what both share: the pool spec and duration parsers and the clocks.
 Pool spec format
 ================
 
-``pools := pool ("," pool)*`` where ``pool := NAME ":" [COUNT "x"] SHAPE [LABELS]``:
+``pools := pool ("," pool)*`` where ``pool := NAME ":" [COUNT "x"] SHAPE [LABELS] [TOPOLOGY]``:
 
 * ``NAME``: pool name (``[a-z0-9-]+``); nodes are named ``<NAME>-<i>`` (i from 0)
   and labelled ``sim.volcanoweb.io/pool=<NAME>``, ``kubernetes.io/hostname=<node name>``,
@@ -16,10 +16,15 @@ Pool spec format
 * ``SHAPE``: one or more ``<number><unit>`` terms, units ``c`` (CPU cores,
   decimals allowed: ``0.5c``), ``Ki``/``Mi``/``Gi``/``Ti`` (memory), ``gpu``
   (``nvidia.com/gpu``) and ``pods`` (max pods, default 110);
-* ``LABELS``: optional extra node labels in brackets, ``[k=v;k2=v2]``.
+* ``LABELS``: optional extra node labels in brackets, ``[k=v;k2=v2]``;
+* ``TOPOLOGY``: optional network topology in braces, ``{rack=16}`` or ``{rack=16;spine=4}``: nodes in
+  racks of 16 consecutive nodes, racks in spines of 4, labelled as Volcano's label-based HyperNode
+  auto-discovery reads them (``volcano.sh/hypernode=<pool>-rack-<i>``, tier 1, and
+  ``volcano.sh/hypercluster=<pool>-spine-<j>``, tier 2; see ``jobs.services.discover_hypernodes``).
 
 Example: ``"cpu:8x16c64Gi,gpu:4x32c256Gi4gpu[accelerator=a100]"`` is 8 nodes
-with 16 CPUs and 64 GiB each, and 4 nodes with 32 CPUs, 256 GiB and 4 GPUs.
+with 16 CPUs and 64 GiB each, and 4 nodes with 32 CPUs, 256 GiB and 4 GPUs;
+``"gpu:64x32c256Gi8gpu{rack=16;spine=2}"`` is 4 racks of 16 GPU nodes in 2 spines.
 
 Pod lifecycle
 =============
@@ -68,6 +73,9 @@ __all__ = [
 ]
 
 POOL_LABEL = "sim.volcanoweb.io/pool"
+#: The node labels of a pool's topology (Volcano's label discovery example: tor-level HyperNode, hypercluster).
+RACK_LABEL = "volcano.sh/hypernode"
+SPINE_LABEL = "volcano.sh/hypercluster"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 #: The well-known labels every simulated node has, as a kubelet sets them (examples select on them).
 OS_LABEL, ARCH_LABEL = "kubernetes.io/os", "kubernetes.io/arch"
@@ -149,7 +157,7 @@ class ScaledClock:
 
 _POOL_RE = re.compile(
     r"^(?P<name>[a-z0-9]([a-z0-9-]*[a-z0-9])?):(?:(?P<count>\d+)x)?"
-    r"(?P<shape>[^\[\]]+)(?:\[(?P<labels>[^\]]*)\])?$"
+    r"(?P<shape>[^\[\]{}]+)(?:\[(?P<labels>[^\]]*)\])?(?:\{(?P<topology>[^}]*)\})?$"
 )
 _TERM_RE = re.compile(r"(\d+(?:\.\d+)?)(gpu|pods|Ki|Mi|Gi|Ti|Pi|c)")
 _UNIT_RESOURCE = {
@@ -182,11 +190,29 @@ def parse_pool_spec(spec: str) -> list[NodeInfo]:
         count = int(match["count"]) if match["count"] else 1
         allocatable = _parse_shape(match["shape"], text)
         extra = _parse_labels(match["labels"] or "", text)
+        rack, spine = _parse_topology(match["topology"] or "", text)
         for index in range(count):
             node = f"{name}-{index}"
             labels = {POOL_LABEL: name, HOSTNAME_LABEL: node, OS_LABEL: "linux", ARCH_LABEL: "amd64", **extra}
+            if rack:
+                labels[RACK_LABEL] = f"{name}-rack-{index // rack}"
+                if spine:
+                    labels[SPINE_LABEL] = f"{name}-spine-{index // (rack * spine)}"
             nodes.append(NodeInfo(name=node, allocatable=dict(allocatable), labels=labels))
     return nodes
+
+
+def _parse_topology(text: str, pool: str) -> tuple[int, int]:
+    """``rack=N[;spine=M]``: nodes per rack and racks per spine (0: none)."""
+    sizes = {"rack": 0, "spine": 0}
+    for item in filter(None, (part.strip() for part in text.split(";"))):
+        key, sep, value = item.partition("=")
+        if not sep or key not in sizes or not value.isdigit() or int(value) < 1:
+            raise ValueError(f"pool {pool!r}: invalid topology term {item!r} (rack=N, spine=M, positive)")
+        sizes[key] = int(value)
+    if sizes["spine"] and not sizes["rack"]:
+        raise ValueError(f"pool {pool!r}: spine=M needs rack=N")
+    return sizes["rack"], sizes["spine"]
 
 
 def _parse_shape(shape: str, pool: str) -> dict[str, str]:

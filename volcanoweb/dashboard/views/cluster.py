@@ -54,12 +54,29 @@ def nodes(request: HttpRequest) -> HttpResponse:
                 ),
             }
         )
+    topology = [
+        {
+            "row": h,
+            "resources": [
+                {"name": name, "label": label, "free": h.free.get(name, 0.0), "total": h.total.get(name, 0.0)}
+                for name, label, _unit in MAIN_RESOURCES
+                if h.total.get(name)
+            ],
+        }
+        for h in cluster.topology_tree(items)
+    ]
     context = {
         "nav": "nodes",
         "rows": rows,
+        "topology": topology,
         "can_inject": scope.access.platform_admin,
     }
-    return page(request, "dashboard/nodes.html", context, {"grid": "dashboard/_node_grid.html"})
+    return page(
+        request,
+        "dashboard/nodes.html",
+        context,
+        {"grid": "dashboard/_node_grid.html", "topology": "dashboard/_topology_tree.html"},
+    )
 
 
 @login_required
