@@ -21,7 +21,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from rest_framework.test import APIClient
 
 from tests.volcanoweb import builders
-from tests.volcanoweb.api.test_access import CRON, FLOW, JOB, OBJECTS, PC, POD, QUOTA, TEMPLATE
+from tests.volcanoweb.api.test_access import CRON, FLOW, HN, JOB, OBJECTS, PC, POD, QUOTA, TEMPLATE
 from tests.volcanoweb.builders import job_manifest, queue_manifest, to_yaml
 from tests.volcanoweb.clusters.helpers import make_gang, make_sim
 from tests.volcanoweb.conftest import Cast, build_cast, module_data
@@ -50,6 +50,7 @@ KUBE_DOCS: dict[str, dict[str, Any]] = {
     "pods": POD,
     "resourcequotas": QUOTA,
     "priorityclasses": PC,
+    "hypernodes": HN,
     "queues": queue_manifest("qa-kube", tenant="team-a"),
 }
 
@@ -93,7 +94,7 @@ def _kube_base(resource: KubeResource) -> str:
 
 
 def _existing_name(plural: str) -> str:
-    return {"priorityclasses": "high", "queues": "qa-patch"}.get(plural) or OBJECTS[plural][0]
+    return {"priorityclasses": "high", "queues": "qa-patch", "hypernodes": "rack1"}.get(plural) or OBJECTS[plural][0]
 
 
 def _collection_delete(resource: KubeResource) -> tuple[tuple[int, ...], bool]:
@@ -188,6 +189,9 @@ def rest_cases() -> list[Case]:
         Case("post", "/api/v1/priorityclasses", {**PC, "metadata": {"name": "low"}}),
         Case("put", "/api/v1/priorityclasses/high", {**PC, "description": "changed"}),
         Case("delete", "/api/v1/priorityclasses/high"),
+        Case("post", "/api/v1/hypernodes", {**HN, "metadata": {"name": "rack2"}}),
+        Case("put", "/api/v1/hypernodes/rack1", {**HN, "spec": {**HN["spec"], "tier": 2}}),
+        Case("delete", "/api/v1/hypernodes/rack1"),
         Case("put", "/api/v1/scheduler-config", CONFIG, "text/plain"),
         Case("post", "/api/v1/scheduler-config/versions/1/activate"),
         Case("post", "/api/v1/tokens", {"name": "minted"}, "application/json", (201,)),
@@ -231,7 +235,7 @@ def world(django_db_setup: Any, django_db_blocker: Any) -> Iterator[dict[str, An
         queue_services.close_queue(SYSTEM, "qa-closed")
         paused = _renamed(CRON, "paused")
         paused["spec"] = {**paused["spec"], "suspend": True}
-        docs = [PC, *(body for _, body in OBJECTS.values()), paused]
+        docs = [PC, HN, *(body for _, body in OBJECTS.values()), paused]
         apply_documents(SYSTEM, docs, default_namespace="team-a")
         swept = []
         for resource in RESOURCES:
