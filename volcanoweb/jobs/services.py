@@ -823,6 +823,50 @@ def delete_pod(access: Access, namespace: str, name: str) -> Outcome:
 # --- PriorityClasses ---------------------------------------------------------
 
 
+def _store_cluster_scoped(
+    access: Access,
+    info: parse.KindInfo,
+    model: Any,
+    show: Callable[[Any], dict[str, Any]],
+    name: str,
+    existing: Any,
+    values: dict[str, Any],
+) -> Outcome:
+    """Create or update a platform admin's cluster-scoped object (PriorityClass, HyperNode) with ``values``."""
+    if existing is not None:
+        if all(getattr(existing, k) == v for k, v in values.items()):
+            return Outcome("unchanged", info.kind, name, None, show(existing))
+        before = show(existing)
+        for key, value in values.items():
+            setattr(existing, key, value)
+        existing.save(update_fields=[*values, *bump(existing, spec_changed=True)])
+        after = show(existing)
+        audit.record(access.user, "update", info.kind, name, before=before, after=after)
+        notify.changed(info.kind, existing, "update")
+        return Outcome("configured", info.kind, name, None, after)
+    created = model.objects.create(name=name, **values)
+    after = show(created)
+    audit.record(access.user, "create", info.kind, name, after=after)
+    notify.changed(info.kind, created, "create")
+    return Outcome("created", info.kind, name, None, after)
+
+
+def _delete_cluster_scoped(
+    access: Access, info: parse.KindInfo, model: Any, show: Callable[[Any], dict[str, Any]], name: str
+) -> Outcome:
+    """Delete a platform admin's cluster-scoped object (PriorityClass, HyperNode)."""
+    if not access.platform_admin:
+        raise forbidden(access, "delete", info, None, name)
+    existing = model.objects.select_for_update().filter(name=name).first()
+    if existing is None:
+        raise not_found(info.qualified_resource, name, info.kind, info.group)
+    before = show(existing)
+    existing.delete()
+    audit.record(access.user, "delete", info.kind, name, before=before)
+    notify.changed(info.kind, existing, "delete")
+    return Outcome("deleted", info.kind, name, None, before)
+
+
 @transaction.atomic
 def apply_priorityclass(
     access: Access, doc: dict[str, Any], default_namespace: str | None = None, *, mode: str = "apply"
@@ -858,38 +902,13 @@ def apply_priorityclass(
         "labels": meta.labels,
         "annotations": meta.annotations,
     }
-    if existing is not None:
-        if all(getattr(existing, k) == v for k, v in values.items()):
-            return Outcome("unchanged", info.kind, meta.name, None, render.priorityclass(existing))
-        before = render.priorityclass(existing)
-        for key, value in values.items():
-            setattr(existing, key, value)
-        existing.save(update_fields=[*values, *bump(existing, spec_changed=True)])
-        after = render.priorityclass(existing)
-        audit.record(access.user, "update", info.kind, meta.name, before=before, after=after)
-        notify.changed(info.kind, existing, "update")
-        return Outcome("configured", info.kind, meta.name, None, after)
-    created = PriorityClass.objects.create(name=meta.name, **values)
-    after = render.priorityclass(created)
-    audit.record(access.user, "create", info.kind, meta.name, after=after)
-    notify.changed(info.kind, created, "create")
-    return Outcome("created", info.kind, meta.name, None, after)
+    return _store_cluster_scoped(access, info, PriorityClass, render.priorityclass, meta.name, existing, values)
 
 
 @transaction.atomic
 def delete_priorityclass(access: Access, name: str) -> Outcome:
     """Delete a PriorityClass (platform admins only)."""
-    info = parse.PRIORITYCLASS
-    if not access.platform_admin:
-        raise forbidden(access, "delete", info, None, name)
-    existing = PriorityClass.objects.select_for_update().filter(name=name).first()
-    if existing is None:
-        raise not_found(info.qualified_resource, name, info.kind, info.group)
-    before = render.priorityclass(existing)
-    existing.delete()
-    audit.record(access.user, "delete", info.kind, name, before=before)
-    notify.changed(info.kind, existing, "delete")
-    return Outcome("deleted", info.kind, name, None, before)
+    return _delete_cluster_scoped(access, parse.PRIORITYCLASS, PriorityClass, render.priorityclass, name)
 
 
 # --- HyperNodes ------------------------------------------------------------------
@@ -918,38 +937,13 @@ def apply_hypernode(
         "labels": meta.labels,
         "annotations": meta.annotations,
     }
-    if existing is not None:
-        if all(getattr(existing, k) == v for k, v in values.items()):
-            return Outcome("unchanged", info.kind, meta.name, None, render.hypernode(existing))
-        before = render.hypernode(existing)
-        for key, value in values.items():
-            setattr(existing, key, value)
-        existing.save(update_fields=[*values, *bump(existing, spec_changed=True)])
-        after = render.hypernode(existing)
-        audit.record(access.user, "update", info.kind, meta.name, before=before, after=after)
-        notify.changed(info.kind, existing, "update")
-        return Outcome("configured", info.kind, meta.name, None, after)
-    created = HyperNode.objects.create(name=meta.name, **values)
-    after = render.hypernode(created)
-    audit.record(access.user, "create", info.kind, meta.name, after=after)
-    notify.changed(info.kind, created, "create")
-    return Outcome("created", info.kind, meta.name, None, after)
+    return _store_cluster_scoped(access, info, HyperNode, render.hypernode, meta.name, existing, values)
 
 
 @transaction.atomic
 def delete_hypernode(access: Access, name: str) -> Outcome:
     """Delete a HyperNode (platform admins only)."""
-    info = parse.HYPERNODE
-    if not access.platform_admin:
-        raise forbidden(access, "delete", info, None, name)
-    existing = HyperNode.objects.select_for_update().filter(name=name).first()
-    if existing is None:
-        raise not_found(info.qualified_resource, name, info.kind, info.group)
-    before = render.hypernode(existing)
-    existing.delete()
-    audit.record(access.user, "delete", info.kind, name, before=before)
-    notify.changed(info.kind, existing, "delete")
-    return Outcome("deleted", info.kind, name, None, before)
+    return _delete_cluster_scoped(access, parse.HYPERNODE, HyperNode, render.hypernode, name)
 
 
 #: What Volcano's label-based HyperNode discovery reads (its ``topologyA3`` example): a node's tier-1
