@@ -250,6 +250,21 @@ SCHEMAS: dict[str, Any] = {
     "JobTemplate": _object(JOB_SPEC),
     "Pod": _object(POD_SPEC),
     "ResourceQuota": _object(_fields("scopes", "scopeSelector", hard=STRING_MAP)),
+    # topology.volcano.sh/v1alpha1, as Volcano's CRD (config/crd/volcano/bases)
+    "HyperNode": _object(
+        _fields(
+            "tier",
+            "tierName",
+            members=[
+                _fields(
+                    "type",
+                    selector=_fields(
+                        exactMatch=_fields("name"), regexMatch=_fields("pattern"), labelMatch=LABEL_SELECTOR
+                    ),
+                )
+            ],
+        )
+    ),
     "PriorityClass": {
         key: METADATA if key == "metadata" else ANY
         for key in ("apiVersion", "kind", "metadata", "value", "globalDefault", "description", "preemptionPolicy")
