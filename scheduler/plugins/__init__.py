@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
+from scheduler.plugins.enqueuegate import EnqueueGatePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
 from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
@@ -18,6 +19,7 @@ __all__ = [
     "CapacityPlugin",
     "ConformancePlugin",
     "DrfPlugin",
+    "EnqueueGatePlugin",
     "GangPlugin",
     "NodeGroupPlugin",
     "NodeOrderPlugin",
@@ -45,4 +47,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     ResourceQuotaPlugin,
     PdbPlugin,
     NodeGroupPlugin,
+    EnqueueGatePlugin,
 )
