@@ -45,6 +45,7 @@ class Reason:
 #: The scheduler core's ReasonKind values (scheduler/result.py) as headlines people read.
 KIND_TITLES = {
     "enqueue-rejected": "Not admitted: the queue or the cluster cannot take the whole gang",
+    "never-fits": "Can never run: no node can hold its pods, even with the cluster empty",
     "queue-closed": "Its queue is closed",
     "queue-missing": "Its queue does not exist",
     "invalid": "Not enough pods exist for the gang",
@@ -65,6 +66,13 @@ NUMBER_LABELS = {
     "elastic": "Elastic",
     "free": "Free in cluster",
     "idle": "Idle in cluster",
+    "task": "Task",
+    "per_pod": "Each pod asks",
+    "largest_node": "Largest node it may use",
+    "eligible_nodes": "Nodes its selector, affinity and tolerations admit",
+    "fitting_pods": "Pods that fit some node",
+    "minimum_pods": "Pods the gang needs",
+    "holds": "Admission room it would hold",
 }
 COUNT_KEYS = ("min_available", "ready", "pending", "pipelined", "allocated", "total", "nodes")
 
@@ -358,9 +366,9 @@ def _unit(name: str) -> str:
     return {"cpu": "CPU", "memory": "GiB", "nvidia.com/gpu": "GPU"}.get(name, name)
 
 
-def _node_fit(job: Job, inventory: list[Any]) -> list[Reason]:
-    """Say when no single schedulable node can ever run a pod of a task (an 8-GPU pod on 4-GPU nodes),
-    however much the cluster has in total: the scheduler places whole pods on one node."""
+def never_fitting_tasks(job: Job, inventory: list[Any]) -> list[tuple[str, str]]:
+    """(task name, what it asks that no node has) for each task of ``job`` whose pods no single schedulable node
+    can ever hold (an 8-GPU pod on 4-GPU nodes), however much the cluster has in total."""
     from volcanoweb.manifests.pods import pod_requests
 
     nodes = [n for n in inventory if n.ready and not n.unschedulable]
@@ -381,13 +389,72 @@ def _node_fit(job: Job, inventory: list[Any]) -> list[Reason]:
             if short
             else "no node has all of its requests at once, though each resource exists on some node"
         )
+        out.append((str(task.get("name", "?")), detail))
+    return out
+
+
+def _node_fit(job: Job, inventory: list[Any]) -> list[Reason]:
+    """Say when no single schedulable node can ever run a pod of a task: the scheduler places whole pods on one
+    node."""
+    return [
+        Reason(
+            "cluster",
+            f"No single node can ever run a pod of task {name}",
+            f"Each pod {detail}. A pod runs on one node, so the job cannot start until such a node exists "
+            "or the pod asks less.",
+            "block",
+        )
+        for name, detail in never_fitting_tasks(job, inventory)
+    ]
+
+
+def room_blockers(
+    job: Job, queue_name: str, cluster_wide: bool, inventory: list[Any], readable: list[int] | None
+) -> list[Reason]:
+    """The admitted (Inqueue) jobs that hold admission room and can never run: no pod of theirs is on a node and
+    a task of theirs fits no node. Those of ``queue_name``, or of every queue when ``cluster_wide`` (overcommit
+    refuses on the cluster's sum). Each is *the* blocker of a job the enqueue action refused."""
+    groups = (
+        PodGroup.objects.filter(phase=PodGroupPhase.INQUEUE, job__isnull=False)
+        .exclude(job=job)
+        .select_related("job")
+        .order_by("created_at", "pk")
+    )
+    if not cluster_wide:
+        groups = groups.filter(queue_name=queue_name)
+    placed = set(
+        cluster.bound_pods().filter(podgroup__in=[g.pk for g in groups[:50]]).values_list("podgroup_id", flat=True)
+    )
+    out = []
+    for group in groups[:50]:
+        holder = group.job
+        if holder is None or group.pk in placed:
+            continue
+        tasks = never_fitting_tasks(holder, inventory)
+        if not tasks:
+            continue
+        holds = _vector_text(parse_map(group.min_resources or {}))
+        if readable is not None and holder.tenant_id not in readable:
+            out.append(
+                Reason(
+                    "blocker",
+                    "Blocked by a job of another tenant that holds admission room and can never run",
+                    f"It was admitted and reserves {holds} until it runs or is deleted; a platform admin can see it.",
+                    "block",
+                )
+            )
+            continue
+        name, detail = tasks[0]
         out.append(
             Reason(
-                "cluster",
-                f"No single node can ever run a pod of task {task.get('name', '?')}",
-                f"Each pod {detail}. A pod runs on one node, so the job cannot start until such a node exists "
-                "or the pod asks less.",
+                "blocker",
+                f"Blocked by {holder.namespace}/{holder.name}: it holds {holds} of admission room and can never run",
+                f"{holder.namespace}/{holder.name} was admitted (Inqueue) and reserves {holds} of the "
+                f"{'cluster' if cluster_wide else f'queue {queue_name}'}'s admission room until it runs or is "
+                f"deleted, but each pod of its task {name} {detail}. Fix its requests or delete it: this job is "
+                "then admitted.",
                 "block",
+                kind="room-blocker",
             )
         )
     return out
@@ -422,6 +489,9 @@ def why_pending(job: Job, readable: list[int] | None = None) -> list[Reason]:
     figures = (cluster.capacity(inventory), cluster.allocated_total())
     reasons += _queue_checks(job, podgroup, queue, figures)
     reasons += _node_fit(job, inventory)
+    if stored is not None and stored.kind == "enqueue-rejected":
+        # the blocker first: a job that holds admission room and can never run, not this job's size
+        reasons[:0] = room_blockers(job, job.queue_name, stored.plugin == "overcommit", inventory, readable)
     short = [name for name, _ in _short_resources(podgroup, reasons, figures)]
     holders = _holders(job, queue, short, readable)
     if holders is not None:
@@ -554,6 +624,9 @@ def simulated_verdict(job: dict[str, Any], forecast_level: str) -> tuple[str, st
     if job["admitted"]:
         line = Reason("scheduler", f"Admitted; {placed} of {pods} pods placed in the simulated cycle", detail, "warn")
         return "wait", f"Would be admitted but wait: {why or 'the gang does not fit yet'}", line
+    if reason.get("kind") == "never-fits":
+        line = Reason("scheduler", "Refused by the enqueue gate in the simulated cycle", human_message(why), "block")
+        return "never", f"Can never run: {human_message(why.split('can never run: ', 1)[-1])}", line
     level = "never" if forecast_level == "never" else "wait"
     line = Reason("scheduler", "Not admitted by the enqueue action in the simulated cycle", detail, "block")
     return level, f"Would be stored but stay Pending: {why or 'the queue cannot admit it now'}", line

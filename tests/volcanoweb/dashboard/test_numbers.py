@@ -163,3 +163,41 @@ def test_a_nodes_pods_list_shows_the_viewers_pods_and_counts_the_others(world: A
     grid = login(world.cast.alice).get("/nodes/").content.decode()
     assert 'aria-label="Pods on node-1"' in grid
     assert 'aria-label="Pods on node-2"' not in grid  # no pods there: nothing to open
+
+
+def _gpu_job(builders: Any, name: str, per_pod: int, pods: int = 1, namespace: str = "team-a") -> Any:
+    task = builders.task(name="trainer", replicas=pods, cpu="2")
+    task["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = str(per_pod)
+    task["template"]["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": str(per_pod)}
+    return builders.make_job(namespace, name, queue="team-a-q", tasks=[task])
+
+
+def test_why_pending_names_an_admitted_job_that_can_never_run_as_the_blocker(world: Any, login: Any) -> None:
+    """A job refused admission by overcommit, while an Inqueue job whose pods fit no node holds the room: that job
+    is named first, as the blocker, with what it holds and why it can never run."""
+    from tests.volcanoweb import builders
+    from volcanoweb.clusters.models import Node
+    from volcanoweb.jobs.models import PodGroup
+
+    Node.objects.filter(name="node-1").update(
+        allocatable={"cpu": 16000, "memory": 64 * 1024**3, "pods": 110, "nvidia.com/gpu": 4}
+    )
+    blocker = _gpu_job(builders, "blocker", 8)
+    PodGroup.objects.filter(job=blocker).update(phase="Inqueue", min_resources={"cpu": "2", "nvidia.com/gpu": "8"})
+    waiting = _gpu_job(builders, "waits", 4)
+    reason = {
+        "kind": "enqueue-rejected",
+        "plugin": "overcommit",
+        "message": "resource in cluster is overused: insufficient nvidia.com/gpu",
+        "numbers": {"requested": {"nvidia.com/gpu": 4}, "inqueue": {"nvidia.com/gpu": 8}},
+    }
+    PodGroup.objects.filter(job=waiting).update(status={"unschedulableReason": reason})
+    html = login(world.cast.alice).get("/jobs/team-a/waits/?fragment=status").content.decode()
+    title = "Blocked by team-a/blocker: it holds 2 CPU, 8 GPU of admission room and can never run"
+    assert title in html
+    assert html.index(title) < html.index("Not admitted: the queue or the cluster")
+    assert "each pod of its task trainer asks 8 GPU (the largest node has 4)" in html
+    assert "Fix its requests or delete it" in html
+    # Once the blocker holds nothing (it runs, or is gone), nobody is blamed.
+    PodGroup.objects.filter(job=blocker).update(phase="Pending")
+    assert "Blocked by" not in login(world.cast.alice).get("/jobs/team-a/waits/?fragment=status").content.decode()
