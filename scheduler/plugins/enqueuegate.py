@@ -70,14 +70,11 @@ class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
         terms = t.required_affinity
         out = np.ones(len(self.node_list), dtype=np.bool_)
         for i, node in enumerate(self.node_list):
-            if sel and not all(node.labels.get(k) == v for k, v in sel):
-                out[i] = False
-            elif terms and not any(term.matches(node) for term in terms):
-                out[i] = False
-            elif self.hard_taints[i] and not all(
-                any(tol.tolerates(taint) for tol in t.tolerations) for taint in self.hard_taints[i]
-            ):
-                out[i] = False
+            labels_ok = all(node.labels.get(k) == v for k, v in sel) and (
+                not terms or any(term.matches(node) for term in terms)
+            )
+            taints_ok = all(any(tol.tolerates(taint) for tol in t.tolerations) for taint in self.hard_taints[i])
+            out[i] = labels_ok and taints_ok
         return out
 
     def node_fit(self, task: TaskInfo) -> NodeFit:

@@ -6,29 +6,37 @@ import pytest
 
 from scheduler import parse_config, run_cycle
 from scheduler.config import DEFAULT_CONFIG, PRODUCT_CONFIG_YAML
-from scheduler.model import JobPhase, NodeSelectorRequirement, NodeSelectorTerm, Taint, TaskStatus, Toleration
-from scheduler.testing import Scenario, make_job, make_node, make_queue, make_snapshot, make_task
+from scheduler.model import (
+    JobPhase,
+    Node,
+    Task,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Taint,
+    TaskStatus,
+    Toleration,
+)
+from scheduler.testing import JobSpec, Scenario, make_job, make_node, make_queue, make_snapshot, make_task
 
 PRODUCT = parse_config(PRODUCT_CONFIG_YAML)
 GATE = 'actions: "enqueue"\ntiers:\n- plugins: [{name: gang}, {name: enqueuegate}]\n'
 GPU = "nvidia.com/gpu"
 
 
-def _gpu_nodes(count: int = 4, gpus: int = 4, **kwargs: object) -> list:  # type: ignore[type-arg]
-    return [make_node(f"gpu-{i}", "32", "128Gi", **{GPU: gpus}, **kwargs) for i in range(count)]  # type: ignore[arg-type]
+def _gpu_nodes(count: int = 4, gpus: int = 4) -> list[Node]:
+    return [make_node(f"gpu-{i}", "32", "128Gi", **{GPU: gpus}) for i in range(count)]
 
 
-def _gpu_job(name: str, pods: int, per_pod: int, phase: JobPhase = JobPhase.PENDING, creation: int = 0, **kw: object):  # type: ignore[no-untyped-def]
+def _gpu_job(name: str, pods: int, per_pod: int, creation: int = 0) -> JobSpec:
     return make_job(
         name,
         replicas=pods,
         cpu="1",
         memory="1Gi",
-        phase=phase,
+        phase=JobPhase.PENDING,
         min_resources="auto",
         creation=creation,
         **{GPU: per_pod},
-        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -73,8 +81,8 @@ TAINTED = [make_node("t", "8", "16Gi", taints=[Taint("gpu", "yes", "NoSchedule")
 AFFINITY = (NodeSelectorTerm((NodeSelectorRequirement("zone", "In", ("c",)),)),)
 
 
-def _task(name: str, job: str = "default/j", **kw: object):  # type: ignore[no-untyped-def]
-    return make_task(name, job, **kw)  # type: ignore[arg-type]
+def _task(name: str, cpu: str = "1", status: TaskStatus = TaskStatus.PENDING, node: str = "", role: str = "") -> Task:
+    return make_task(name, "default/j", cpu, status=status, node=node, role=role)
 
 
 @pytest.mark.parametrize(

@@ -102,7 +102,8 @@ def test_an_admitted_job_that_can_never_run_is_the_suggestion_not_the_blocked_jo
     body = client_for(cast.alice).get(URL.format("wide")).json()
     kinds = [s["kind"] for s in body["suggestions"]]
     assert kinds[0] == "remove-blocker"
-    assert "min-available" not in kinds and "replicas" not in kinds
+    assert "min-available" not in kinds
+    assert "replicas" not in kinds
     blocker = body["suggestions"][0]
     assert blocker["jobs"] == ["team-a/blocker"]
     assert blocker["title"].startswith("Fix or delete team-a/blocker: it was admitted, holds 10 cpu")
