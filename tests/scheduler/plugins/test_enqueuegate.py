@@ -9,10 +9,10 @@ from scheduler.config import DEFAULT_CONFIG, PRODUCT_CONFIG_YAML
 from scheduler.model import (
     JobPhase,
     Node,
-    Task,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     Taint,
+    Task,
     TaskStatus,
     Toleration,
 )
