@@ -28,7 +28,8 @@ from scheduler.model import TaskStatus
 from scheduler.result import JobReason, ReasonKind
 
 if TYPE_CHECKING:
-    from scheduler.info import JobInfo, TaskInfo
+    from scheduler.info import JobInfo
+    from scheduler.model import Task
     from scheduler.session import Session
 
 __all__ = ["EnqueueGatePlugin", "NodeFit"]
@@ -64,8 +65,7 @@ class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
         self.hard_taints = [tuple(t for t in n.taints if t.effect in _HARD_EFFECTS) for n in table.nodes]
         self._cache: dict[tuple[Any, ...], NodeFit] = {}
 
-    def _eligible(self, task: TaskInfo) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        t = task.task
+    def _eligible(self, t: Task) -> np.ndarray[Any, np.dtype[np.bool_]]:
         sel = t.node_selector.items()
         terms = t.required_affinity
         out = np.ones(len(self.node_list), dtype=np.bool_)
@@ -77,54 +77,70 @@ class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
             out[i] = labels_ok and taints_ok
         return out
 
-    def node_fit(self, task: TaskInfo) -> NodeFit:
-        """Whether ``task``'s shape fits some empty node of the session (cached per signature and request)."""
-        key = (task.sig[:3], task.req)
+    def node_fit(self, task: Task, req: tuple[float, ...]) -> NodeFit:
+        """Whether a pod of ``task``'s shape (request vector ``req``) fits some empty node of the session (cached
+        per node selector, required affinity, tolerations and request)."""
+        key = (tuple(sorted(task.node_selector.items())), task.required_affinity, task.tolerations, req)
         found = self._cache.get(key)
         if found is not None:
             return found
         eligible = self._eligible(task)
-        req = np.asarray(task.req, dtype=np.float64)
+        want = np.asarray(req, dtype=np.float64)
         alloc = self.alloc[:, eligible]
-        ndims = len(task.req)
+        ndims = len(req)
         if alloc.shape[1]:
-            enough = np.all(alloc >= req[:, None], axis=0)
+            enough = np.all(alloc >= want[:, None], axis=0)
             largest = tuple(int(x) for x in alloc.max(axis=1))
         else:
             enough = np.zeros(0, dtype=np.bool_)
             largest = (0,) * ndims
-        short = tuple(d for d in range(ndims) if req[d] > largest[d])
+        short = tuple(d for d in range(ndims) if want[d] > largest[d])
         found = NodeFit(bool(enough.any()), int(eligible.sum()), largest, short)
         self._cache[key] = found
         return found
 
-    def _never(self, job: JobInfo) -> tuple[str, int, int, TaskInfo] | None:
-        """(role, pods that fit, minimum, a pod that does not) for the first count the job cannot reach."""
+    def _shapes(self, job: JobInfo) -> list[tuple[Task, tuple[float, ...], TaskStatus, int]]:
+        """(pod, request vector, status, count) for the job's pods, or, while it has none, for the pods its
+        controller creates on admission (``Job.pod_templates``)."""
+        if job.tasks:
+            return [(t.task, t.req, t.status, 1) for t in job.tasks.values()]
+        session = self.session
+        out = []
+        for template, replicas in job.job.pod_templates:
+            req = session.vector(template.requests)
+            if any(v > 0 and name not in session.dim_index for name, v in template.requests.scalars.items()):
+                req = tuple(float("inf") if d == 2 else v for d, v in enumerate(req))  # a resource no node has
+            out.append((template, req, TaskStatus.PENDING, replicas))
+        return out
+
+    def _never(self, job: JobInfo) -> tuple[str, int, int, Task, tuple[float, ...]] | None:
+        """(role, pods that fit, minimum, a pod that does not, its request) for the first count the job cannot
+        reach."""
         fit_all = 0
-        unfit: dict[str, TaskInfo] = {}
+        unfit: dict[str, tuple[Task, tuple[float, ...]]] = {}
         per_role: dict[str, int] = {}
-        for t in job.tasks.values():
-            if t.status in _PLACED:
+        for task, req, status, count in self._shapes(job):
+            if status in _PLACED:
                 ok = True
-            elif t.status == TaskStatus.PENDING:
-                ok = self.node_fit(t).fits
+            elif status == TaskStatus.PENDING:
+                ok = self.node_fit(task, req).fits
             else:
                 continue
             if ok:
-                fit_all += 1
-                per_role[t.role] = per_role.get(t.role, 0) + 1
-            else:
-                unfit.setdefault(t.role, t)
+                fit_all += count
+                per_role[task.role] = per_role.get(task.role, 0) + count
+            elif count:
+                unfit.setdefault(task.role, (task, req))
         if not unfit:
             return None
         if fit_all < job.min_available:
             role = sorted(unfit)[0]
-            return "", fit_all, job.min_available, unfit[role]
+            return "", fit_all, job.min_available, *unfit[role]
         if not (job.task_min and job.min_available >= job.task_min_total):
             return None  # Volcano checks role minimums only then (JobInfo.check_task_valid)
         for role, minimum in sorted(job.task_min.items()):
             if role in unfit and per_role.get(role, 0) < minimum:
-                return role, per_role.get(role, 0), minimum, unfit[role]
+                return role, per_role.get(role, 0), minimum, *unfit[role]
         return None
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
@@ -134,17 +150,20 @@ class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
         never = self._never(job)
         if never is None:
             return Vote.ABSTAIN
-        role, fitting, minimum, pod = never
-        fit = self.node_fit(pod)
+        role, fitting, minimum, pod, req = never
+        fit = self.node_fit(pod, req)
         session = self.session
-        task_name = pod.role or pod.task.name
-        per_pod = session.to_dict(pod.req)
+        task_name = pod.role or pod.name
+        per_pod = session.to_dict([0.0 if v == float("inf") else v for v in req])
         per_pod.pop("pods", None)
         nodes = len(self.node_list)
-        if not fit.eligible:
+        missing = sorted(k for k, v in pod.requests.scalars.items() if v > 0 and k not in session.dim_index)
+        if missing:
+            why = f"each pod asks {', '.join(missing)}, which no node has"
+        elif not fit.eligible:
             why = f"no node of {nodes} admits its node selector, affinity and tolerations"
         elif fit.short:
-            asks = session.to_dict([pod.req[d] if d in fit.short else 0 for d in range(len(pod.req))])
+            asks = session.to_dict([req[d] if d in fit.short else 0 for d in range(len(req))])
             largest = {session.dims[d]: fit.largest[d] for d in fit.short}
             why = f"each pod asks {asks}, the largest node it may use has {largest}"
         else:
@@ -159,7 +178,7 @@ class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
             "fitting_pods": fitting,
             "minimum_pods": minimum,
             "per_pod": per_pod,
-            "largest_node": {session.dims[d]: fit.largest[d] for d in (fit.short or range(len(pod.req))) if d != 2},
+            "largest_node": {session.dims[d]: fit.largest[d] for d in (fit.short or range(len(req))) if d != 2},
             "eligible_nodes": fit.eligible,
             "nodes": nodes,
             "holds": session.to_dict(job.min_resources) if job.min_resources is not None else {},

@@ -454,7 +454,6 @@ def room_blockers(
                 f"deleted, but each pod of its task {name} {detail}. Fix its requests or delete it: this job is "
                 "then admitted.",
                 "block",
-                kind="room-blocker",
             )
         )
     return out

@@ -270,3 +270,34 @@ def test_a_role_reason_names_the_role() -> None:
     reason = run_cycle(make_snapshot(LABELLED, [job]), parse_config(GATE)).unschedulable["default/j"]
     assert "0 of the 1 pods role ps needs" in reason.message
     assert "task ps: each pod asks {'cpu': 9000}" in reason.message
+
+
+def _template(name: str, cpu: str = "1", **scalars: str) -> Task:
+    return make_task(f"j-{name}-template", "default/j", cpu, role=name, **scalars)
+
+
+def test_a_podgroup_without_pods_is_judged_by_its_pod_templates() -> None:
+    # Volcano creates a job's pods only after admission: the product passes the pods its controller would create.
+    from dataclasses import replace
+
+    spec = make_job("j", min_available=2, phase=JobPhase.PENDING, min_resources={"cpu": "2"}, tasks=[])
+    never = replace(spec, job=replace(spec.job, pod_templates=((_template("worker", cpu="9"), 2),)))
+    fits = replace(spec, job=replace(spec.job, pod_templates=((_template("worker"), 2),)))
+    mixed = replace(spec, job=replace(spec.job, pod_templates=((_template("worker"), 2), (_template("big", "9"), 1))))
+    gate = parse_config(GATE)
+    reason = run_cycle(make_snapshot(LABELLED, [never]), gate).unschedulable["default/j"]
+    assert reason.kind == "never-fits"
+    assert "0 of the 2 pods the gang needs fit any node" in reason.message
+    assert "task worker: each pod asks {'cpu': 9000}" in reason.message
+    assert run_cycle(make_snapshot(LABELLED, [fits]), gate).podgroups == {"default/j": "Inqueue"}
+    assert run_cycle(make_snapshot(LABELLED, [mixed]), gate).podgroups == {"default/j": "Inqueue"}  # 2 of 3 fit
+
+
+def test_a_resource_no_node_has_can_never_fit() -> None:
+    from dataclasses import replace
+
+    spec = make_job("j", min_available=1, phase=JobPhase.PENDING, min_resources={"cpu": "1"}, tasks=[])
+    job = replace(spec, job=replace(spec.job, pod_templates=((_template("worker", **{"example.com/fpga": "1"}), 1),)))
+    reason = run_cycle(make_snapshot(LABELLED, [job]), parse_config(GATE)).unschedulable["default/j"]
+    assert reason.kind == "never-fits"
+    assert "each pod asks example.com/fpga, which no node has" in reason.message

@@ -61,3 +61,28 @@ def test_a_configuration_that_does_not_name_the_gate_admits_the_blocker_as_volca
     assert blocker.phase == "Inqueue"
     assert wide.phase == "Pending"
     assert wide.status["unschedulableReason"]["kind"] == "enqueue-rejected"
+
+
+def test_a_volcano_job_is_judged_by_its_pod_templates_before_it_has_pods(cluster: Any, cast: Any) -> None:
+    """Volcano's job controller creates the pods only once the PodGroup is admitted: the snapshot passes the
+    job's pod templates, so the gate sees the 10-CPU pods on 8-CPU nodes before any pod exists."""
+    from tests.volcanoweb import builders
+    from volcanoweb.jobs.models import Pod, PodGroup
+    from volcanoweb.runtime import services as runtime
+
+    too_wide = builders.make_job("team-a", "too-wide", tasks=[builders.task("w", 2, cpu="10")])
+    fits = builders.make_job("team-a", "fits", tasks=[builders.task("w", 2, cpu="4")])
+    runtime.on_job_submitted(too_wide.pk)
+    runtime.on_job_submitted(fits.pk)
+    for _ in range(2):
+        run_cycle()
+        cluster_services.sync_from_backend()
+    group = PodGroup.objects.get(job=too_wide)
+    assert group.phase == "Pending"
+    assert not Pod.objects.filter(job=too_wide).exists()
+    assert group.status["unschedulableReason"]["kind"] == "never-fits"
+    assert (
+        "task w: each pod asks {'cpu': 10000}, the largest node it may use has {'cpu': 8000}"
+        in (group.status["unschedulableReason"]["message"])
+    )
+    assert PodGroup.objects.get(job=fits).phase in ("Inqueue", "Running")
