@@ -1,9 +1,11 @@
 """A job that can never run does not block others (issue 29, item 1), end to end in headless Chromium.
 
 On the demo cluster (GPU nodes of 4 GPU each, 16 in all) with the loops in-process: a job whose pod asks 8 GPU
-is submitted first, then jobs of 12 and 16 GPU. The product's built-in scheduler configuration keeps the blocker
-out of the admission room (Pending, with a NeverFits condition and event in numbers), so the 12-GPU job runs, and
-the 16-GPU job after it, while the blocker waits.
+is submitted first, then jobs of 12, 16 and 8 GPU (pods of 4). The demo's scheduler configuration (with the
+enqueuegate plugin) keeps the blocker out of the admission room (Pending, with a NeverFits condition and event in
+numbers), so the 12-GPU job runs, then the 8-GPU job after it, while the blocker waits. The 16-GPU job waits, but
+not for the blocker (its page does not count it as ahead): ml-training's real capability is 12 GPU (flat
+proportion subtracts ml-team's guarantee of 4 GPU from every other queue), so it can never be admitted there.
 """
 
 from __future__ import annotations
@@ -130,7 +132,14 @@ def test_a_job_that_can_never_run_waits_with_its_condition_and_the_others_run(br
             events = page.goto("/jobs/ml/blocker/?fragment=events")
             assert events is not None
             assert "pod group can never run" in events.text()
-            _wait_phase(page, "sixteen", "Running")  # after the 12-GPU job completes: 16 GPU, all of them
+            _submit(page, "eight", 2, 4)
+            _wait_phase(page, "eight", "Running")  # after the 12-GPU job completes
+            page.goto("/jobs/ml/sixteen/")
+            sixteen = page.locator("ul.reasons").inner_text()
+            assert "Blocked by" not in sixteen
+            assert "Ahead: ml/blocker" not in sixteen
+            assert "Not counted: ml/blocker (can never run, holds no admission room)." in sixteen
+            shot(page, "blocker-sixteen-waits")
             page.goto("/jobs/ml/blocker/")
             assert page.locator("[data-phase]").inner_text().strip() == "Pending"
             guard.check()

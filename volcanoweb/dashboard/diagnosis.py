@@ -206,13 +206,13 @@ def _scheduler_conditions(podgroup: PodGroup | None, known: set[str]) -> list[Re
     for cond in (podgroup.status or {}).get("conditions") or []:
         if cond.get("status", "True") != "True" or cond.get("type") in ("Scheduled",):
             continue
-        if cond.get("message") and cond.get("message") in known:
+        if cond.get("message") and human_message(str(cond.get("message"))) in known:
             continue  # the structured reason above says the same, with its numbers
         out.append(
             Reason(
                 "scheduler",
                 f"{cond.get('type', 'Condition')}: {cond.get('reason', '')}".strip(": "),
-                cond.get("message", ""),
+                human_message(str(cond.get("message") or "")),
                 "block",
             )
         )
@@ -280,28 +280,54 @@ def _queue_checks(
     return out
 
 
+def _never_fits(status: Any) -> bool:
+    reason = (status or {}).get("unschedulableReason") if isinstance(status, dict) else None
+    return isinstance(reason, dict) and reason.get("kind") == "never-fits"
+
+
 def _position(job: Job, readable: list[int] | None) -> Reason | None:
-    """The job's place in its queue, naming the older pending jobs ahead of it (those the viewer may read)."""
+    """The job's place in its queue, naming the older pending jobs ahead of it (those the viewer may read). A job
+    the enqueue gate refused (it can never run) holds no admission room: it is named apart, not as ahead."""
     older = (
         Job.objects.filter(queue_name=job.queue_name, phase=JobPhase.PENDING)
         .filter(Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, pk__lt=job.pk))
         .order_by("created_at", "pk")
     )
-    ahead = older.count()
+    first = list(older.values_list("namespace", "name", "tenant_id", "podgroup__status")[:50])
+    never = [(ns, name, tenant) for ns, name, tenant, status in first if _never_fits(status)]
+    ahead = (len(first) if len(first) < 50 else older.count()) - len(never)
+    aside = ""
+    if never:
+        shown_never = [f"{ns}/{name}" for ns, name, tenant in never if readable is None or tenant in readable]
+        hidden = len(never) - len(shown_never)
+        listed = ", ".join(shown_never) + (
+            f"{' and ' if shown_never else ''}{hidden} of other tenants" if hidden else ""
+        )
+        aside = f" Not counted: {listed} (can never run, holds no admission room)."
     if not ahead:
         return Reason(
-            "queue", f"First in line in queue {job.queue_name}", "No older pending job waits in this queue.", "info"
+            "queue",
+            f"First in line in queue {job.queue_name}",
+            "No older pending job waits in this queue." + aside,
+            "info",
         )
-    shown = older if readable is None else older.filter(tenant_id__in=readable)
-    visible = shown.count() if readable is not None else ahead
-    names = [f"{ns}/{name}" for ns, name in shown.values_list("namespace", "name")[:5]]
+    never_keys = {(ns, name) for ns, name, _ in never}
+    rows = [(ns, name, tenant) for ns, name, tenant, _ in first if (ns, name) not in never_keys]
+    visible_rows = rows if readable is None else [r for r in rows if r[2] in readable]
+    if readable is None:
+        visible = ahead
+    elif len(first) < 50:
+        visible = len(visible_rows)
+    else:
+        visible = older.filter(tenant_id__in=readable).count() - sum(1 for r in never if r[2] in readable)
+    names = [f"{ns}/{name}" for ns, name, _ in visible_rows[:5]]
     parts = [", ".join(names) + (f" and {visible - len(names)} more" if visible > len(names) else "")] if names else []
     if ahead > visible:
         parts.append(f"{ahead - visible} job{'s' if ahead - visible != 1 else ''} of other tenants")
     return Reason(
         "queue",
         f"{ahead} older pending job{'s' if ahead != 1 else ''} in queue {job.queue_name}",
-        f"Ahead: {'; '.join(parts)}. Within a queue, jobs are ordered by priority, then by creation time.",
+        f"Ahead: {'; '.join(parts)}. Within a queue, jobs are ordered by priority, then by creation time." + aside,
         "info",
     )
 
@@ -480,13 +506,17 @@ def why_pending(job: Job, readable: list[int] | None = None) -> list[Reason]:
         about |= Q(involved_kind="PodGroup", involved_name=podgroup.name)
     warnings = Event.objects.filter(about, involved_namespace=job.namespace, type=EventType.WARNING)[:5]
     for e in warnings:
-        if e.message not in known:  # the scheduler's Unschedulable event repeats its reason
-            known.add(e.message)
-            reasons.append(Reason("event", e.reason, e.message, "warn"))
+        message = human_message(e.message)
+        if message not in known:  # the scheduler's Unschedulable event repeats its reason
+            known.add(message)
+            reasons.append(Reason("event", e.reason, message, "warn"))
     queue = Queue.objects.filter(name=job.queue_name).first()
     inventory = cluster.inventory()
     figures = (cluster.capacity(inventory), cluster.allocated_total())
-    reasons += _queue_checks(job, podgroup, queue, figures)
+    checks = _queue_checks(job, podgroup, queue, figures)
+    if stored is not None and stored.kind == "never-fits":
+        checks = [r for r in checks if r.severity != "warn"]  # free resources now do not matter: it can never run
+    reasons += checks
     reasons += _node_fit(job, inventory)
     if stored is not None and stored.kind == "enqueue-rejected":
         # the blocker first: a job that holds admission room and can never run, not this job's size

@@ -201,3 +201,20 @@ def test_why_pending_names_an_admitted_job_that_can_never_run_as_the_blocker(wor
     # Once the blocker holds nothing (it runs, or is gone), nobody is blamed.
     PodGroup.objects.filter(job=blocker).update(phase="Pending")
     assert "Blocked by" not in login(world.cast.alice).get("/jobs/team-a/waits/?fragment=status").content.decode()
+
+
+def test_a_job_the_gate_refused_is_not_counted_as_ahead(world: Any, login: Any) -> None:
+    """A Pending job that can never run holds no admission room: it is named apart, not as a job ahead."""
+    from tests.volcanoweb import builders
+    from volcanoweb.jobs.models import PodGroup
+
+    never = builders.make_job("team-a", "never", queue="team-a-q")
+    builders.make_job("team-a", "older", queue="team-a-q")
+    builders.make_job("team-a", "me", queue="team-a-q")
+    PodGroup.objects.filter(job=never).update(
+        status={"unschedulableReason": {"kind": "never-fits", "message": "pod group can never run"}}
+    )
+    html = login(world.cast.alice).get("/jobs/team-a/me/?fragment=status").content.decode()
+    assert "2 older pending jobs in queue team-a-q" in html  # the world's train-a and older
+    assert "Ahead: team-a/train-a, team-a/older." in html
+    assert "Not counted: team-a/never (can never run, holds no admission room)." in html
