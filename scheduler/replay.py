@@ -197,6 +197,8 @@ def encode_job(j: Job) -> dict[str, Any]:
         out["created_at"] = j.created_at
     if j.sla_waiting_time is not None:
         out["sla_waiting_time"] = j.sla_waiting_time
+    if j.pod_templates:
+        out["pod_templates"] = [[encode_task(t), n] for t, n in j.pod_templates]
     return out
 
 
@@ -453,6 +455,9 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
         created_at=_seconds(d.get("created_at", j.created_at), f"{field}.created_at"),
         sla_waiting_time=(
             None if d.get("sla_waiting_time") is None else _seconds(d["sla_waiting_time"], f"{field}.sla_waiting_time")
+        ),
+        pod_templates=tuple(
+            (_task(t, f"{field}.pod_templates[{i}]"), int(n)) for i, (t, n) in enumerate(d.get("pod_templates") or ())
         ),
     )
 
