@@ -69,9 +69,9 @@ from scheduler.model import ResourceQuota
 from volcanoweb.clusters.models import Node as NodeRow
 from volcanoweb.core.idlist import one_of
 from volcanoweb.jobs.models import Pod, PodGroup
-from volcanoweb.manifests.pods import pod_requests
 from volcanoweb.jobs.models import PriorityClass as PriorityClassRow
 from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow
+from volcanoweb.manifests.pods import pod_requests
 from volcanoweb.queues.models import Queue as QueueRow
 from volcanoweb.scheduling.models import IntentKind, PodIntent
 
