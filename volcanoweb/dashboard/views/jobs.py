@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
@@ -59,8 +60,10 @@ def job_list(request: HtmxHttpRequest) -> HttpResponse:
     return page(request, "dashboard/jobs.html", context, {"table": "dashboard/_jobs_table.html"})
 
 
-def _run_action(scope: Any, job: Job, action: str) -> None:
+def _run_action(scope: Any, job: Job, action: str) -> Any:
     command = ACTIONS[action]
+    if action == "rerun":
+        return job_services.run_again(scope.access, job.namespace, job.name)
     if command is None:
         job_services.delete_job(scope.access, job.namespace, job.name)
     else:
@@ -76,7 +79,7 @@ def job_bulk(request: HttpRequest) -> HttpResponse:
     scope = get_scope(request)
     action = request.POST.get("action", "")
     ids = [int(x) for x in request.POST.getlist("ids") if x.isdigit()][:MAX_BULK]
-    if action not in ACTIONS or not ids:
+    if action not in ACTIONS or action == "rerun" or not ids:
         return render(
             request,
             "dashboard/_bulk_result.html",
@@ -86,7 +89,7 @@ def job_bulk(request: HttpRequest) -> HttpResponse:
     jobs = scope.filter(Job.objects.filter(pk__in=ids)).only(
         "id", "namespace", "name", "phase", "status", "max_retry", "tenant_id"
     )
-    done, errors, messages = 0, [], []
+    done, errors, lines = 0, [], []
     for job in jobs:
         refused = unavailable_reason(job, action)
         if refused:
@@ -96,13 +99,13 @@ def job_bulk(request: HttpRequest) -> HttpResponse:
             message = result_message(job, action)
             _run_action(scope, job, action)
             done += 1
-            messages.append(message)
+            lines.append(message)
         except ApiError as exc:
             errors.append(f"{job.key}: {exc.message}")
     response = render(
         request,
         "dashboard/_bulk_result.html",
-        {"done": done, "action": action, "errors": errors, "messages": messages},
+        {"done": done, "action": action, "errors": errors, "messages": lines},
     )
     response["HX-Trigger"] = "jobs-changed"
     return response
@@ -205,10 +208,19 @@ def job_action(request: HtmxHttpRequest, namespace: str, name: str) -> HttpRespo
         return render(request, "dashboard/_error.html", {"error": error}, status=409)
     message = result_message(job, action)
     try:
-        _run_action(scope, job, action)
+        outcome = _run_action(scope, job, action)
     except ApiError as exc:
         return render(request, "dashboard/_error.html", {"error": error_info(exc)}, status=exc.code)
+    if action == "rerun":
+        messages.success(request, f"Started {outcome.namespace}/{outcome.name}, a new run of {job.key} (same spec).")
+        target = reverse("dashboard:job", args=[outcome.namespace, outcome.name])
+        if request.htmx:
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = target
+            return response
+        return redirect(target)
     if action == "delete":
+        messages.success(request, message)
         if request.htmx:
             response = HttpResponse(status=204)
             response["HX-Redirect"] = reverse("dashboard:jobs")

@@ -18,6 +18,8 @@ from volcanoweb.dashboard import diagnosis
 from volcanoweb.dashboard.scope import Scope, get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.demo.services import COOKBOOK_DIR as COOKBOOK
+from volcanoweb.jobs.models import Job
+from volcanoweb.jobs.services import FINISHED_JOB_PHASES
 from volcanoweb.manifests import parse
 from volcanoweb.manifests.admission import tenant_may_use
 from volcanoweb.queues.models import Queue
@@ -199,6 +201,38 @@ def explain_queue_access(error: dict[str, Any]) -> dict[str, Any]:
     return {**error, "message": "A queue in this manifest is not open to you.", "causes": causes}
 
 
+def _nothing_runs(outcome: Any) -> tuple[str, str, list[diagnosis.Reason], Job] | None:
+    """When applying a Job manifest would run nothing, say so and what to do: the job exists with this spec
+    (``unchanged``), or it exists and has finished (an update of a finished job does not run it again). None
+    otherwise (a new job, or a change to one that is still active)."""
+    existing = Job.objects.filter(namespace=outcome.namespace, name=outcome.name).first()
+    if existing is None or outcome.action == "created":
+        return None
+    key = f"{outcome.namespace}/{outcome.name}"
+    finished = existing.phase in FINISHED_JOB_PHASES
+    if outcome.action == "unchanged" and not finished:
+        detail = f"{key} is {existing.phase}; applying leaves it as it is."
+        return (
+            "wait",
+            f"Nothing would change: {key} already exists with this spec",
+            [diagnosis.Reason("apply", "Unchanged", detail, "info")],
+            existing,
+        )
+    if not finished:
+        return None
+    what = "already exists with this spec" if outcome.action == "unchanged" else "exists: applying would update it"
+    detail = (
+        f"{key} {what}, and it has finished ({existing.phase}); a finished job does not run again. To run it "
+        f"again, use Run again on its page (a new job from the same spec), or change metadata.name here."
+    )
+    return (
+        "never",
+        f"Nothing would run: {key} has finished ({existing.phase})",
+        [diagnosis.Reason("apply", "A finished job is not run again by an apply", detail, "block")],
+        existing,
+    )
+
+
 @login_required
 @require_POST
 def validate(request: HttpRequest) -> HttpResponse:
@@ -214,7 +248,10 @@ def validate(request: HttpRequest) -> HttpResponse:
     results = []
     for outcome in outcomes:
         item: dict[str, Any] = {"outcome": outcome}
-        if outcome.kind == "Job":
+        same = _nothing_runs(outcome) if outcome.kind == "Job" else None
+        if same is not None:
+            item["level"], item["headline"], item["reasons"], item["existing"] = same
+        elif outcome.kind == "Job":
             level, headline, reasons = diagnosis.forecast_job(outcome.object.get("spec") or {})
             verdict = verdicts.get(f"{outcome.namespace}/{outcome.name}")
             if verdict is not None:
