@@ -9,13 +9,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from volcanoweb.core.errors import ApiError
-from volcanoweb.dashboard import diagnosis, queries
+from volcanoweb.dashboard import diagnosis, errors, gone, queries
 from volcanoweb.dashboard.actions import ACTIONS, job_actions, result_message, unavailable_reason, waiting_command
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import HtmxHttpRequest, error_info, page
@@ -162,10 +162,19 @@ def _retries(job: Job) -> dict[str, Any]:
 
 @login_required
 def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
-    """Render a job's page (or a live fragment of it)."""
+    """Render a job's page (or a live fragment of it). Once the job is deleted, a fragment says so (who, when)
+    and the page is the product's 404 with the same words."""
     scope = get_scope(request)
-    job = _scoped_job(request, namespace, name)
     fragment = request.GET.get("fragment")
+    try:
+        job = _scoped_job(request, namespace, name)
+    except Http404:
+        found = gone.deleted(scope, "Job", f"{namespace}/{name}")
+        if found is None:
+            raise  # never seen, or not the caller's to see: the 404 (a fragment for htmx, ErrorPagesMiddleware)
+        if fragment or request.headers.get("HX-Request"):
+            return gone.gone_fragment(request, found)
+        return errors.not_found_page(request, found.text)
     context: dict[str, Any] = {"nav": "jobs", "job": job, "podgroup": job.podgroup if _has_podgroup(job) else None}
     context["can_write"] = scope.can_write(job.tenant_id)
     if fragment in (None, "actions"):
