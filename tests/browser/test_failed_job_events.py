@@ -61,7 +61,9 @@ def test_a_job_whose_pod_exits_1_shows_why_it_failed(browser: Any, tmp_path: Pat
             assert "pod exits-1-w-0 of task w exited with code 1 (Error), 0 restarts" in text
             assert "job Running → Failed: 1 failed; retries 0 of 3" in text
             # the actions follow the phase live: a finished job offers Run again, no Suspend
-            page.get_by_role("group", name="Job actions").get_by_role("button", name="Run again").wait_for(timeout=15000)
+            page.get_by_role("group", name="Job actions").get_by_role("button", name="Run again").wait_for(
+                timeout=15000
+            )
             shot(page, "job-failed-events")
             page.emulate_media(color_scheme="dark")
             shot(page, "job-failed-events-dark")

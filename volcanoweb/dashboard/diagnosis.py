@@ -58,7 +58,7 @@ KIND_TITLES = {
 #: Labels for the core's reason numbers (JobReason.numbers); others are shown with their key.
 NUMBER_LABELS = {
     "requested": "Gang requests",
-    "capability": "Queue capability",
+    "capability": "Queue may use (its real capability)",
     "deserved": "Queue deserved",
     "guarantee": "Queue guarantee",
     "queue_allocated": "Queue allocated",
@@ -137,24 +137,78 @@ def reason_facts(numbers: dict[str, Any], plugin: str = "") -> list[tuple[str, s
     if isinstance(numbers.get("nodes"), int):
         facts.append(("Nodes considered", str(numbers["nodes"])))
     factor = overcommit_factor() if plugin == "overcommit" and isinstance(numbers.get("idle"), dict) else None
+    if factor is not None:
+        facts += _overcommit_facts(numbers, factor)
+    facts += _quota_facts(numbers)
     for key, value in numbers.items():
-        if key in COUNT_KEYS:
-            continue
-        if key == "idle" and factor is not None and isinstance(value, dict):
-            # the overcommit plugin admits against idle times the factor: say so, and show the real idle next to it
-            facts.append((f"Idle \u00d7 overcommit factor {factor:g}", _vector_text(value)))
-            facts.append(
-                (
-                    "Idle in cluster (as on the Nodes page)",
-                    _vector_text({k: round(v / factor, 3) for k, v in value.items()}),
-                )
-            )
-            continue
+        if key in COUNT_KEYS or (key == "idle" and factor is not None):
+            continue  # idle x factor, rounded by the core, is replaced by the exact comparison above
         if isinstance(value, dict):
             if value:
                 facts.append((NUMBER_LABELS.get(key, key.replace("_", " ").capitalize()), _vector_text(value)))
         elif isinstance(value, int | float | str) and not isinstance(value, bool) and value != "":
             facts.append((NUMBER_LABELS.get(key, key.replace("_", " ").capitalize()), str(value)))
+    return facts
+
+
+def _numbers(value: Any) -> dict[str, float]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _overcommit_facts(numbers: dict[str, Any], factor: float) -> list[tuple[str, str]]:
+    """The overcommit plugin's comparison, with the cluster's figures now (as the Nodes page adds them up, to the
+    unit): ``inqueue + requested > total x factor - used`` for each resource the gang asks."""
+    nodes = [n for n in cluster.inventory() if n.ready]  # the scheduler's snapshot takes every Ready node
+    total: dict[str, float] = {}
+    for n in nodes:
+        for k, v in n.allocatable.items():
+            total[k] = total.get(k, 0.0) + float(v)
+    used = cluster.allocated_total()
+    requested, inqueue = _numbers(numbers.get("requested")), _numbers(numbers.get("inqueue"))
+    free = {k: max(total.get(k, 0.0) - used.get(k, 0.0), 0.0) for k in total if k != "pods"}
+    facts = [("Free in cluster (as on the Nodes page)", _vector_text(free))]
+    for name, want in sorted(requested.items()):
+        if name == "pods" or not want:
+            continue
+        held = inqueue.get(name, 0.0)
+        room = total.get(name, 0.0) * factor - used.get(name, 0.0)
+        verdict = ">" if held + want > room + 1e-9 else "≤"
+        unit = _unit(name)
+        facts.append(
+            (
+                f"Decided on {_label(name)}",
+                f"{fmt(name, held)} admitted (inqueue) + {fmt(name, want)} requested = {fmt(name, held + want)} {unit} "
+                f"{verdict} {fmt(name, room)} {unit} admissible ({fmt(name, total.get(name, 0.0))} in the cluster "
+                f"\u00d7 overcommit factor {factor:g} \u2212 {fmt(name, used.get(name, 0.0))} in use)",
+            )
+        )
+    return facts
+
+
+def _quota_facts(numbers: dict[str, Any]) -> list[tuple[str, str]]:
+    """A queue quota refusal's comparison: ``requested + allocated + inqueue - elastic > capability``."""
+    if "capability" not in numbers or "queue_allocated" not in numbers:
+        return []
+    requested, capability = _numbers(numbers.get("requested")), _numbers(numbers.get("capability"))
+    allocated, inqueue = _numbers(numbers.get("queue_allocated")), _numbers(numbers.get("inqueue"))
+    elastic = _numbers(numbers.get("elastic"))
+    facts = []
+    for name, want in sorted(requested.items()):
+        if name == "pods" or name not in capability:
+            continue
+        total = want + allocated.get(name, 0.0) + inqueue.get(name, 0.0) - elastic.get(name, 0.0)
+        verdict = ">" if total > capability[name] + 1e-9 else "≤"
+        unit = _unit(name)
+        facts.append(
+            (
+                f"Decided on {_label(name)}",
+                f"{fmt(name, want)} requested + {fmt(name, allocated.get(name, 0.0))} allocated + "
+                f"{fmt(name, inqueue.get(name, 0.0))} admitted \u2212 {fmt(name, elastic.get(name, 0.0))} elastic = "
+                f"{fmt(name, total)} {unit} {verdict} {fmt(name, capability[name])} {unit} the queue may use",
+            )
+        )
     return facts
 
 
@@ -166,10 +220,16 @@ def scheduler_reason(data: dict[str, Any], cycle: str = "") -> Reason:
         ((str(k), int(v)) for k, v in fit.items() if isinstance(v, int | float)), key=lambda kv: (-kv[1], kv[0])
     )
     numbers = data.get("numbers") if isinstance(data.get("numbers"), dict) else {}
+    detail = human_message(str(data.get("message") or ""))
+    if kind == "enqueue-rejected" and data.get("plugin") == "overcommit":
+        detail += (
+            " — “overused” is Volcano's word for the admission room: the minimum resources of every "
+            "admitted gang count as taken, whether its pods run or not, so an idle cluster can be “overused”."
+        )
     return Reason(
         "scheduler",
         KIND_TITLES.get(kind, kind.replace("-", " ").capitalize() or "Unschedulable"),
-        human_message(str(data.get("message") or "")),
+        detail,
         "info" if kind == "not-reached" else "block",
         kind=kind,
         plugin=str(data.get("plugin") or ""),
@@ -199,6 +259,11 @@ def _stored_reason(podgroup: PodGroup | None) -> Reason | None:
     return scheduler_reason(data, cycle)
 
 
+def _said(message: str, known: set[str]) -> bool:
+    """Whether a line already shown says ``message`` (it, or it with an explanation after it)."""
+    return any(k == message or k.startswith(message + " \u2014 ") for k in known)
+
+
 def _scheduler_conditions(podgroup: PodGroup | None, known: set[str]) -> list[Reason]:
     if podgroup is None:
         return []
@@ -206,7 +271,7 @@ def _scheduler_conditions(podgroup: PodGroup | None, known: set[str]) -> list[Re
     for cond in (podgroup.status or {}).get("conditions") or []:
         if cond.get("status", "True") != "True" or cond.get("type") in ("Scheduled",):
             continue
-        if cond.get("message") and human_message(str(cond.get("message"))) in known:
+        if cond.get("message") and _said(human_message(str(cond.get("message"))), known):
             continue  # the structured reason above says the same, with its numbers
         out.append(
             Reason(
@@ -507,7 +572,7 @@ def why_pending(job: Job, readable: list[int] | None = None) -> list[Reason]:
     warnings = Event.objects.filter(about, involved_namespace=job.namespace, type=EventType.WARNING)[:5]
     for e in warnings:
         message = human_message(e.message)
-        if message not in known:  # the scheduler's Unschedulable event repeats its reason
+        if not _said(message, known):  # the scheduler's Unschedulable event repeats its reason
             known.add(message)
             reasons.append(Reason("event", e.reason, message, "warn"))
     queue = Queue.objects.filter(name=job.queue_name).first()

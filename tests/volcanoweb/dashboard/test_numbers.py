@@ -17,12 +17,45 @@ def test_resource_vectors_in_messages_are_rewritten() -> None:
     assert human_message("no vectors here {x}") == "no vectors here {x}"
 
 
-def test_overcommitted_idle_is_labelled_and_the_real_idle_shown(cast: Any) -> None:
-    idle = {"cpu": 307_200, "memory": int(1843.2 * 1024**3), "nvidia.com/gpu": 19.2}
-    facts = dict(reason_facts({"idle": idle, "requested": {"cpu": 8000}}, "overcommit"))
-    assert facts["Idle \u00d7 overcommit factor 1.2"] == "307.2 CPU, 1,843.2 GiB, 19.2 GPU"
-    assert facts["Idle in cluster (as on the Nodes page)"] == "256 CPU, 1,536 GiB, 16 GPU"
-    assert "Idle in cluster" not in facts  # the unlabelled, inflated line is gone
+def test_overcommit_shows_the_comparison_that_decided_with_the_nodes_pages_figures(world: Any) -> None:
+    """16 GPU on the nodes, none in use: 8 admitted + 12 requested = 20 > 19.2 admissible (16 x 1.2 - 0). The
+    free figure is the Nodes page's (16), not the core's rounded idle x factor divided back (15.8)."""
+    from volcanoweb.clusters.models import Node
+
+    Node.objects.filter(name="node-0").update(
+        allocatable={"cpu": 16000, "memory": 64 * 1024**3, "pods": 110, "nvidia.com/gpu": 16}
+    )
+    numbers = {
+        "idle": {"cpu": 57_600, "memory": int(230.4 * 1024**3), "nvidia.com/gpu": 19},  # the core rounds 19.2
+        "requested": {"nvidia.com/gpu": 12, "cpu": 6000},
+        "inqueue": {"nvidia.com/gpu": 8, "cpu": 2000},
+    }
+    facts = dict(reason_facts(numbers, "overcommit"))
+    assert facts["Free in cluster (as on the Nodes page)"] == "48 CPU, 192 GiB, 16 GPU"
+    assert facts["Decided on GPU"] == (
+        "8 admitted (inqueue) + 12 requested = 20 GPU > 19.2 GPU admissible "
+        "(16 in the cluster \u00d7 overcommit factor 1.2 \u2212 0 in use)"
+    )
+    assert facts["Decided on CPU"].endswith(
+        "= 8 CPU \u2264 57.6 CPU admissible (48 in the cluster \u00d7 overcommit factor 1.2 \u2212 0 in use)"
+    )
+    assert not any("15.8" in v for v in facts.values())
+    assert "Idle in cluster" not in facts
+
+
+def test_a_queue_quota_refusal_shows_its_sum(cast: Any) -> None:
+    numbers = {
+        "requested": {"nvidia.com/gpu": 16},
+        "queue_allocated": {"nvidia.com/gpu": 0},
+        "inqueue": {},
+        "elastic": {},
+        "capability": {"nvidia.com/gpu": 12},
+    }
+    facts = dict(reason_facts(numbers, "proportion"))
+    assert facts["Decided on GPU"] == (
+        "16 requested + 0 allocated + 0 admitted \u2212 0 elastic = 16 GPU > 12 GPU the queue may use"
+    )
+    assert facts["Queue may use (its real capability)"] == "12 GPU"
 
 
 def test_event_messages_use_human_units(world: Any, login: Any) -> None:

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from volcanoweb.api.simulate import SIMULATED, simulate
 from volcanoweb.apply import apply_documents
 from volcanoweb.core.errors import ApiError
-from volcanoweb.dashboard import diagnosis
+from volcanoweb.dashboard import cluster, diagnosis
 from volcanoweb.dashboard.scope import Scope, get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.demo.services import COOKBOOK_DIR as COOKBOOK
@@ -246,6 +246,7 @@ def validate(request: HttpRequest) -> HttpResponse:
         except ApiError as exc:
             error = error_info(exc)
     results = []
+    inventory = cluster.inventory() if any(o.kind == "Job" for o in outcomes) else []
     for outcome in outcomes:
         item: dict[str, Any] = {"outcome": outcome}
         same = _nothing_runs(outcome) if outcome.kind == "Job" else None
@@ -257,6 +258,11 @@ def validate(request: HttpRequest) -> HttpResponse:
             if verdict is not None:
                 level, headline, line = diagnosis.simulated_verdict(verdict, level)
                 reasons = [line, *[r for r in reasons if r.severity != "warn" or level != "ok"]]
+            shapes = diagnosis.never_fitting_tasks(Job(spec=outcome.object.get("spec") or {}), inventory)
+            if shapes and level != "never":  # admitted by a configuration without the enqueue gate, never placed
+                name, detail = shapes[0]
+                level, headline = "never", f"Can never run: each pod of task {name} {detail}"
+                reasons.insert(0, diagnosis.Reason("cluster", "No single node can ever run its pods", "", "block"))
             item["level"], item["headline"], item["reasons"] = level, headline, reasons
         results.append(item)
     return render(request, "dashboard/_dry_run.html", {"results": results, "error": error})
