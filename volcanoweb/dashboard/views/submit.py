@@ -27,10 +27,19 @@ from volcanoweb.tenancy.access import visible_queue_filter
 from volcanoweb.tenancy.models import Namespace
 
 
+#: The product's own templates beside the cookbook's files (a JobFlow with its JobTemplates).
+EXTRA_TEMPLATES = COOKBOOK.parent / "templates"
+
+
+def _template_paths() -> list[Any]:
+    return sorted([*COOKBOOK.glob("*.yaml"), *EXTRA_TEMPLATES.glob("*.yaml")], key=lambda p: p.name)
+
+
 def cookbook() -> list[dict[str, str]]:
-    """Return the cookbook templates (YAML files only) with a title from their file name."""
+    """Return the Submit page's templates (the cookbook's YAML files and the product's own) with a title from their
+    file name."""
     out = []
-    for path in sorted(COOKBOOK.glob("*.yaml")):
+    for path in _template_paths():
         title = path.stem.split("-", 1)[1].replace("-", " ") if "-" in path.stem else path.stem
         out.append({"file": path.name, "title": f"{path.stem.split('-', 1)[0]} · {title}"})
     return out
@@ -124,10 +133,10 @@ def submit(request: HttpRequest) -> HttpResponse:
 
 
 def _template_text(name: str) -> str:
-    files = {item["file"] for item in cookbook()}
-    if name not in files:
-        raise Http404("no such template")
-    return (COOKBOOK / name).read_text()
+    for path in _template_paths():
+        if path.name == name:
+            return str(path.read_text())
+    raise Http404("no such template")
 
 
 @login_required
@@ -169,7 +178,7 @@ _QUEUE_NOT_FOUND = re.compile(r'queues\.scheduling\.volcano\.sh "([a-z0-9.-]+)" 
 def _offered_queues() -> set[str]:
     """Queues named by the cookbook templates this page offers every user (so they know those exist)."""
     names: set[str] = set()
-    for path in COOKBOOK.glob("*.yaml"):
+    for path in _template_paths():
         names.update(re.findall(r"^\s*queue:\s*([a-z0-9.-]+)\s*$", path.read_text(), flags=re.MULTILINE))
     return names
 

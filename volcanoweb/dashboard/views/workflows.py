@@ -211,7 +211,12 @@ def jobflow_detail(request: HttpRequest, namespace: str, name: str) -> HttpRespo
     prefix = f"{flow.name}-"
     phases = {job_name.removeprefix(prefix): phase for job_name, phase in jobs}
     context = {"nav": "jobflows", "flow": flow, "dag": dag_layout(flow, phases)}
-    return page(request, "dashboard/jobflow_detail.html", context, {"dag": "dashboard/_jobflow_dag.html"})
+    return page(
+        request,
+        "dashboard/jobflow_detail.html",
+        context,
+        {"dag": "dashboard/_jobflow_dag.html", "phase": "dashboard/_jobflow_phase.html"},
+    )
 
 
 #: The Kind filter's choices: every kind the services audit.
