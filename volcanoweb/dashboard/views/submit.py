@@ -26,7 +26,6 @@ from volcanoweb.queues.models import Queue
 from volcanoweb.tenancy.access import visible_queue_filter
 from volcanoweb.tenancy.models import Namespace
 
-
 #: The product's own templates beside the cookbook's files (a JobFlow with its JobTemplates).
 EXTRA_TEMPLATES = COOKBOOK.parent / "templates"
 
