@@ -332,6 +332,13 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
         "celery": {"level": "INFO"},
+        # Embedded (`make run`): tasks run in line, so Celery's "Task ... succeeded in ...: {result}" line per task
+        # and kombu's "No hostname was supplied" about the in-memory broker are noise; real problems still show.
+        **(
+            {"celery.app.trace": {"level": "WARNING"}, "kombu.connection": {"level": "ERROR"}}
+            if CELERY_TASK_ALWAYS_EAGER
+            else {}
+        ),
     },
 }
 

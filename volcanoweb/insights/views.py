@@ -99,8 +99,9 @@ def cycles_page(request: HttpRequest) -> HttpResponse:
     scope = get_scope(request)
     try:
         cycles = services.list_cycles(scope.access)
-    except ApiError as exc:
-        return render(request, "dashboard/_error.html", {"error": {"message": exc.message}}, status=exc.code)
+    except ApiError as exc:  # a tenant admin: the page, in the product's shell, says why
+        context = {"nav": "scheduler", "scope": scope, "cycles": [], "error": exc.message}
+        return render(request, "insights/cycles.html", context, status=exc.code)
     return render(request, "insights/cycles.html", {"nav": "scheduler", "scope": scope, "cycles": cycles})
 
 

@@ -124,3 +124,11 @@ def test_htmx_requests_never_get_a_debug_page(world: Any, login: Any) -> None:
     assert "URLconf" not in unknown.content.decode()
     assert "Not found" in unknown.content.decode()
     assert "<html" not in unknown.content.decode()
+
+
+def test_a_tenant_admin_on_the_cycles_page_gets_the_page_saying_why(world: Any, login: Any) -> None:
+    response = login(world.cast.alice).get("/cycles/")
+    html = response.content.decode()
+    assert response.status_code == 403
+    assert 'aria-label="Main"' in html  # inside the product's shell
+    assert "only platform admins download them" in html

@@ -122,7 +122,11 @@ def cronjob_detail(request: HttpRequest, namespace: str, name: str) -> HttpRespo
         request,
         "dashboard/cronjob_detail.html",
         _cronjob_context(request, namespace, name),
-        {"summary": "dashboard/_cronjob_summary.html", "history": "dashboard/_cronjob_history.html"},
+        {
+            "summary": "dashboard/_cronjob_summary.html",
+            "history": "dashboard/_cronjob_history.html",
+            "actions": "dashboard/_cronjob_actions.html",
+        },
     )
 
 
