@@ -78,6 +78,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "volcanoweb.api.errors.ApiErrorMiddleware",
     "volcanoweb.dashboard.errors.ErrorPagesMiddleware",
+    "volcanoweb.dashboard.errors.AuditSourceMiddleware",
 ]
 
 ROOT_URLCONF = "volcanoweb.urls"

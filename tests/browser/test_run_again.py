@@ -61,6 +61,10 @@ def test_run_again_makes_a_new_job_from_the_same_spec(session: Any, demo: None) 
     shot(page, "job-run-again")
     page.emulate_media(color_scheme="dark")
     shot(page, "job-run-again-dark")
+    page.emulate_media(color_scheme="light")
+    page.goto("/audit/")
+    row = page.locator("tr", has_text="ml/pytorch-distributed-2").first
+    assert "dashboard" in row.inner_text()  # the audit log says where the action came from (item 10)
     old, new = (Job.objects.get(namespace="ml", name=n) for n in ("pytorch-distributed", "pytorch-distributed-2"))
     assert old.phase == "Failed"
     assert new.spec["tasks"] == old.spec["tasks"]

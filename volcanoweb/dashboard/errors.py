@@ -102,3 +102,19 @@ class ErrorPagesMiddleware:
             return error_fragment(request, 403) if fragment else permission_denied(request, exception)
         log.error("%s %s failed", request.method, request.path, exc_info=exception)
         return error_fragment(request, 500) if fragment else server_error(request)
+
+
+class AuditSourceMiddleware:
+    """Requests to the dashboard's pages and forms (not the API, the Kubernetes API or the admin) record their audit
+    entries with source ``dashboard``, not the services' default ``api``."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith(NOT_PAGES):
+            return self.get_response(request)
+        from volcanoweb.audit import services as audit
+
+        with audit.requests_from("dashboard"):
+            return self.get_response(request)

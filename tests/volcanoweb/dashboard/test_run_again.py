@@ -97,3 +97,16 @@ def test_the_dry_run_says_an_unchanged_active_job_stays_as_it_is(world: Any, log
     text = html.content.decode()
     assert "Nothing would change: team-a/train-a already exists with this spec" in text
     assert "Would be admitted" not in text
+
+
+def test_dashboard_actions_are_audited_as_the_dashboards(world: Any, login: Any, client_for: Any) -> None:
+    from volcanoweb.audit.models import AuditEntry
+
+    _finish(world.job_a)
+    login(world.cast.bob).post("/jobs/team-a/train-a/action/", {"action": "rerun"})
+    entry = AuditEntry.objects.get(kind="Job", action="create", object_key="team-a/train-a-2")
+    assert (entry.source, entry.actor_name) == ("dashboard", "bob")
+    # the API keeps its source
+    api = client_for(world.cast.bob, "token")
+    assert api.delete("/api/v1/namespaces/team-a/jobs/train-a-2").status_code == 200
+    assert AuditEntry.objects.get(kind="Job", action="delete", object_key="team-a/train-a-2").source == "api"
