@@ -64,6 +64,8 @@ def test_a_job_whose_pod_exits_1_shows_why_it_failed(browser: Any, tmp_path: Pat
             page.get_by_role("group", name="Job actions").get_by_role("button", name="Run again").wait_for(
                 timeout=15000
             )
+            page.reload()
+            assert page.get_by_role("button", name="Compute suggestions").count() == 0  # nothing to get running
             shot(page, "job-failed-events")
             page.emulate_media(color_scheme="dark")
             shot(page, "job-failed-events-dark")

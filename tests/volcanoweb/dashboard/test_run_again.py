@@ -110,3 +110,10 @@ def test_dashboard_actions_are_audited_as_the_dashboards(world: Any, login: Any,
     api = client_for(world.cast.bob, "token")
     assert api.delete("/api/v1/namespaces/team-a/jobs/train-a-2").status_code == 200
     assert AuditEntry.objects.get(kind="Job", action="delete", object_key="team-a/train-a-2").source == "api"
+
+
+def test_a_finished_job_offers_no_suggestions(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    assert "Compute suggestions" in client.get("/jobs/team-a/train-a/").content.decode()  # Pending
+    _finish(world.job_a, "Completed")
+    assert "Compute suggestions" not in client.get("/jobs/team-a/train-a/").content.decode()
