@@ -173,6 +173,6 @@ def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
         "admitted": sorted(_name(k, visible, names) for k in with_change["admitted"] - without["admitted"]),
         "notAdmitted": sorted(_name(k, visible, names) for k in without["admitted"] - with_change["admitted"]),
         "shares": shares,
-        "how": f"{EFFECT_CYCLES} simulated cycles from the input of cycle {row.run_id} (the first kept after the "
+        "how": f"{EFFECT_CYCLES} simulated cycles from the input of cycle {row.run_id} (the first after the "
         f"change), compared with the same cycles run with {undone}",
     }

@@ -240,7 +240,7 @@ def queue_history(access: Access, name: str, query: HistoryQuery) -> dict[str, A
 def markers(queue: Queue, start: datetime, end: datetime) -> list[dict[str, Any]]:
     """Return the queue's configuration changes and scheduler configuration activations in the range."""
     entries = AuditEntry.objects.filter(at__gte=start, at__lte=end).filter(kind__in=(QUEUE.kind, SCHEDULER_CONFIG.kind))
-    out = []
+    out: list[dict[str, Any]] = []
     for e in entries.order_by("at", "id")[:500]:
         if e.kind == QUEUE.kind and e.object_key != queue.name:
             continue
@@ -254,6 +254,7 @@ def markers(queue: Queue, start: datetime, end: datetime) -> list[dict[str, Any]
         )
         out.append(
             {
+                "label": str(len(out) + 1),  # drawn on the chart at the marker, and in front of the list entry
                 "time": e.at.isoformat(),
                 "kind": "queue" if e.kind == QUEUE.kind else "scheduler-config",
                 "action": e.action,
