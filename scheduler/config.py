@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CONFIG",
     "DEFAULT_CONFIG_YAML",
+    "PRODUCT_CONFIG_YAML",
     "SWITCHES",
     "ConfigError",
     "PluginOption",
@@ -361,6 +362,26 @@ tiers:
   - name: priority
   - name: gang
   - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+#: The product's built-in configuration (volcanoweb runs it when no version is stored): Volcano's default plus
+#: the enqueuegate plugin, which keeps a job that can never fit any node out of the queues' admission room
+#: (ADR 0028). Volcano's own default (:data:`DEFAULT_CONFIG`) stays as it is, so its cases keep their decisions.
+PRODUCT_CONFIG_YAML = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+  - name: enqueuegate
 - plugins:
   - name: overcommit
   - name: drf

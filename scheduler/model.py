@@ -434,6 +434,10 @@ class Job:
     task_affinity: str | None = None
     task_anti_affinity: str | None = None
     task_order: str | None = None
+    #: The pods the job controller creates once the PodGroup is admitted, as (template pod, replicas) per task
+    #: of a Volcano Job (Volcano creates a job's pods only after admission); empty when unknown. Read only by
+    #: the enqueuegate plugin, for a PodGroup that has no pods yet. Not a PodGroup field: the product passes it.
+    pod_templates: tuple[tuple[Task, int], ...] = ()
 
     @property
     def key(self) -> str:

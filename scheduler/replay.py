@@ -226,6 +226,8 @@ def encode_job(j: Job) -> dict[str, Any]:
             "highest_tier_allowed": nt.highest_tier_allowed,
             "highest_tier_name": nt.highest_tier_name,
         }
+    if j.pod_templates:
+        out["pod_templates"] = [[encode_task(t), n] for t, n in j.pod_templates]
     return out
 
 
@@ -521,6 +523,9 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
         task_affinity=None if d.get("task_affinity") is None else str(d["task_affinity"]),
         task_anti_affinity=None if d.get("task_anti_affinity") is None else str(d["task_anti_affinity"]),
         task_order=None if d.get("task_order") is None else str(d["task_order"]),
+        pod_templates=tuple(
+            (_task(t, f"{field}.pod_templates[{i}]"), int(n)) for i, (t, n) in enumerate(d.get("pod_templates") or ())
+        ),
     )
 
 

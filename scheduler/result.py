@@ -15,6 +15,7 @@ class ReasonKind(StrEnum):
     """Why a job (PodGroup) was left unscheduled."""
 
     ENQUEUE_REJECTED = "enqueue-rejected"  # cluster overcommit or queue quota refused admission
+    NEVER_FITS = "never-fits"  # enqueuegate: the gang cannot start even on an empty cluster
     QUEUE_CLOSED = "queue-closed"
     QUEUE_MISSING = "queue-missing"
     INVALID = "invalid"  # job_valid failed: not enough pods exist for the gang

@@ -82,6 +82,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "volcanoweb.api.errors.ApiErrorMiddleware",
     "volcanoweb.dashboard.errors.ErrorPagesMiddleware",
+    "volcanoweb.dashboard.errors.AuditSourceMiddleware",
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 AUTHENTICATION_BACKENDS = [
@@ -103,6 +104,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "volcanoweb.dashboard.context.sim_clock",
             ],
         },
     },
@@ -400,6 +402,13 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
         "celery": {"level": "INFO"},
+        # Embedded (`make run`): tasks run in line, so Celery's "Task ... succeeded in ...: {result}" line per task
+        # and kombu's "No hostname was supplied" about the in-memory broker are noise; real problems still show.
+        **(
+            {"celery.app.trace": {"level": "WARNING"}, "kombu.connection": {"level": "ERROR"}}
+            if CELERY_TASK_ALWAYS_EAGER
+            else {}
+        ),
     },
 }
 

@@ -6,6 +6,7 @@ from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.cdp import CdpPlugin
+from scheduler.plugins.enqueuegate import EnqueueGatePlugin
 from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
 from scheduler.plugins.pdb import PdbPlugin
@@ -25,6 +26,7 @@ __all__ = [
     "CdpPlugin",
     "ConformancePlugin",
     "DrfPlugin",
+    "EnqueueGatePlugin",
     "GangPlugin",
     "NetworkTopologyAwarePlugin",
     "NodeGroupPlugin",
@@ -63,4 +65,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     ResourceStrategyFitPlugin,
     ReschedulingPlugin,
     TaskTopologyPlugin,
+    EnqueueGatePlugin,
 )

@@ -440,6 +440,21 @@
         flash.innerHTML = '<div class="alert bad" role="alert">The server could not complete the request (' + (e.detail.xhr ? e.detail.xhr.status : "network") + "). Try again.</div>";
       }
     });
+    /* The object this page shows was deleted: every live partial gets a small fragment and this trigger; say so
+       once, at the top, and stop refreshing (the page has nothing left to show). */
+    document.body.addEventListener("objectGone", function (e) {
+      document.querySelectorAll("[data-live]").forEach(function (el) { el.removeAttribute("data-live"); });
+      if (document.getElementById("gone-notice")) return;
+      var flash = document.getElementById("flash");
+      if (!flash) return;
+      var note = document.createElement("div");
+      note.id = "gone-notice";
+      note.className = "alert warn";
+      note.setAttribute("role", "alert");
+      note.textContent = (e.detail && e.detail.message) || "This object no longer exists.";
+      flash.innerHTML = "";
+      flash.appendChild(note);
+    });
     document.body.addEventListener("htmx:sendError", function () {
       var flash = document.getElementById("flash");
       if (flash) flash.innerHTML = '<div class="alert bad" role="alert">Cannot reach the server. Check your connection.</div>';

@@ -1,12 +1,14 @@
 /* volcanoweb insights: queue history charts (Chart.js, vendored). Data comes from a json_script tag. */
 (function () {
   "use strict";
+  /* [field, label, colour, dash, drawing order]: Chart.js draws a lower order on top, so the guarantee (often
+     equal to the deserved share) is drawn over the deserved line, not hidden under it */
   var SERIES = [
-    ["allocated", "Allocated", "#2f6fdf", false],
-    ["deserved", "Deserved", "#2e9e6a", [6, 4]],
-    ["guarantee", "Guarantee", "#d99a1e", [2, 3]],
-    ["capability", "Capability", "#d64545", [10, 4]],
-    ["demand", "Pending demand", "#8a94a6", [1, 3]]
+    ["allocated", "Allocated", "#2f6fdf", false, 0],
+    ["deserved", "Deserved", "#2e9e6a", [6, 4], 3],
+    ["guarantee", "Guarantee", "#d99a1e", [2, 3], 1],
+    ["capability", "Capability", "#d64545", [10, 4], 2],
+    ["demand", "Pending demand", "#8a94a6", [1, 3], 4]
   ];
   var MARKER_COLORS = { queue: "#2157b8", "scheduler-config": "#b25a1f" };
 
@@ -35,6 +37,13 @@
         ctx.strokeStyle = MARKER_COLORS[m.kind] || "#475467";
         ctx.setLineDash([4, 3]);
         ctx.beginPath(); ctx.moveTo(px, area.top); ctx.lineTo(px, area.bottom); ctx.stroke();
+        if (m.label) { /* the number of the change in the list below the chart */
+          ctx.setLineDash([]);
+          ctx.fillStyle = MARKER_COLORS[m.kind] || "#475467";
+          ctx.font = "bold 11px sans-serif";
+          ctx.textAlign = "center";
+          ctx.fillText(m.label, px, area.top + 10);
+        }
         ctx.restore();
       });
     }
@@ -52,7 +61,8 @@
           var points = data.points.filter(function (p) { return spec[0] !== "capability" || resource in p.capability; })
             .map(function (p) { return { x: Date.parse(p.time), y: (p[spec[0]][resource] || 0) / s.div }; });
           return { label: spec[1], data: points, borderColor: spec[2], backgroundColor: spec[2], borderDash: spec[3] || [],
-            pointRadius: points.length < 3 ? 3 : 0, borderWidth: 2, stepped: spec[0] === "guarantee" || spec[0] === "capability" };
+            order: spec[4], pointRadius: points.length < 3 ? 3 : 0, borderWidth: spec[0] === "guarantee" ? 3 : 2,
+            stepped: spec[0] === "guarantee" || spec[0] === "capability" };
         }).filter(function (d) { return d.data.length; });
         var existing = window.Chart.getChart(canvas);
         if (existing) existing.destroy();

@@ -46,6 +46,16 @@ def test_queue_history_page_with_chart_and_change_marker(session: Any, demo: Non
     assert markers.count() >= 1
     assert "queue: update" in markers.last.inner_text()
     assert "simulated cycles from the input of cycle" in markers.last.inner_text()  # its effects, computed
+    # each marker is numbered on the chart and in the list; the guarantee is drawn over the deserved line
+    chart = page.evaluate(
+        "() => { const c = window.Chart.getChart(document.querySelector('canvas[data-history-resource=cpu]'));"
+        " return {labels: c.options.plugins.changeMarkers.markers.map(m => m.label),"
+        " order: Object.fromEntries(c.data.datasets.map(d => [d.label, d.order]))}; }"
+    )
+    listed = [markers.nth(i).get_attribute("data-marker-label") for i in range(markers.count())]
+    assert chart["labels"] == listed
+    assert all(chart["labels"])
+    assert chart["order"]["Guarantee"] < chart["order"]["Deserved"]
     assert page.locator("#time-to-start").is_visible()
     shot(page, "queue-history")
     page.get_by_role("link", name="1d").click()

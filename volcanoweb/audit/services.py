@@ -4,10 +4,26 @@ Live messages and controller work for a change are ``live.notify.changed``'s."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from volcanoweb.audit.models import AuditEntry
+
+#: Where the current request came from when it is not the API (``dashboard``): set by the dashboard's middleware,
+#: so the services' default source ``api`` reads as what it was without each one being told.
+_SOURCE: ContextVar[str | None] = ContextVar("audit_source", default=None)
+
+
+@contextlib.contextmanager
+def requests_from(source: str) -> Iterator[None]:
+    """Within the block, entries recorded with the default source (``api``) get ``source`` instead."""
+    token = _SOURCE.set(source)
+    try:
+        yield
+    finally:
+        _SOURCE.reset(token)
 
 
 def record(
@@ -44,6 +60,8 @@ def entry(
 ) -> AuditEntry:
     """Return an unsaved audit entry, as :func:`record` writes it (for :func:`record_many`)."""
     is_user = actor is not None and getattr(actor, "pk", None) is not None
+    if source == "api":
+        source = _SOURCE.get() or source
     return AuditEntry(
         actor=actor if is_user else None,
         actor_name=getattr(actor, "username", "") or "system",

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from volcanoweb.jobs.models import Command, Job, JobPhase
 
 #: Dashboard verbs to Volcano command actions ("delete" is a delete, not a command).
-ACTIONS = {"suspend": "AbortJob", "resume": "ResumeJob", "restart": "RestartJob", "delete": None}
-LABELS = {"suspend": "Suspend", "resume": "Resume", "restart": "Restart", "delete": "Delete"}
+ACTIONS = {"suspend": "AbortJob", "resume": "ResumeJob", "restart": "RestartJob", "delete": None, "rerun": None}
+LABELS = {"suspend": "Suspend", "resume": "Resume", "restart": "Restart", "delete": "Delete", "rerun": "Run again"}
 
 ACTIVE = (JobPhase.PENDING, JobPhase.RUNNING)
 SUSPENDED = (JobPhase.ABORTING, JobPhase.ABORTED)
@@ -66,7 +66,7 @@ def _not_accepted(verb: str, phase: str) -> str:
         if phase in ACTIVE:
             return f"The job is {phase}, not suspended: there is nothing to resume."
         if phase == JobPhase.FAILED:
-            return "A Failed job cannot be resumed (Volcano ignores the command): submit it again."
+            return "A Failed job cannot be resumed (Volcano ignores the command): use Run again."
         return f"A {phase} job cannot be resumed; only Aborted (suspended) jobs can."
     if phase in SUSPENDED:
         return f"The job is already {phase}." if verb == "suspend" else "Resume the job to restart it."
@@ -76,10 +76,17 @@ def _not_accepted(verb: str, phase: str) -> str:
 
 
 def job_actions(job: Job, waiting: Command | None = None) -> list[JobAction]:
-    """The four dashboard actions for ``job`` in its current phase, each available or with the reason."""
+    """The dashboard actions for ``job`` in its current phase, each available or with the reason: Run again (only
+    on a finished job), Suspend, Resume, Restart and Delete."""
     phase = job.phase
     pods = live_pods(job)
     out: list[JobAction] = []
+    if phase in FINISHED:
+        confirm = (
+            f"Run {job.key} again? A new job is created from the same spec, named after the first of its runs with "
+            f"the next free number (-2, -3, ...); {job.key} stays as it is ({phase})."
+        )
+        out.append(JobAction("rerun", LABELS["rerun"], True, "", confirm))
     accepted = {
         "suspend": phase in ACTIVE,
         "restart": phase in ACTIVE,
@@ -126,6 +133,8 @@ def unavailable_reason(job: Job, verb: str) -> str:
     for action in job_actions(job, waiting_command(job)):
         if action.verb == verb:
             return action.reason
+    if verb == "rerun":
+        return f"The job is {job.phase}: only a finished job (Completed, Failed or Terminated) can be run again."
     return f"Unknown action {verb!r}."
 
 

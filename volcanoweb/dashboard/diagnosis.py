@@ -45,6 +45,7 @@ class Reason:
 #: The scheduler core's ReasonKind values (scheduler/result.py) as headlines people read.
 KIND_TITLES = {
     "enqueue-rejected": "Not admitted: the queue or the cluster cannot take the whole gang",
+    "never-fits": "Can never run: no node can hold its pods, even with the cluster empty",
     "queue-closed": "Its queue is closed",
     "queue-missing": "Its queue does not exist",
     "invalid": "Not enough pods exist for the gang",
@@ -58,7 +59,7 @@ KIND_TITLES = {
 #: Labels for the core's reason numbers (JobReason.numbers); others are shown with their key.
 NUMBER_LABELS = {
     "requested": "Gang requests",
-    "capability": "Queue capability",
+    "capability": "Queue may use (its real capability)",
     "deserved": "Queue deserved",
     "guarantee": "Queue guarantee",
     "queue_allocated": "Queue allocated",
@@ -66,6 +67,13 @@ NUMBER_LABELS = {
     "elastic": "Elastic",
     "free": "Free in cluster",
     "idle": "Idle in cluster",
+    "task": "Task",
+    "per_pod": "Each pod asks",
+    "largest_node": "Largest node it may use",
+    "eligible_nodes": "Nodes its selector, affinity and tolerations admit",
+    "fitting_pods": "Pods that fit some node",
+    "minimum_pods": "Pods the gang needs",
+    "holds": "Admission room it would hold",
 }
 COUNT_KEYS = ("min_available", "ready", "pending", "pipelined", "allocated", "total", "nodes")
 
@@ -130,24 +138,78 @@ def reason_facts(numbers: dict[str, Any], plugin: str = "") -> list[tuple[str, s
     if isinstance(numbers.get("nodes"), int):
         facts.append(("Nodes considered", str(numbers["nodes"])))
     factor = overcommit_factor() if plugin == "overcommit" and isinstance(numbers.get("idle"), dict) else None
+    if factor is not None:
+        facts += _overcommit_facts(numbers, factor)
+    facts += _quota_facts(numbers)
     for key, value in numbers.items():
-        if key in COUNT_KEYS:
-            continue
-        if key == "idle" and factor is not None and isinstance(value, dict):
-            # the overcommit plugin admits against idle times the factor: say so, and show the real idle next to it
-            facts.append((f"Idle \u00d7 overcommit factor {factor:g}", _vector_text(value)))
-            facts.append(
-                (
-                    "Idle in cluster (as on the Nodes page)",
-                    _vector_text({k: round(v / factor, 3) for k, v in value.items()}),
-                )
-            )
-            continue
+        if key in COUNT_KEYS or (key == "idle" and factor is not None):
+            continue  # idle x factor, rounded by the core, is replaced by the exact comparison above
         if isinstance(value, dict):
             if value:
                 facts.append((NUMBER_LABELS.get(key, key.replace("_", " ").capitalize()), _vector_text(value)))
         elif isinstance(value, int | float | str) and not isinstance(value, bool) and value != "":
             facts.append((NUMBER_LABELS.get(key, key.replace("_", " ").capitalize()), str(value)))
+    return facts
+
+
+def _numbers(value: Any) -> dict[str, float]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _overcommit_facts(numbers: dict[str, Any], factor: float) -> list[tuple[str, str]]:
+    """The overcommit plugin's comparison, with the cluster's figures now (as the Nodes page adds them up, to the
+    unit): ``inqueue + requested > total x factor - used`` for each resource the gang asks."""
+    nodes = [n for n in cluster.inventory() if n.ready]  # the scheduler's snapshot takes every Ready node
+    total: dict[str, float] = {}
+    for n in nodes:
+        for k, v in n.allocatable.items():
+            total[k] = total.get(k, 0.0) + float(v)
+    used = cluster.allocated_total()
+    requested, inqueue = _numbers(numbers.get("requested")), _numbers(numbers.get("inqueue"))
+    free = {k: max(total.get(k, 0.0) - used.get(k, 0.0), 0.0) for k in total if k != "pods"}
+    facts = [("Free in cluster (as on the Nodes page)", _vector_text(free))]
+    for name, want in sorted(requested.items()):
+        if name == "pods" or not want:
+            continue
+        held = inqueue.get(name, 0.0)
+        room = total.get(name, 0.0) * factor - used.get(name, 0.0)
+        verdict = ">" if held + want > room + 1e-9 else "≤"
+        unit = _unit(name)
+        facts.append(
+            (
+                f"Decided on {_label(name)}",
+                f"{fmt(name, held)} admitted (inqueue) + {fmt(name, want)} requested = {fmt(name, held + want)} {unit} "
+                f"{verdict} {fmt(name, room)} {unit} admissible ({fmt(name, total.get(name, 0.0))} in the cluster "
+                f"\u00d7 overcommit factor {factor:g} \u2212 {fmt(name, used.get(name, 0.0))} in use)",
+            )
+        )
+    return facts
+
+
+def _quota_facts(numbers: dict[str, Any]) -> list[tuple[str, str]]:
+    """A queue quota refusal's comparison: ``requested + allocated + inqueue - elastic > capability``."""
+    if "capability" not in numbers or "queue_allocated" not in numbers:
+        return []
+    requested, capability = _numbers(numbers.get("requested")), _numbers(numbers.get("capability"))
+    allocated, inqueue = _numbers(numbers.get("queue_allocated")), _numbers(numbers.get("inqueue"))
+    elastic = _numbers(numbers.get("elastic"))
+    facts = []
+    for name, want in sorted(requested.items()):
+        if name == "pods" or name not in capability:
+            continue
+        total = want + allocated.get(name, 0.0) + inqueue.get(name, 0.0) - elastic.get(name, 0.0)
+        verdict = ">" if total > capability[name] + 1e-9 else "≤"
+        unit = _unit(name)
+        facts.append(
+            (
+                f"Decided on {_label(name)}",
+                f"{fmt(name, want)} requested + {fmt(name, allocated.get(name, 0.0))} allocated + "
+                f"{fmt(name, inqueue.get(name, 0.0))} admitted \u2212 {fmt(name, elastic.get(name, 0.0))} elastic = "
+                f"{fmt(name, total)} {unit} {verdict} {fmt(name, capability[name])} {unit} the queue may use",
+            )
+        )
     return facts
 
 
@@ -159,10 +221,16 @@ def scheduler_reason(data: dict[str, Any], cycle: str = "") -> Reason:
         ((str(k), int(v)) for k, v in fit.items() if isinstance(v, int | float)), key=lambda kv: (-kv[1], kv[0])
     )
     numbers = data.get("numbers") if isinstance(data.get("numbers"), dict) else {}
+    detail = human_message(str(data.get("message") or ""))
+    if kind == "enqueue-rejected" and data.get("plugin") == "overcommit":
+        detail += (
+            " — “overused” is Volcano's word for the admission room: the minimum resources of every "
+            "admitted gang count as taken, whether its pods run or not, so an idle cluster can be “overused”."
+        )
     return Reason(
         "scheduler",
         KIND_TITLES.get(kind, kind.replace("-", " ").capitalize() or "Unschedulable"),
-        human_message(str(data.get("message") or "")),
+        detail,
         "info" if kind == "not-reached" else "block",
         kind=kind,
         plugin=str(data.get("plugin") or ""),
@@ -192,6 +260,11 @@ def _stored_reason(podgroup: PodGroup | None) -> Reason | None:
     return scheduler_reason(data, cycle)
 
 
+def _said(message: str, known: set[str]) -> bool:
+    """Whether a line already shown says ``message`` (it, or it with an explanation after it)."""
+    return any(k == message or k.startswith(message + " \u2014 ") for k in known)
+
+
 def _scheduler_conditions(podgroup: PodGroup | None, known: set[str]) -> list[Reason]:
     if podgroup is None:
         return []
@@ -199,13 +272,13 @@ def _scheduler_conditions(podgroup: PodGroup | None, known: set[str]) -> list[Re
     for cond in (podgroup.status or {}).get("conditions") or []:
         if cond.get("status", "True") != "True" or cond.get("type") in ("Scheduled",):
             continue
-        if cond.get("message") and cond.get("message") in known:
+        if cond.get("message") and _said(human_message(str(cond.get("message"))), known):
             continue  # the structured reason above says the same, with its numbers
         out.append(
             Reason(
                 "scheduler",
                 f"{cond.get('type', 'Condition')}: {cond.get('reason', '')}".strip(": "),
-                cond.get("message", ""),
+                human_message(str(cond.get("message") or "")),
                 "block",
             )
         )
@@ -273,28 +346,54 @@ def _queue_checks(
     return out
 
 
+def _never_fits(status: Any) -> bool:
+    reason = (status or {}).get("unschedulableReason") if isinstance(status, dict) else None
+    return isinstance(reason, dict) and reason.get("kind") == "never-fits"
+
+
 def _position(job: Job, readable: list[int] | None) -> Reason | None:
-    """The job's place in its queue, naming the older pending jobs ahead of it (those the viewer may read)."""
+    """The job's place in its queue, naming the older pending jobs ahead of it (those the viewer may read). A job
+    the enqueue gate refused (it can never run) holds no admission room: it is named apart, not as ahead."""
     older = (
         Job.objects.filter(queue_name=job.queue_name, phase=JobPhase.PENDING)
         .filter(Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, pk__lt=job.pk))
         .order_by("created_at", "pk")
     )
-    ahead = older.count()
+    first = list(older.values_list("namespace", "name", "tenant_id", "podgroup__status")[:50])
+    never = [(ns, name, tenant) for ns, name, tenant, status in first if _never_fits(status)]
+    ahead = (len(first) if len(first) < 50 else older.count()) - len(never)
+    aside = ""
+    if never:
+        shown_never = [f"{ns}/{name}" for ns, name, tenant in never if readable is None or tenant in readable]
+        hidden = len(never) - len(shown_never)
+        listed = ", ".join(shown_never) + (
+            f"{' and ' if shown_never else ''}{hidden} of other tenants" if hidden else ""
+        )
+        aside = f" Not counted: {listed} (can never run, holds no admission room)."
     if not ahead:
         return Reason(
-            "queue", f"First in line in queue {job.queue_name}", "No older pending job waits in this queue.", "info"
+            "queue",
+            f"First in line in queue {job.queue_name}",
+            "No older pending job waits in this queue." + aside,
+            "info",
         )
-    shown = older if readable is None else older.filter(tenant_id__in=readable)
-    visible = shown.count() if readable is not None else ahead
-    names = [f"{ns}/{name}" for ns, name in shown.values_list("namespace", "name")[:5]]
+    never_keys = {(ns, name) for ns, name, _ in never}
+    rows = [(ns, name, tenant) for ns, name, tenant, _ in first if (ns, name) not in never_keys]
+    visible_rows = rows if readable is None else [r for r in rows if r[2] in readable]
+    if readable is None:
+        visible = ahead
+    elif len(first) < 50:
+        visible = len(visible_rows)
+    else:
+        visible = older.filter(tenant_id__in=readable).count() - sum(1 for r in never if r[2] in readable)
+    names = [f"{ns}/{name}" for ns, name, _ in visible_rows[:5]]
     parts = [", ".join(names) + (f" and {visible - len(names)} more" if visible > len(names) else "")] if names else []
     if ahead > visible:
         parts.append(f"{ahead - visible} job{'s' if ahead - visible != 1 else ''} of other tenants")
     return Reason(
         "queue",
         f"{ahead} older pending job{'s' if ahead != 1 else ''} in queue {job.queue_name}",
-        f"Ahead: {'; '.join(parts)}. Within a queue, jobs are ordered by priority, then by creation time.",
+        f"Ahead: {'; '.join(parts)}. Within a queue, jobs are ordered by priority, then by creation time." + aside,
         "info",
     )
 
@@ -359,9 +458,9 @@ def _unit(name: str) -> str:
     return {"cpu": "CPU", "memory": "GiB", "nvidia.com/gpu": "GPU"}.get(name, name)
 
 
-def _node_fit(job: Job, inventory: list[Any]) -> list[Reason]:
-    """Say when no single schedulable node can ever run a pod of a task (an 8-GPU pod on 4-GPU nodes),
-    however much the cluster has in total: the scheduler places whole pods on one node."""
+def never_fitting_tasks(job: Job, inventory: list[Any]) -> list[tuple[str, str]]:
+    """(task name, what it asks that no node has) for each task of ``job`` whose pods no single schedulable node
+    can ever hold (an 8-GPU pod on 4-GPU nodes), however much the cluster has in total."""
     from volcanoweb.manifests.pods import pod_requests
 
     nodes = [n for n in inventory if n.ready and not n.unschedulable]
@@ -382,12 +481,70 @@ def _node_fit(job: Job, inventory: list[Any]) -> list[Reason]:
             if short
             else "no node has all of its requests at once, though each resource exists on some node"
         )
+        out.append((str(task.get("name", "?")), detail))
+    return out
+
+
+def _node_fit(job: Job, inventory: list[Any]) -> list[Reason]:
+    """Say when no single schedulable node can ever run a pod of a task: the scheduler places whole pods on one
+    node."""
+    return [
+        Reason(
+            "cluster",
+            f"No single node can ever run a pod of task {name}",
+            f"Each pod {detail}. A pod runs on one node, so the job cannot start until such a node exists "
+            "or the pod asks less.",
+            "block",
+        )
+        for name, detail in never_fitting_tasks(job, inventory)
+    ]
+
+
+def room_blockers(
+    job: Job, queue_name: str, cluster_wide: bool, inventory: list[Any], readable: list[int] | None
+) -> list[Reason]:
+    """The admitted (Inqueue) jobs that hold admission room and can never run: no pod of theirs is on a node and
+    a task of theirs fits no node. Those of ``queue_name``, or of every queue when ``cluster_wide`` (overcommit
+    refuses on the cluster's sum). Each is *the* blocker of a job the enqueue action refused."""
+    groups = (
+        PodGroup.objects.filter(phase=PodGroupPhase.INQUEUE, job__isnull=False)
+        .exclude(job=job)
+        .select_related("job")
+        .order_by("created_at", "pk")
+    )
+    if not cluster_wide:
+        groups = groups.filter(queue_name=queue_name)
+    placed = set(
+        cluster.bound_pods().filter(podgroup__in=[g.pk for g in groups[:50]]).values_list("podgroup_id", flat=True)
+    )
+    out = []
+    for group in groups[:50]:
+        holder = group.job
+        if holder is None or group.pk in placed:
+            continue
+        tasks = never_fitting_tasks(holder, inventory)
+        if not tasks:
+            continue
+        holds = _vector_text(parse_map(group.min_resources or {}))
+        if readable is not None and holder.tenant_id not in readable:
+            out.append(
+                Reason(
+                    "blocker",
+                    "Blocked by a job of another tenant that holds admission room and can never run",
+                    f"It was admitted and reserves {holds} until it runs or is deleted; a platform admin can see it.",
+                    "block",
+                )
+            )
+            continue
+        name, detail = tasks[0]
         out.append(
             Reason(
-                "cluster",
-                f"No single node can ever run a pod of task {task.get('name', '?')}",
-                f"Each pod {detail}. A pod runs on one node, so the job cannot start until such a node exists "
-                "or the pod asks less.",
+                "blocker",
+                f"Blocked by {holder.namespace}/{holder.name}: it holds {holds} of admission room and can never run",
+                f"{holder.namespace}/{holder.name} was admitted (Inqueue) and reserves {holds} of the "
+                f"{'cluster' if cluster_wide else f'queue {queue_name}'}'s admission room until it runs or is "
+                f"deleted, but each pod of its task {name} {detail}. Fix its requests or delete it: this job is "
+                "then admitted.",
                 "block",
             )
         )
@@ -415,14 +572,21 @@ def why_pending(job: Job, readable: list[int] | None = None) -> list[Reason]:
         about |= Q(involved_kind="PodGroup", involved_name=podgroup.name)
     warnings = Event.objects.filter(about, involved_namespace=job.namespace, type=EventType.WARNING)[:5]
     for e in warnings:
-        if e.message not in known:  # the scheduler's Unschedulable event repeats its reason
-            known.add(e.message)
-            reasons.append(Reason("event", e.reason, e.message, "warn"))
+        message = human_message(e.message)
+        if not _said(message, known):  # the scheduler's Unschedulable event repeats its reason
+            known.add(message)
+            reasons.append(Reason("event", e.reason, message, "warn"))
     queue = Queue.objects.filter(name=job.queue_name).first()
     inventory = cluster.inventory()
     figures = (cluster.capacity(inventory), cluster.allocated_total())
-    reasons += _queue_checks(job, podgroup, queue, figures)
+    checks = _queue_checks(job, podgroup, queue, figures)
+    if stored is not None and stored.kind == "never-fits":
+        checks = [r for r in checks if r.severity != "warn"]  # free resources now do not matter: it can never run
+    reasons += checks
     reasons += _node_fit(job, inventory)
+    if stored is not None and stored.kind == "enqueue-rejected":
+        # the blocker first: a job that holds admission room and can never run, not this job's size
+        reasons[:0] = room_blockers(job, job.queue_name, stored.plugin == "overcommit", inventory, readable)
     short = [name for name, _ in _short_resources(podgroup, reasons, figures)]
     holders = _holders(job, queue, short, readable)
     if holders is not None:
@@ -555,6 +719,9 @@ def simulated_verdict(job: dict[str, Any], forecast_level: str) -> tuple[str, st
     if job["admitted"]:
         line = Reason("scheduler", f"Admitted; {placed} of {pods} pods placed in the simulated cycle", detail, "warn")
         return "wait", f"Would be admitted but wait: {why or 'the gang does not fit yet'}", line
+    if reason.get("kind") == "never-fits":
+        line = Reason("scheduler", "Refused by the enqueue gate in the simulated cycle", human_message(why), "block")
+        return "never", f"Can never run: {human_message(why.split('can never run: ', 1)[-1])}", line
     level = "never" if forecast_level == "never" else "wait"
     line = Reason("scheduler", "Not admitted by the enqueue action in the simulated cycle", detail, "block")
     return level, f"Would be stored but stay Pending: {why or 'the queue cannot admit it now'}", line

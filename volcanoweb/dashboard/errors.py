@@ -1,16 +1,18 @@
-"""The product's own 404, 403 and 500 pages (also with DEBUG on, where Django would list every URL pattern).
+"""The product's own 404, 403 and 500 pages and fragments: Django's debug pages are never shown, DEBUG or not.
 
 ``urls.py`` points ``handler404``/``handler403``/``handler500`` here; :class:`ErrorPagesMiddleware` renders
-the same 404 page while DEBUG is on, for browser pages only: the API keeps its Kubernetes ``Status`` bodies
-and htmx fragments keep their own error partials.
+the same pages while DEBUG is on (where Django would show its technical 404 and 500 pages), and for htmx
+requests a small error fragment instead of any page. The API keeps its Kubernetes ``Status`` bodies.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template import loader
@@ -23,11 +25,13 @@ TEXTS = {
     ),
     403: ("You cannot do this", "Your role does not allow this page or action. A tenant admin can change your role."),
 }
+log = logging.getLogger(__name__)
 NOT_PAGES = ("/api/", "/apis/", "/static/", "/ws/", "/admin/", "/healthz", "/livez", "/readyz", "/metrics")
 
 
-def _render(request: HttpRequest, code: int) -> HttpResponse:
-    title, text = TEXTS[code]
+def _render(request: HttpRequest, code: int, text: str = "") -> HttpResponse:
+    title, default = TEXTS[code]
+    text = text or default
     context = {"error_code": code, "error_title": title, "error_text": text, "request_path": request.path}
     return render(request, f"{code}.html", context, status=code)
 
@@ -35,6 +39,11 @@ def _render(request: HttpRequest, code: int) -> HttpResponse:
 def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """handler404."""
     return _render(request, 404)
+
+
+def not_found_page(request: HttpRequest, text: str) -> HttpResponse:
+    """The 404 page saying what happened (``This job was deleted by bob at ...``)."""
+    return _render(request, 404, text)
 
 
 def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
@@ -53,24 +62,59 @@ def _is_page(request: HttpRequest) -> bool:
     return not request.path.startswith(NOT_PAGES)
 
 
+def _is_fragment(request: HttpRequest) -> bool:
+    return bool(request.headers.get("HX-Request")) and not request.path.startswith(NOT_PAGES)
+
+
+def error_fragment(request: HttpRequest, code: int) -> HttpResponse:
+    """The small partial an htmx request gets for an error (never a whole page inside a page region)."""
+    messages = {
+        404: "Not found: it no longer exists, or you cannot see it.",
+        403: "Your role does not allow this.",
+        500: "The server could not complete the request; the error is in its log. Try again.",
+    }
+    return render(request, "dashboard/_error.html", {"error": {"message": messages[code]}}, status=code)
+
+
 class ErrorPagesMiddleware:
-    """With DEBUG on, show the product's 404 page instead of Django's technical one on browser pages."""
+    """With DEBUG on, show the product's 404/403/500 page instead of Django's technical ones on browser pages; for
+    htmx requests (DEBUG or not) a small error fragment."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if (
-            settings.DEBUG
-            and response.status_code == 404
-            and getattr(request, "resolver_match", None) is None  # no URL pattern matched
-            and _is_page(request)
-        ):
-            return page_not_found(request)
+        if response.status_code == 404 and getattr(request, "resolver_match", None) is None:  # no URL matched
+            if _is_fragment(request):
+                return error_fragment(request, 404)
+            if settings.DEBUG and _is_page(request):
+                return page_not_found(request)
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> Any:
-        if settings.DEBUG and isinstance(exception, Http404) and _is_page(request):
-            return page_not_found(request, exception)
-        return None
+        fragment = _is_fragment(request)
+        if not fragment and not (settings.DEBUG and not request.path.startswith(NOT_PAGES)):
+            return None  # Django's handlers (ours, with DEBUG off); the API has its own
+        if isinstance(exception, Http404):
+            return error_fragment(request, 404) if fragment else page_not_found(request, exception)
+        if isinstance(exception, PermissionDenied):
+            return error_fragment(request, 403) if fragment else permission_denied(request, exception)
+        log.error("%s %s failed", request.method, request.path, exc_info=exception)
+        return error_fragment(request, 500) if fragment else server_error(request)
+
+
+class AuditSourceMiddleware:
+    """Requests to the dashboard's pages and forms (not the API, the Kubernetes API or the admin) record their audit
+    entries with source ``dashboard``, not the services' default ``api``."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith(NOT_PAGES):
+            return self.get_response(request)
+        from volcanoweb.audit import services as audit
+
+        with audit.requests_from("dashboard"):
+            return self.get_response(request)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -64,6 +65,21 @@ def is_seeded() -> bool:
     return Tenant.objects.filter(name__in=TENANTS).count() == len(TENANTS)
 
 
+def with_enqueue_gate(doc: dict[str, Any]) -> dict[str, Any]:
+    """The cookbook's scheduler configuration with the product's enqueuegate plugin added to its first tier (as
+    in the built-in configuration, ADR 0028): the demo keeps a job that can never fit any node out of the queues'
+    admission room. A document that names the plugin already, or has no tiers, is returned as it is."""
+    tiers = doc.get("tiers")
+    if not isinstance(tiers, list) or not tiers or not isinstance(tiers[0], dict):
+        return doc
+    names = [p.get("name") for tier in tiers if isinstance(tier, dict) for p in tier.get("plugins") or []]
+    if "enqueuegate" in names:
+        return doc
+    first = dict(tiers[0])
+    first["plugins"] = [*(first.get("plugins") or []), {"name": "enqueuegate"}]
+    return {**doc, "tiers": [first, *tiers[1:]]}
+
+
 def _documents(path: Path) -> list[dict[str, object]]:
     return parse.parse_documents(path.read_bytes())
 
@@ -91,7 +107,7 @@ def seed_demo() -> bool:
         else:
             Membership.objects.update_or_create(user=user, tenant=tenants[demo.tenant], defaults={"role": demo.role})
     apply_documents(SYSTEM, _documents(DEMO_DIR / "queues.yaml"))
-    apply_documents(SYSTEM, _documents(COOKBOOK_DIR / "12-scheduler-conf.yaml"))
+    apply_documents(SYSTEM, [with_enqueue_gate(doc) for doc in _documents(COOKBOOK_DIR / "12-scheduler-conf.yaml")])
     for filename, namespace in DEMO_JOBS:
         apply_documents(SYSTEM, _documents(COOKBOOK_DIR / filename), default_namespace=namespace)
     log.info("demo data created")

@@ -29,6 +29,7 @@ from volcanoweb.insights.services import OTHER_TENANT, readable_namespaces
 from volcanoweb.jobs.models import PodGroup
 from volcanoweb.manifests.parse import QUEUE, SCHEDULER_CONFIG
 from volcanoweb.queues.models import Queue as QueueRow
+from volcanoweb.scheduling.models import SchedulingRun
 from volcanoweb.tenancy.access import Access, visible_queue_filter
 
 EFFECT_CYCLES = 3
@@ -113,10 +114,16 @@ def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
     visible_queue = QueueRow.objects.filter(visible_queue_filter(access), name=entry.object_key).exists()
     if entry.kind == QUEUE.kind and not (access.platform_admin or visible_queue):
         return None
-    row = CycleInput.objects.filter(at__gte=entry.at).order_by("run_id").first()
     base: dict[str, Any] = {"auditId": entry.pk, "cycles": EFFECT_CYCLES}
+    # The cycle right after the change, and only that one: a later kept cycle would give every old change the
+    # same (and, as cycles are pruned, a moving) answer.
+    after = SchedulingRun.objects.filter(started_at__gte=entry.at).order_by("pk").values_list("pk", flat=True).first()
+    if after is None:
+        return {**base, "available": False, "message": "no scheduling cycle has run since this change"}
+    row = CycleInput.objects.filter(run_id=after).first()
     if row is None:
-        return {**base, "available": False, "message": "no kept cycle input after this change (pruned or not run yet)"}
+        message = f"the input of cycle #{after}, the first after this change, is no longer kept (pruned)"
+        return {**base, "available": False, "cycle": after, "message": message}
     try:
         snapshot, config, _doc = load_cycle_input(input_text(row))
     except (CycleInputError, ValueError) as exc:
@@ -166,6 +173,6 @@ def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
         "admitted": sorted(_name(k, visible, names) for k in with_change["admitted"] - without["admitted"]),
         "notAdmitted": sorted(_name(k, visible, names) for k in without["admitted"] - with_change["admitted"]),
         "shares": shares,
-        "how": f"{EFFECT_CYCLES} simulated cycles from the input of cycle {row.run_id} (the first kept after the "
+        "how": f"{EFFECT_CYCLES} simulated cycles from the input of cycle {row.run_id} (the first after the "
         f"change), compared with the same cycles run with {undone}",
     }

@@ -245,7 +245,7 @@ def queue_history(access: Access, name: str, query: HistoryQuery) -> dict[str, A
 def markers(queue: Queue, start: datetime, end: datetime) -> list[dict[str, Any]]:
     """Return the queue's configuration changes and scheduler configuration activations in the range."""
     entries = AuditEntry.objects.filter(at__gte=start, at__lte=end).filter(kind__in=(QUEUE.kind, SCHEDULER_CONFIG.kind))
-    out = []
+    out: list[dict[str, Any]] = []
     for e in entries.order_by("at", "id")[:500]:
         if e.kind == QUEUE.kind and e.object_key != queue.name:
             continue
@@ -259,6 +259,7 @@ def markers(queue: Queue, start: datetime, end: datetime) -> list[dict[str, Any]
         )
         out.append(
             {
+                "label": str(len(out) + 1),  # drawn on the chart at the marker, and in front of the list entry
                 "time": e.at.isoformat(),
                 "kind": "queue" if e.kind == QUEUE.kind else "scheduler-config",
                 "action": e.action,
@@ -338,12 +339,24 @@ def _usage(numbers: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+_INSUFFICIENT = re.compile(r"insufficient ([\w./-]+(?:, [\w./-]+)*)")
+
+
+def _short_dims(message: str) -> list[str]:
+    """The resources a reason names as insufficient (``... insufficient cpu, nvidia.com/gpu in queue q``)."""
+    found = _INSUFFICIENT.search(message)
+    return found.group(1).split(", ") if found else []
+
+
 def _summary(entry: TimelineEntry, numbers: Mapping[str, Any]) -> str:
     if entry.kind == EntryKind.MILESTONE:
         return f"{_clock(entry.started_at)} {entry.message}"
     span = f"{_clock(entry.started_at)}-{_clock(entry.ended_at) if entry.ended_at else 'now'}"
     text = f"{span} {entry.message or entry.reason}"
     holders = numbers.get("holders") or []
+    short = _short_dims(entry.message or "")
+    if short:  # only the jobs that hold what the gang lacks (a CPU job does not stand in the way of GPUs)
+        holders = [h for h in holders if any((h.get("requests") or {}).get(d, 0) > 0 for d in short)]
     usage = _usage(numbers)
     if holders or usage:
         users = ", ".join(dict.fromkeys(h.get("job") or h["podgroup"] for h in holders))

@@ -8,6 +8,9 @@ and how the amount was found. Nothing is written.
 
 Candidates, smallest change first within each kind:
 
+* **the blocker**: an admitted (Inqueue) job with no pod on a node that can never run (the enqueuegate
+  plugin's check: no node, even empty, holds its pods) holds admission room; fix or delete it, verified by a
+  cycle without it. When one is found the job's own size is not offered for change: it is not the problem;
 * **queue capability / guarantee**: raise the job's queue's ``capability`` (or ``guarantee``) to its
   allocation plus the job's gang request, on the dimensions that fall short;
 * **minAvailable / replicas**: the largest lower ``minAvailable`` (keeping the replicas), then the largest
@@ -32,10 +35,11 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from scheduler import CycleResult, Resource, SchedulerConfig, Snapshot, run_cycle
+from scheduler import CycleResult, Resource, SchedulerConfig, Snapshot, parse_config, run_cycle
 from scheduler.manifests import GROUP_ANNOTATION, ManifestError, snapshot_from_manifests
 from scheduler.model import JobPhase, Queue, TaskStatus
 from scheduler.quantity import format_quantity, parse_duration
+from scheduler.result import ReasonKind
 from volcanoweb.api.simulate import job_documents
 from volcanoweb.clusters.backends.base import SIM_DURATION_ANNOTATION
 from volcanoweb.insights.services import OTHER_TENANT, readable_namespaces
@@ -48,6 +52,9 @@ from volcanoweb.tenancy.access import Access, visible_queue_filter
 PLACED = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING)
 MAX_QUEUES = 12
 MAX_FINISHING = 24
+#: The enqueue action with the enqueuegate plugin alone: which admitted jobs could never start.
+GATE_ONLY = parse_config('actions: "enqueue"\ntiers:\n- plugins: [{name: enqueuegate}]\n')
+MAX_BLOCKERS = 3
 HOW_CYCLE = "verified by one simulated scheduling cycle on the current cluster snapshot with the active configuration"
 
 
@@ -251,6 +258,64 @@ def _gang_changes(sim: Simulator) -> list[dict[str, Any]]:
     return out
 
 
+def _resource_text(r: Resource | None) -> str:
+    values = r.to_dict() if r is not None else {}
+    return (
+        ", ".join(f"{format_quantity(k, v)} {k}" for k, v in sorted(values.items()) if v and k != "pods") or "nothing"
+    )
+
+
+def _blockers(sim: Simulator, visible: set[str] | None) -> list[dict[str, Any]]:
+    """Admitted jobs that hold admission room and can never run, each verified: without it the job starts."""
+    placed = {t.job for t in sim.snapshot.tasks if t.status in PLACED}
+    held = [j for j in sim.snapshot.jobs if j.phase == JobPhase.INQUEUE and j.key != sim.key and j.key not in placed]
+    if not held:
+        return []
+    keys = {j.key for j in held}
+    probe = replace(
+        sim.snapshot, jobs=tuple(replace(j, phase=JobPhase.PENDING) if j.key in keys else j for j in sim.snapshot.jobs)
+    )
+    verdicts = run_cycle(probe, GATE_ONLY).unschedulable
+    never = [j for j in held if (r := verdicts.get(j.key)) is not None and r.kind == ReasonKind.NEVER_FITS]
+    groups = {
+        f"{g.namespace}/{g.name}": g
+        for g in PodGroup.objects.filter(phase=PodGroupPhase.INQUEUE).select_related("job")
+        if f"{g.namespace}/{g.name}" in {j.key for j in never}
+    }
+    out: list[dict[str, Any]] = []
+    for job in never[:MAX_BLOCKERS]:
+        kept = replace(
+            sim.snapshot,
+            jobs=tuple(j for j in sim.snapshot.jobs if j.key != job.key),
+            tasks=tuple(t for t in sim.snapshot.tasks if t.job != job.key),
+        )
+        if not sim.run(kept):
+            continue
+        group = groups.get(job.key)
+        name = _job_name(group) if group is not None else job.key
+        if visible is not None and job.namespace not in visible:
+            name = OTHER_TENANT
+        out.append(
+            {
+                "kind": "remove-blocker",
+                "title": f"Fix or delete {name}: it was admitted, holds {_resource_text(job.min_resources)} of "
+                "the admission room and can never run",
+                "jobs": [name],
+                "why": human_reason(verdicts[job.key].message),
+                "how": "an admitted job with no pod on a node that no node, even empty, can hold (the enqueuegate "
+                f"plugin's check); {HOW_CYCLE} without it",
+            }
+        )
+    return out
+
+
+def human_reason(message: str) -> str:
+    """The core's message in the units people read."""
+    from volcanoweb.dashboard.diagnosis import human_message
+
+    return human_message(message)
+
+
 def _other_queues(sim: Simulator, access: Access, tenant_id: int | None) -> list[dict[str, Any]]:
     usable = (
         Q(tenant_id=tenant_id) | Q(allowed_tenants=tenant_id) | Q(tenant__isnull=True, allowed_tenants__isnull=True)
@@ -426,13 +491,15 @@ def suggest(access: Access, job: Job) -> dict[str, Any]:
         body["cycles"] = sim.cycles
         return body
     queue = next((q for q in snapshot.queues if q.name == sim.job.queue), None)
-    suggestions: list[dict[str, Any]] = []
+    suggestions: list[dict[str, Any]] = _blockers(sim, readable_namespaces(access))
+    blocked = bool(suggestions)
     if queue is not None:
         for field in ("capability", "guarantee"):
             item = _queue_quota(sim, field, queue)
             if item is not None:
                 suggestions.append(item)
-    suggestions += _gang_changes(sim)
+    if not blocked:  # with a blocker found, the job's own size is not the problem
+        suggestions += _gang_changes(sim)
     suggestions += _other_queues(sim, access, job.tenant_id)
     finishing = _finishing(sim, readable_namespaces(access), timezone.now())
     if finishing is not None:

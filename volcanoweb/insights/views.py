@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from volcanoweb.core.errors import ApiError, NotFound
+from volcanoweb.dashboard import gone
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.insights import effects, services, suggestions
 from volcanoweb.queues.models import Queue
@@ -81,7 +82,10 @@ def job_insights(request: HttpRequest, namespace: str, name: str) -> HttpRespons
     try:
         job = services.get_readable_job(scope.access, namespace, name)
     except NotFound:
-        raise Http404("no such job") from None
+        found = gone.deleted(scope, "Job", f"{namespace}/{name}")
+        if found is None:
+            raise Http404("no such job") from None
+        return gone.gone_fragment(request, found)
     if request.GET.get("suggest"):
         return render(request, "insights/_suggestions.html", {"job": job, "s": suggestions.suggest(scope.access, job)})
     return render(
@@ -95,8 +99,9 @@ def cycles_page(request: HttpRequest) -> HttpResponse:
     scope = get_scope(request)
     try:
         cycles = services.list_cycles(scope.access)
-    except ApiError as exc:
-        return render(request, "dashboard/_error.html", {"error": {"message": exc.message}}, status=exc.code)
+    except ApiError as exc:  # a tenant admin: the page, in the product's shell, says why
+        context = {"nav": "scheduler", "scope": scope, "cycles": [], "error": exc.message}
+        return render(request, "insights/cycles.html", context, status=exc.code)
     return render(request, "insights/cycles.html", {"nav": "scheduler", "scope": scope, "cycles": cycles})
 
 

@@ -497,6 +497,55 @@ def _collect_pod(access: Access, namespace: str, name: str) -> Outcome:
     return delete_pod(access, namespace, name)
 
 
+#: On a job made by :func:`run_again`: the name of the job it is a new run of (the first of the series).
+RUN_OF_ANNOTATION = "volcanoweb.io/run-of"
+#: Phases after which a job never runs again by itself (Volcano ignores commands then).
+FINISHED_JOB_PHASES = (JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.TERMINATED)
+
+
+def next_run_name(job: Job) -> str:
+    """``<first>-<n>``: the first free name of the series the job belongs to (``n`` from 2), at most 63 characters."""
+    base = (job.annotations or {}).get(RUN_OF_ANNOTATION) or job.name
+    taken = set(Job.objects.filter(namespace=job.namespace).values_list("name", flat=True))
+    n = 2
+    while True:
+        suffix = f"-{n}"
+        name = f"{base[: 63 - len(suffix)].rstrip('-')}{suffix}"
+        if name not in taken:
+            return name
+        n += 1
+
+
+@transaction.atomic
+def run_again(access: Access, namespace: str, name: str) -> Outcome:
+    """Create a new job from a finished job's spec, named :func:`next_run_name` and annotated with the series'
+    first name; the finished job is left as it is. Refused (409) for a job that has not finished: an apply of
+    its own manifest would update it, and Volcano runs a finished job no more."""
+    resolve_namespace(access, namespace, "create", parse.JOB, name)
+    job = Job.objects.filter(namespace=namespace, name=name).first()
+    if job is None:
+        raise not_found(parse.JOB.qualified_resource, name, parse.JOB.kind, parse.JOB.group)
+    if job.phase not in FINISHED_JOB_PHASES:
+        raise Conflict(
+            f"job {job.key} is {job.phase}: only a finished job (Completed, Failed or Terminated) can be run again",
+            kind=parse.JOB.kind,
+        )
+    annotations = {k: v for k, v in (job.annotations or {}).items() if not k.startswith("kubectl.kubernetes.io/")}
+    annotations[RUN_OF_ANNOTATION] = annotations.get(RUN_OF_ANNOTATION) or job.name
+    doc = {
+        "apiVersion": parse.JOB.api_version,
+        "kind": parse.JOB.kind,
+        "metadata": {
+            "name": next_run_name(job),
+            "namespace": namespace,
+            "labels": dict(job.labels or {}),
+            "annotations": annotations,
+        },
+        "spec": job.spec,
+    }
+    return apply_job(access, doc, namespace, mode="create")
+
+
 def command_manifest(command: Command) -> dict[str, Any]:
     """Return a Command in Volcano's ``bus.volcano.sh/v1alpha1`` shape (plus our consumption status)."""
     return {

@@ -458,6 +458,12 @@ class JobController:
         rec.phase, rec.restarts = pod.phase, restarts
         self.writes.save_pod_record(rec)
         if old_phase == pod.phase:
+            if restarts > old_restarts:
+                self.event(
+                    "PodRestarted",
+                    f"pod {pod.name} of task {pod.task_name} restarted: {exit_text(pod, last=True)}",
+                    EventType.WARNING,
+                )
             if restarts != old_restarts and self._task_restarts_exhausted(pod.task_name, by_task):
                 return P.Request(event=P.TASK_FAILED, **base)
             return P.Request(event=P.OUT_OF_SYNC, **base)
@@ -467,6 +473,7 @@ class JobController:
         if pod.annotations.get(OUT_OF_SYNC) == "true":
             return P.Request(event=P.OUT_OF_SYNC, **base)
         if pod.phase == "Failed":
+            self.event("PodFailed", f"pod {pod.name} of task {pod.task_name} {exit_text(pod)}", EventType.WARNING)
             return P.Request(event=P.POD_FAILED, exit_code=int(pod.exit_code or 0), **base)
         if pod.phase == "Succeeded":
             task = self.task_spec(pod.task_name) or {}
@@ -495,9 +502,9 @@ class JobController:
         sync_due = False
         for request in requests:
             version = int(self.status.get("version") or 0)
-            action, delay = P.resolve(self.job.spec, version, str(self.job.uid), request)
+            action, delay, why = P.explain(self.job.spec, version, str(self.job.uid), request)
             if delay > 0:
-                self._arm(action, request, delay)
+                self._arm(action, request, delay, why)
                 continue
             if action == P.SYNC_JOB:
                 sync_due = True
@@ -507,14 +514,15 @@ class JobController:
                 sync_due = False
             # A job-wide action (RestartJob, AbortJob, ...) goes first: a sync of the batch's final
             # pod counts must not finish the job (e.g. Failed) before the policy that reacts to them.
-            self.run_action(action, request)
+            self.run_action(action, request, why)
         if sync_due:
             self.execute(P.SYNC_JOB, P.Request())
 
-    def run_action(self, action: str, request: P.Request) -> None:
-        """Execute a (non-sync) action now, with its event, then cancel armed actions of its scope."""
+    def run_action(self, action: str, request: P.Request, why: str = "") -> None:
+        """Execute a (non-sync) action now, with its event (what fired it and on which pod), then cancel armed
+        actions of its scope."""
         self.writes.flush()
-        self.event("ExecuteAction", f"Start to execute action {action} ")
+        self.event("ExecuteAction", f"Start to execute action {action} {_fired_by(why, request)}".rstrip())
         self.execute(action, request)
         self.executed.append(action)
         armed = ArmedAction.objects.filter(job_record=self.record)
@@ -526,7 +534,7 @@ class JobController:
         elif scope in ("pod", "partition"):
             armed.filter(action=action, pod_name=request.pod_name).delete()
 
-    def _arm(self, action: str, request: P.Request, delay: float) -> None:
+    def _arm(self, action: str, request: P.Request, delay: float, why: str = "") -> None:
         self.writes.flush()  # the pod's uid is the cluster's from here on
         self._has_armed = True
         armed = ArmedAction.objects.filter(job_record=self.record, action=action, pod_name=request.pod_name)
@@ -541,7 +549,8 @@ class JobController:
             pod_uid=self.writes.uid(request.pod_uid),
             fire_at=self.now + timedelta(seconds=delay),
         )
-        self.event("ExecuteAction", f"Execute action {action} after {timedelta(seconds=delay)}")
+        fired = _fired_by(why, request)
+        self.event("ExecuteAction", f"Execute action {action} after {timedelta(seconds=delay)} {fired}".rstrip())
 
     def _cancel_on_event(self, request: P.Request) -> None:
         if not request.pod_name or not self._has_armed:
@@ -913,10 +922,14 @@ class JobController:
         if running_duration:
             seconds = max((self.now - self.job.created_at).total_seconds(), 0.0)
             status["runningDuration"] = f"{seconds:.0f}s"
+        before = S.phase_of(old) or S.PENDING
         self.job.status = status
         self.job.phase = phase
         self.job.resource_version += 1
         self.writes.save_job(self.job)
+        if phase != before and phase in FINAL_PHASES:
+            type_ = EventType.NORMAL if phase == S.COMPLETED else EventType.WARNING
+            self.event(f"Job{phase}", f"job {before} → {phase}: {_counts_text(status, self.job.max_retry)}", type_)
         self._write_task_status(status)
         _publish_job(self.job)
 
@@ -929,6 +942,47 @@ class JobController:
             if task.status != value:
                 task.status = value
                 self.writes.save_task(task)
+
+
+#: Phases a job rests in: a change to one is recorded as an event (JobCompleted, JobFailed, ...).
+FINAL_PHASES = frozenset({S.COMPLETED, S.FAILED, S.TERMINATED, S.ABORTED})
+
+
+def exit_text(pod: Pod, *, last: bool = False) -> str:
+    """``exited with code 1 (Error), 2 restarts``: the pod's (or, with ``last``, its containers' last) exit."""
+    status = pod.status or {}
+    code: Any = pod.exit_code
+    reason = str(status.get("reason") or "")
+    for item in status.get("containerStatuses") or []:
+        if not isinstance(item, dict):
+            continue
+        state = (item.get("lastState") if last else item.get("state")) or {}
+        terminated = state.get("terminated") if isinstance(state, dict) else None
+        if isinstance(terminated, dict):
+            code = terminated.get("exitCode", code)
+            reason = str(terminated.get("reason") or reason)
+            break
+    restarts = restart_count(pod)
+    exited = f"exited with code {code}" if code is not None else "ended"
+    return f"{exited}{f' ({reason})' if reason else ''}, {restarts} restart{'s' if restarts != 1 else ''}"
+
+
+def _fired_by(why: str, request: P.Request) -> str:
+    """``(job policy (event PodFailed) on pod j-worker-0)``, or "" when nothing but a plain sync fired it."""
+    if not why:
+        return ""
+    on = (
+        f" on pod {request.pod_name}"
+        if request.pod_name
+        else (f" on task {request.task_name}" if request.task_name else "")
+    )
+    return f"({why}{on})"
+
+
+def _counts_text(status: dict[str, Any], max_retry: int) -> str:
+    parts = [f"{int(status.get(k) or 0)} {k}" for k in ("succeeded", "failed", "running", "pending", "terminating")]
+    shown = [p for p in parts if not p.startswith("0 ")] or ["no pods"]
+    return f"{', '.join(shown)}; retries {int(status.get('retryCount') or 0)} of {max_retry}"
 
 
 def _comparable(status: dict[str, Any]) -> dict[str, Any]:

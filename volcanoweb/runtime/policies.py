@@ -64,7 +64,8 @@ def policy_events(policy: dict[str, Any]) -> list[str]:
     return events + [e for e in policy.get("events") or [] if e]
 
 
-def _match(policies: list[dict[str, Any]], request: Request) -> tuple[str, float] | None:
+def _match(policies: list[dict[str, Any]], request: Request) -> tuple[str, float, str] | None:
+    """(action, delay, what matched: ``event PodFailed`` or ``exitCode 3``) of the first matching policy."""
     for policy in policies or []:
         events = policy_events(policy)
         if events:
@@ -72,9 +73,10 @@ def _match(policies: list[dict[str, Any]], request: Request) -> tuple[str, float
                 timeout = timeout_seconds(policy)
                 if request.event == POD_PENDING and timeout <= 0:
                     continue
-                return str(policy.get("action") or SYNC_JOB), timeout
+                matched = f"event {request.event}" if request.event in events else f"event * ({request.event})"
+                return str(policy.get("action") or SYNC_JOB), timeout, matched
         elif policy.get("exitCode") is not None and request.exit_code != 0 and policy["exitCode"] == request.exit_code:
-            return str(policy.get("action") or SYNC_JOB), timeout_seconds(policy)
+            return str(policy.get("action") or SYNC_JOB), timeout_seconds(policy), f"exitCode {request.exit_code}"
     return None
 
 
@@ -84,22 +86,31 @@ def resolve(spec: dict[str, Any], version: int, job_uid: str, request: Request) 
     Commands win; internal events, stale job uids and pods of an older job version sync; then the
     event's task policies, then the job policies, first match wins; otherwise SyncJob.
     """
+    action, delay, _why = explain(spec, version, job_uid, request)
+    return action, delay
+
+
+def explain(spec: dict[str, Any], version: int, job_uid: str, request: Request) -> tuple[str, float, str]:
+    """:func:`resolve`, and in words what decided: ``command``, ``policy of task worker (event PodFailed)``,
+    ``job policy (exitCode 3)`` or ``""`` (no policy: SyncJob)."""
     if request.action:
-        return request.action, 0.0
+        return request.action, 0.0, "command" if request.event in ("", COMMAND_ISSUED) else f"armed on {request.event}"
     if not request.event or request.event in INTERNAL_EVENTS:
-        return SYNC_JOB, 0.0
+        return SYNC_JOB, 0.0, ""
     if request.job_uid and job_uid and request.job_uid != job_uid:
-        return SYNC_JOB, 0.0
+        return SYNC_JOB, 0.0, ""
     if request.job_version is not None and request.job_version < version:
-        return SYNC_JOB, 0.0
+        return SYNC_JOB, 0.0, ""
     if request.task_name:
         task = next((t for t in spec.get("tasks") or [] if t.get("name") == request.task_name), None)
         if task is not None:
             found = _match(task.get("policies") or [], request)
             if found is not None:
-                return found
+                return found[0], found[1], f"policy of task {request.task_name} ({found[2]})"
     found = _match(spec.get("policies") or [], request)
-    return found if found is not None else (SYNC_JOB, 0.0)
+    if found is not None:
+        return found[0], found[1], f"job policy ({found[2]})"
+    return SYNC_JOB, 0.0, ""
 
 
 def scope_of(action: str) -> str:

@@ -41,8 +41,9 @@ from django.utils import timezone
 
 import scheduler
 from scheduler import CycleResult, SchedulerConfig, SessionCache, parse_config
-from scheduler.config import DEFAULT_CONFIG_YAML
+from scheduler.config import PRODUCT_CONFIG_YAML
 from scheduler.quantity import format_quantity
+from scheduler.result import ReasonKind
 from volcanoweb.clusters.backend import get_backend
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend, EvictionBlocked
 from volcanoweb.clusters.backends.base import Conflict as BackendConflict
@@ -141,7 +142,7 @@ def release_cycle(holder: str, token: int) -> None:
 def active_config() -> tuple[SchedulerConfig, int]:
     """Return the active configuration (parsed once per distinct YAML) and its version (0: built-in)."""
     row = SchedulerProfile.objects.filter(active=True).values_list("yaml", "version").first()
-    text, version = (row[0], row[1]) if row else (DEFAULT_CONFIG_YAML, 0)
+    text, version = (row[0], row[1]) if row else (PRODUCT_CONFIG_YAML, 0)
     config = _config_cache.get(text)
     if config is None:
         config = parse_config(text)
@@ -288,7 +289,8 @@ def _update_podgroups(info: SnapshotInfo, result: CycleResult, run_id: int, stat
                 event(group, "PodGroup", EventType.NORMAL, SCHEDULED, "pod group is ready")
         reason = result.unschedulable.get(key)
         if reason is not None:
-            condition = _condition(UNSCHEDULABLE, "True", "NotEnoughResources", reason.message, run_id)
+            why = "NeverFits" if reason.kind == ReasonKind.NEVER_FITS else "NotEnoughResources"
+            condition = _condition(UNSCHEDULABLE, "True", why, reason.message, run_id)
             if _set_condition(status, condition):
                 changed.add("status")
                 event(group, "PodGroup", EventType.WARNING, UNSCHEDULABLE, reason.message)

@@ -8,7 +8,7 @@ import yaml
 from django.db import transaction
 from django.db.models import Max
 
-from scheduler.config import DEFAULT_CONFIG_YAML, ConfigError, parse_config
+from scheduler.config import PRODUCT_CONFIG_YAML, ConfigError, parse_config
 from volcanoweb.audit import services as audit
 from volcanoweb.core.errors import Cause, Invalid, not_found
 from volcanoweb.live import notify
@@ -29,7 +29,7 @@ def active_profile() -> SchedulerProfile | None:
 def active_yaml() -> str:
     """Return the YAML the scheduler should run with (the built-in default when nothing is stored)."""
     profile = active_profile()
-    return profile.yaml if profile is not None else DEFAULT_CONFIG_YAML
+    return profile.yaml if profile is not None else PRODUCT_CONFIG_YAML
 
 
 def validate_config(text: str) -> Any:
@@ -118,7 +118,7 @@ def manifest(profile: SchedulerProfile | None) -> dict[str, Any]:
             "version": 0,
             "active": True,
             "builtin": True,
-            "yaml": DEFAULT_CONFIG_YAML,
+            "yaml": PRODUCT_CONFIG_YAML,
             "comment": "built-in default",
         }
     return {

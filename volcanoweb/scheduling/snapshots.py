@@ -81,6 +81,7 @@ from volcanoweb.jobs.models import HyperNode as HyperNodeRow
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.jobs.models import PriorityClass as PriorityClassRow
 from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow
+from volcanoweb.manifests.pods import pod_requests
 from volcanoweb.queues.models import Queue as QueueRow
 from volcanoweb.scheduling.models import IntentKind, PodIntent
 
@@ -125,6 +126,7 @@ _PODGROUP_COLUMNS = (
     "created_at",
     "row_version",
     "spec",
+    "job__spec",  # the pod templates of a Volcano Job's PodGroup (read only while it is Pending)
 )
 #: How :meth:`Memo.rows` reads full rows: ``fetch(ids)`` those ids, ``fetch(None)`` the whole query.
 Fetch = Callable[[list[int] | None], Iterable[dict[str, Any]]]
@@ -216,6 +218,34 @@ def queue_from_row(row: Mapping[str, Any], parents: Mapping[int, str]) -> Queue:
     )
 
 
+def pod_templates(row: Mapping[str, Any]) -> tuple[tuple[Task, int], ...]:
+    """The pods a Pending Volcano Job's controller creates once its PodGroup is admitted, as (template pod,
+    replicas) per task (the enqueuegate plugin judges a PodGroup without pods by them); empty otherwise."""
+    spec = row.get("job__spec")
+    if row["phase"] != JobPhase.PENDING or not isinstance(spec, dict):
+        return ()
+    key = f"{row['namespace']}/{row['name']}"
+    out = []
+    for task in spec.get("tasks") or []:
+        if not isinstance(task, dict) or not task.get("name"):
+            continue
+        pod_spec = (task.get("template") or {}).get("spec") or {}
+        where = placement(pod_spec, f"{key} task {task['name']}")
+        template = Task(
+            uid=f"{row['uid']}/{task['name']}",
+            name=f"{row['name']}-{task['name']}",
+            namespace=row["namespace"],
+            job=key,
+            requests=_int_resources(pod_requests(pod_spec), pod_slot=True),
+            role=str(task["name"]),
+            node_selector=dict(pod_spec.get("nodeSelector") or {}),
+            required_affinity=where.required_affinity,
+            tolerations=where.tolerations,
+        )
+        out.append((template, int(task.get("replicas") or 0)))
+    return tuple(out)
+
+
 def job_from_row(row: Mapping[str, Any]) -> Job:
     """Return the scheduler's job for a ``PodGroup`` values() row."""
     annotations, labels = row["annotations"] or {}, row["labels"] or {}
@@ -257,6 +287,7 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         task_affinity=annotations.get(TASK_AFFINITY),
         task_anti_affinity=annotations.get(TASK_ANTI_AFFINITY),
         task_order=annotations.get(TASK_ORDER),
+        pod_templates=pod_templates(row),
     )
 
 

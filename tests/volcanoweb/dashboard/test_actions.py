@@ -90,8 +90,9 @@ def _set_phase(job: Job, phase: str, retry_count: int = 0) -> None:
         ("Running", {"suspend", "restart", "delete"}),
         ("Aborted", {"resume", "delete"}),
         ("Aborting", {"resume", "delete"}),
-        ("Failed", {"delete"}),
-        ("Completed", {"delete"}),
+        ("Failed", {"rerun", "delete"}),
+        ("Completed", {"rerun", "delete"}),
+        ("Terminated", {"rerun", "delete"}),
         ("Restarting", {"delete"}),
     ],
 )

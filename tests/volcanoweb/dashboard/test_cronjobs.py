@@ -48,7 +48,7 @@ def test_list_links_to_the_page_which_shows_next_runs_history_and_buttons(
         assert f'href="/jobs/team-a/{name}/"' in page
     assert "Completed" in page
     assert "Failed" in page
-    for verb in ("suspend", "resume", "run"):
+    for verb in ("suspend", "run"):  # a scheduled CronJob: Suspend, not Resume (test_cronjob_actions.py)
         assert (
             f'<button type="submit" class="btn{" primary" if verb == "run" else ""}" name="action" value="{verb}"'
             in page
@@ -85,7 +85,7 @@ def test_viewers_are_refused_and_see_no_buttons(nightly: CronJob, world: Any, lo
     client = login(world.cast.victor)
     page = client.get(PAGE).content.decode()
     assert 'value="run"' not in page
-    for verb in ("suspend", "resume", "run"):
+    for verb in ("suspend", "run"):  # a scheduled CronJob: Suspend, not Resume (test_cronjob_actions.py)
         response = client.post(ACTION, {"action": verb}, **HTMX)
         assert response.status_code == 403
         assert 'role="alert"' in response.content.decode()

@@ -51,3 +51,84 @@ def test_403_and_500_pages(world: Any) -> None:
     broken = errors.server_error(request)
     assert broken.status_code == 500
     assert 'data-error-page="500"' in broken.content.decode()
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_a_deleted_jobs_live_partials_say_who_deleted_it_and_when(world: Any, login: Any, debug: bool) -> None:
+    """The open page of a job a colleague deleted: each live partial gets a small fragment (never Django's debug
+    page) and an objectGone trigger with who and when; the page itself is the 404 page saying the same."""
+    import json
+
+    client = login(world.cast.alice)
+    login(world.cast.bob).post("/jobs/team-a/train-a/action/", {"action": "delete"})  # a colleague
+    with override_settings(DEBUG=debug):
+        responses = [
+            client.get(f"/jobs/team-a/train-a/?fragment={f}", HTTP_HX_REQUEST="true")
+            for f in ("status", "events", "actions")
+        ]
+        responses.append(client.get("/jobs/team-a/train-a/insights/", HTTP_HX_REQUEST="true"))
+        page = client.get("/jobs/team-a/train-a/")
+    for r in responses:
+        html = r.content.decode()
+        assert r.status_code == 200, html[:300]
+        assert 'data-gone="job"' in html
+        assert len(html) < 300  # a small fragment, not a page
+        assert "Traceback" not in html
+        assert "URLconf" not in html
+        message = json.loads(r["HX-Trigger"])["objectGone"]["message"]
+        assert message.startswith("This job (team-a/train-a) was deleted by bob at ")
+        assert "UTC (" in message
+    assert page.status_code == 404
+    assert "This job (team-a/train-a) was deleted by bob at " in page.content.decode()
+
+
+def test_a_job_the_ttl_clean_up_deleted_says_so(world: Any, login: Any) -> None:
+    import json
+
+    from volcanoweb.audit import services as audit
+
+    job = world.job_a
+    job.delete()
+    audit.record(
+        None,
+        "delete",
+        "Job",
+        "team-a/train-a",
+        tenant=job.tenant,
+        source="controller",
+        message="ttlSecondsAfterFinished 60 expired",
+    )
+    r = login(world.cast.alice).get("/jobs/team-a/train-a/?fragment=status", HTTP_HX_REQUEST="true")
+    message = json.loads(r["HX-Trigger"])["objectGone"]["message"]
+    assert "was deleted by the controller at " in message
+    assert message.endswith(": ttlSecondsAfterFinished 60 expired.")
+
+
+def test_another_tenant_learns_nothing_from_a_deleted_jobs_fragment(world: Any, login: Any) -> None:
+    from tests.volcanoweb import builders
+    from volcanoweb.jobs import services as job_services
+
+    job_services.delete_job(builders.SYSTEM, "team-b", "secret-b")
+    r = login(world.cast.alice).get("/jobs/team-b/secret-b/?fragment=status", HTTP_HX_REQUEST="true")
+    assert r.status_code == 404
+    assert "HX-Trigger" not in r
+    assert "charlie" not in r.content.decode()
+    assert "Not found" in r.content.decode()
+
+
+@override_settings(DEBUG=True)
+def test_htmx_requests_never_get_a_debug_page(world: Any, login: Any) -> None:
+    client = login(world.cast.alice)
+    unknown = client.get("/no/such/fragment/", HTTP_HX_REQUEST="true")
+    assert unknown.status_code == 404
+    assert "URLconf" not in unknown.content.decode()
+    assert "Not found" in unknown.content.decode()
+    assert "<html" not in unknown.content.decode()
+
+
+def test_a_tenant_admin_on_the_cycles_page_gets_the_page_saying_why(world: Any, login: Any) -> None:
+    response = login(world.cast.alice).get("/cycles/")
+    html = response.content.decode()
+    assert response.status_code == 403
+    assert 'aria-label="Main"' in html  # inside the product's shell
+    assert "only platform admins download them" in html

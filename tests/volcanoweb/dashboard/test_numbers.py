@@ -17,12 +17,45 @@ def test_resource_vectors_in_messages_are_rewritten() -> None:
     assert human_message("no vectors here {x}") == "no vectors here {x}"
 
 
-def test_overcommitted_idle_is_labelled_and_the_real_idle_shown(cast: Any) -> None:
-    idle = {"cpu": 307_200, "memory": int(1843.2 * 1024**3), "nvidia.com/gpu": 19.2}
-    facts = dict(reason_facts({"idle": idle, "requested": {"cpu": 8000}}, "overcommit"))
-    assert facts["Idle \u00d7 overcommit factor 1.2"] == "307.2 CPU, 1,843.2 GiB, 19.2 GPU"
-    assert facts["Idle in cluster (as on the Nodes page)"] == "256 CPU, 1,536 GiB, 16 GPU"
-    assert "Idle in cluster" not in facts  # the unlabelled, inflated line is gone
+def test_overcommit_shows_the_comparison_that_decided_with_the_nodes_pages_figures(world: Any) -> None:
+    """16 GPU on the nodes, none in use: 8 admitted + 12 requested = 20 > 19.2 admissible (16 x 1.2 - 0). The
+    free figure is the Nodes page's (16), not the core's rounded idle x factor divided back (15.8)."""
+    from volcanoweb.clusters.models import Node
+
+    Node.objects.filter(name="node-0").update(
+        allocatable={"cpu": 16000, "memory": 64 * 1024**3, "pods": 110, "nvidia.com/gpu": 16}
+    )
+    numbers = {
+        "idle": {"cpu": 57_600, "memory": int(230.4 * 1024**3), "nvidia.com/gpu": 19},  # the core rounds 19.2
+        "requested": {"nvidia.com/gpu": 12, "cpu": 6000},
+        "inqueue": {"nvidia.com/gpu": 8, "cpu": 2000},
+    }
+    facts = dict(reason_facts(numbers, "overcommit"))
+    assert facts["Free in cluster (as on the Nodes page)"] == "48 CPU, 192 GiB, 16 GPU"
+    assert facts["Decided on GPU"] == (
+        "8 admitted (inqueue) + 12 requested = 20 GPU > 19.2 GPU admissible "
+        "(16 in the cluster \u00d7 overcommit factor 1.2 \u2212 0 in use)"
+    )
+    assert facts["Decided on CPU"].endswith(
+        "= 8 CPU \u2264 57.6 CPU admissible (48 in the cluster \u00d7 overcommit factor 1.2 \u2212 0 in use)"
+    )
+    assert not any("15.8" in v for v in facts.values())
+    assert "Idle in cluster" not in facts
+
+
+def test_a_queue_quota_refusal_shows_its_sum(cast: Any) -> None:
+    numbers = {
+        "requested": {"nvidia.com/gpu": 16},
+        "queue_allocated": {"nvidia.com/gpu": 0},
+        "inqueue": {},
+        "elastic": {},
+        "capability": {"nvidia.com/gpu": 12},
+    }
+    facts = dict(reason_facts(numbers, "proportion"))
+    assert facts["Decided on GPU"] == (
+        "16 requested + 0 allocated + 0 admitted \u2212 0 elastic = 16 GPU > 12 GPU the queue may use"
+    )
+    assert facts["Queue may use (its real capability)"] == "12 GPU"
 
 
 def test_event_messages_use_human_units(world: Any, login: Any) -> None:
@@ -163,3 +196,58 @@ def test_a_nodes_pods_list_shows_the_viewers_pods_and_counts_the_others(world: A
     grid = login(world.cast.alice).get("/nodes/").content.decode()
     assert 'aria-label="Pods on node-1"' in grid
     assert 'aria-label="Pods on node-2"' not in grid  # no pods there: nothing to open
+
+
+def _gpu_job(builders: Any, name: str, per_pod: int, pods: int = 1, namespace: str = "team-a") -> Any:
+    task = builders.task(name="trainer", replicas=pods, cpu="2")
+    task["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = str(per_pod)
+    task["template"]["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": str(per_pod)}
+    return builders.make_job(namespace, name, queue="team-a-q", tasks=[task])
+
+
+def test_why_pending_names_an_admitted_job_that_can_never_run_as_the_blocker(world: Any, login: Any) -> None:
+    """A job refused admission by overcommit, while an Inqueue job whose pods fit no node holds the room: that job
+    is named first, as the blocker, with what it holds and why it can never run."""
+    from tests.volcanoweb import builders
+    from volcanoweb.clusters.models import Node
+    from volcanoweb.jobs.models import PodGroup
+
+    Node.objects.filter(name="node-1").update(
+        allocatable={"cpu": 16000, "memory": 64 * 1024**3, "pods": 110, "nvidia.com/gpu": 4}
+    )
+    blocker = _gpu_job(builders, "blocker", 8)
+    PodGroup.objects.filter(job=blocker).update(phase="Inqueue", min_resources={"cpu": "2", "nvidia.com/gpu": "8"})
+    waiting = _gpu_job(builders, "waits", 4)
+    reason = {
+        "kind": "enqueue-rejected",
+        "plugin": "overcommit",
+        "message": "resource in cluster is overused: insufficient nvidia.com/gpu",
+        "numbers": {"requested": {"nvidia.com/gpu": 4}, "inqueue": {"nvidia.com/gpu": 8}},
+    }
+    PodGroup.objects.filter(job=waiting).update(status={"unschedulableReason": reason})
+    html = login(world.cast.alice).get("/jobs/team-a/waits/?fragment=status").content.decode()
+    title = "Blocked by team-a/blocker: it holds 2 CPU, 8 GPU of admission room and can never run"
+    assert title in html
+    assert html.index(title) < html.index("Not admitted: the queue or the cluster")
+    assert "each pod of its task trainer asks 8 GPU (the largest node has 4)" in html
+    assert "Fix its requests or delete it" in html
+    # Once the blocker holds nothing (it runs, or is gone), nobody is blamed.
+    PodGroup.objects.filter(job=blocker).update(phase="Pending")
+    assert "Blocked by" not in login(world.cast.alice).get("/jobs/team-a/waits/?fragment=status").content.decode()
+
+
+def test_a_job_the_gate_refused_is_not_counted_as_ahead(world: Any, login: Any) -> None:
+    """A Pending job that can never run holds no admission room: it is named apart, not as a job ahead."""
+    from tests.volcanoweb import builders
+    from volcanoweb.jobs.models import PodGroup
+
+    never = builders.make_job("team-a", "never", queue="team-a-q")
+    builders.make_job("team-a", "older", queue="team-a-q")
+    builders.make_job("team-a", "me", queue="team-a-q")
+    PodGroup.objects.filter(job=never).update(
+        status={"unschedulableReason": {"kind": "never-fits", "message": "pod group can never run"}}
+    )
+    html = login(world.cast.alice).get("/jobs/team-a/me/?fragment=status").content.decode()
+    assert "2 older pending jobs in queue team-a-q" in html  # the world's train-a and older
+    assert "Ahead: team-a/train-a, team-a/older." in html
+    assert "Not counted: team-a/never (can never run, holds no admission room)." in html

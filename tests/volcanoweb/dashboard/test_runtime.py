@@ -70,7 +70,8 @@ def test_why_pending_panel_shows_the_schedulers_reason(sim: Any, cast: Any, logi
     assert stored["message"] in panel  # the scheduler's own text
     assert panel.count(stored["message"]) == 1  # condition and event repeat it: shown once
     assert f'data-reason-kind="{stored["kind"]}"' in panel
-    assert "Queue capability" in panel
+    assert "Queue may use (its real capability)" in panel
+    assert "Decided on CPU" in panel
     assert "2 CPU" in panel
     assert "Gang requests" in panel
     assert "8 CPU" in panel

@@ -72,3 +72,36 @@ def test_a_scheduler_configuration_activation_is_compared_with_the_previous_one(
     builders.make_queue("b-queue", tenant="team-b")
     charlie = client_for(cast.charlie).get(f"/api/v1/audit/{entry.pk}/effects").json()
     assert charlie["notBound"] == ["(a job of another tenant)"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_effects_use_the_cycle_right_after_the_change_or_say_it_is_gone(
+    cluster: Any, cast: Any, client_for: Any
+) -> None:
+    """Two changes a few cycles apart cite their own next cycles; once the first's next cycle is pruned, its
+    effects say so (naming that cycle) instead of citing a later one."""
+    from volcanoweb.insights.models import CycleInput
+
+    _, clock = cluster
+    small_queue_scenario(clock, finish=False)
+    queue_services.apply_queue(SYSTEM, builders.queue_manifest("small", capability={"cpu": "6"}, allowed=("team-a",)))
+    first = AuditEntry.objects.filter(kind="Queue", object_key="small", action="update").latest("at")
+    first_cycle = cycle(clock)
+    cycle(clock)
+    queue_services.apply_queue(SYSTEM, builders.queue_manifest("small", capability={"cpu": "8"}, allowed=("team-a",)))
+    second = AuditEntry.objects.filter(kind="Queue", object_key="small", action="update").latest("at")
+    second_cycle = cycle(clock)
+    client = client_for(cast.alice)
+    one = client.get(f"/api/v1/audit/{first.pk}/effects").json()
+    two = client.get(f"/api/v1/audit/{second.pk}/effects").json()
+    assert one["available"] is True
+    assert two["available"] is True
+    assert one["cycle"] == first_cycle.pk
+    assert two["cycle"] == second_cycle.pk
+    CycleInput.objects.filter(run_id=first_cycle.pk).delete()  # pruned
+    gone = client.get(f"/api/v1/audit/{first.pk}/effects").json()
+    assert gone["available"] is False
+    assert (
+        gone["message"]
+        == f"the input of cycle #{first_cycle.pk}, the first after this change, is no longer kept (pruned)"
+    )

@@ -76,3 +76,40 @@ def test_suggestions_are_tenant_scoped_and_empty_for_running_jobs(cluster: Any, 
     holder = client_for(cast.alice).get(URL.format("holder")).json()
     assert holder["pending"] is False
     assert holder["suggestions"] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_admitted_job_that_can_never_run_is_the_suggestion_not_the_blocked_jobs_size(
+    cluster: Any, cast: Any, client_for: Any
+) -> None:
+    """Under a configuration without the enqueuegate plugin (Volcano's default) a 10-CPU pod on 8-CPU nodes is
+    admitted and holds 10 of the 38.4 admissible CPUs: the 4 x 7.5-CPU gang is refused. The suggestion is to fix
+    or delete the blocker (verified), not to shrink the gang; deleting it starts the gang."""
+    from scheduler.config import DEFAULT_CONFIG_YAML
+    from volcanoweb.jobs import services as job_services
+    from volcanoweb.scheduling import services as scheduling_services
+
+    _, clock = cluster
+    scheduling_services.save_config(SYSTEM, DEFAULT_CONFIG_YAML, comment="Volcano's default")
+    submit("blocker", "default", 1, "10")
+    cycle(clock)
+    cycle(clock)
+    assert PodGroup.objects.get(job__name="blocker").phase == "Inqueue"
+    submit("wide", "default", 4, "7500m")
+    cycle(clock)
+    cycle(clock)
+    assert PodGroup.objects.get(job__name="wide").phase == "Pending"
+    body = client_for(cast.alice).get(URL.format("wide")).json()
+    kinds = [s["kind"] for s in body["suggestions"]]
+    assert kinds[0] == "remove-blocker"
+    assert "min-available" not in kinds
+    assert "replicas" not in kinds
+    blocker = body["suggestions"][0]
+    assert blocker["jobs"] == ["team-a/blocker"]
+    assert blocker["title"].startswith("Fix or delete team-a/blocker: it was admitted, holds 10 cpu")
+    assert "can never run" in blocker["why"]
+    assert blocker["verified"] is True
+    job_services.delete_job(SYSTEM, "team-a", "blocker")
+    for _ in range(3):
+        cycle(clock)
+    assert PodGroup.objects.get(job__name="wide").pods.exclude(node_name="").count() == 4

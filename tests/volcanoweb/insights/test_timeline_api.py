@@ -87,3 +87,31 @@ def test_percentile_interpolates_between_ranks() -> None:
     assert percentile([10.0], 99) == 10.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
     assert percentile([4.0, 1.0, 3.0, 2.0], 100) == 4.0
+
+
+def test_a_wait_for_gpus_does_not_blame_a_job_that_holds_no_gpu() -> None:
+    """The timeline names the jobs holding what the gang lacks: a CPU-only job is not blamed for a GPU wait."""
+    from django.utils import timezone
+
+    from volcanoweb.insights.models import EntryKind, TimelineEntry
+    from volcanoweb.insights.services import _summary
+
+    entry = TimelineEntry(
+        kind=EntryKind.WAIT,
+        started_at=timezone.now(),
+        queue="ml",
+        message="queue resource quota insufficient: insufficient nvidia.com/gpu in queue ml",
+    )
+    numbers = {
+        "holders": [
+            {"podgroup": "ml/cpu-job", "job": "ml/cpu-job", "requests": {"cpu": 64000, "memory": 1}},
+            {"podgroup": "ml/gpu-job", "job": "ml/gpu-job", "requests": {"cpu": 2000, "nvidia.com/gpu": 4}},
+        ]
+    }
+    text = _summary(entry, numbers)
+    assert "by ml/gpu-job" in text
+    assert "cpu-job" not in text
+    cpu_entry = TimelineEntry(
+        kind=EntryKind.WAIT, started_at=timezone.now(), queue="ml", message="insufficient cpu in queue ml"
+    )
+    assert "by ml/cpu-job, ml/gpu-job" in _summary(cpu_entry, numbers)

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
-from scheduler.config import DEFAULT_CONFIG_YAML
+from scheduler.config import PRODUCT_CONFIG_YAML
 from volcanoweb.core.errors import ApiError
 from volcanoweb.dashboard import cluster
 from volcanoweb.dashboard.queries import last_scheduling_run
@@ -177,7 +177,7 @@ def _history() -> list[dict[str, Any]]:
     rows = []
     for i, profile in enumerate(versions[:20]):
         previous = versions[i + 1] if i + 1 < len(versions) else None
-        before, label = (previous.yaml, f"v{previous.version}") if previous else (DEFAULT_CONFIG_YAML, "built-in")
+        before, label = (previous.yaml, f"v{previous.version}") if previous else (PRODUCT_CONFIG_YAML, "built-in")
         rows.append(
             {"profile": profile, "diff": _diff(before, profile.yaml, label, f"v{profile.version}"), "base": label}
         )

@@ -5,16 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from volcanoweb.core.errors import ApiError
-from volcanoweb.dashboard import diagnosis, queries
+from volcanoweb.dashboard import diagnosis, errors, gone, queries
 from volcanoweb.dashboard.actions import ACTIONS, job_actions, result_message, unavailable_reason, waiting_command
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import HtmxHttpRequest, error_info, page
@@ -59,8 +60,10 @@ def job_list(request: HtmxHttpRequest) -> HttpResponse:
     return page(request, "dashboard/jobs.html", context, {"table": "dashboard/_jobs_table.html"})
 
 
-def _run_action(scope: Any, job: Job, action: str) -> None:
+def _run_action(scope: Any, job: Job, action: str) -> Any:
     command = ACTIONS[action]
+    if action == "rerun":
+        return job_services.run_again(scope.access, job.namespace, job.name)
     if command is None:
         job_services.delete_job(scope.access, job.namespace, job.name)
     else:
@@ -76,7 +79,7 @@ def job_bulk(request: HttpRequest) -> HttpResponse:
     scope = get_scope(request)
     action = request.POST.get("action", "")
     ids = [int(x) for x in request.POST.getlist("ids") if x.isdigit()][:MAX_BULK]
-    if action not in ACTIONS or not ids:
+    if action not in ACTIONS or action == "rerun" or not ids:
         return render(
             request,
             "dashboard/_bulk_result.html",
@@ -86,7 +89,7 @@ def job_bulk(request: HttpRequest) -> HttpResponse:
     jobs = scope.filter(Job.objects.filter(pk__in=ids)).only(
         "id", "namespace", "name", "phase", "status", "max_retry", "tenant_id"
     )
-    done, errors, messages = 0, [], []
+    done, errors, lines = 0, [], []
     for job in jobs:
         refused = unavailable_reason(job, action)
         if refused:
@@ -96,13 +99,13 @@ def job_bulk(request: HttpRequest) -> HttpResponse:
             message = result_message(job, action)
             _run_action(scope, job, action)
             done += 1
-            messages.append(message)
+            lines.append(message)
         except ApiError as exc:
             errors.append(f"{job.key}: {exc.message}")
     response = render(
         request,
         "dashboard/_bulk_result.html",
-        {"done": done, "action": action, "errors": errors, "messages": messages},
+        {"done": done, "action": action, "errors": errors, "messages": lines},
     )
     response["HX-Trigger"] = "jobs-changed"
     return response
@@ -159,10 +162,19 @@ def _retries(job: Job) -> dict[str, Any]:
 
 @login_required
 def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
-    """Render a job's page (or a live fragment of it)."""
+    """Render a job's page (or a live fragment of it). Once the job is deleted, a fragment says so (who, when)
+    and the page is the product's 404 with the same words."""
     scope = get_scope(request)
-    job = _scoped_job(request, namespace, name)
     fragment = request.GET.get("fragment")
+    try:
+        job = _scoped_job(request, namespace, name)
+    except Http404:
+        found = gone.deleted(scope, "Job", f"{namespace}/{name}")
+        if found is None:
+            raise  # never seen, or not the caller's to see: the 404 (a fragment for htmx, ErrorPagesMiddleware)
+        if fragment or request.headers.get("HX-Request"):
+            return gone.gone_fragment(request, found)
+        return errors.not_found_page(request, found.text)
     context: dict[str, Any] = {"nav": "jobs", "job": job, "podgroup": job.podgroup if _has_podgroup(job) else None}
     context["can_write"] = scope.can_write(job.tenant_id)
     if fragment in (None, "actions"):
@@ -205,10 +217,19 @@ def job_action(request: HtmxHttpRequest, namespace: str, name: str) -> HttpRespo
         return render(request, "dashboard/_error.html", {"error": error}, status=409)
     message = result_message(job, action)
     try:
-        _run_action(scope, job, action)
+        outcome = _run_action(scope, job, action)
     except ApiError as exc:
         return render(request, "dashboard/_error.html", {"error": error_info(exc)}, status=exc.code)
+    if action == "rerun":
+        messages.success(request, f"Started {outcome.namespace}/{outcome.name}, a new run of {job.key} (same spec).")
+        target = reverse("dashboard:job", args=[outcome.namespace, outcome.name])
+        if request.htmx:
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = target
+            return response
+        return redirect(target)
     if action == "delete":
+        messages.success(request, message)
         if request.htmx:
             response = HttpResponse(status=204)
             response["HX-Redirect"] = reverse("dashboard:jobs")

@@ -14,21 +14,31 @@ from django.views.decorators.http import require_POST
 from volcanoweb.api.simulate import SIMULATED, simulate
 from volcanoweb.apply import apply_documents
 from volcanoweb.core.errors import ApiError
-from volcanoweb.dashboard import diagnosis
+from volcanoweb.dashboard import cluster, diagnosis
 from volcanoweb.dashboard.scope import Scope, get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.demo.services import COOKBOOK_DIR as COOKBOOK
+from volcanoweb.jobs.models import Job
+from volcanoweb.jobs.services import FINISHED_JOB_PHASES
 from volcanoweb.manifests import parse
 from volcanoweb.manifests.admission import tenant_may_use
 from volcanoweb.queues.models import Queue
 from volcanoweb.tenancy.access import visible_queue_filter
 from volcanoweb.tenancy.models import Namespace
 
+#: The product's own templates beside the cookbook's files (a JobFlow with its JobTemplates).
+EXTRA_TEMPLATES = COOKBOOK.parent / "templates"
+
+
+def _template_paths() -> list[Any]:
+    return sorted([*COOKBOOK.glob("*.yaml"), *EXTRA_TEMPLATES.glob("*.yaml")], key=lambda p: p.name)
+
 
 def cookbook() -> list[dict[str, str]]:
-    """Return the cookbook templates (YAML files only) with a title from their file name."""
+    """Return the Submit page's templates (the cookbook's YAML files and the product's own) with a title from their
+    file name."""
     out = []
-    for path in sorted(COOKBOOK.glob("*.yaml")):
+    for path in _template_paths():
         title = path.stem.split("-", 1)[1].replace("-", " ") if "-" in path.stem else path.stem
         out.append({"file": path.name, "title": f"{path.stem.split('-', 1)[0]} · {title}"})
     return out
@@ -122,10 +132,10 @@ def submit(request: HttpRequest) -> HttpResponse:
 
 
 def _template_text(name: str) -> str:
-    files = {item["file"] for item in cookbook()}
-    if name not in files:
-        raise Http404("no such template")
-    return (COOKBOOK / name).read_text()
+    for path in _template_paths():
+        if path.name == name:
+            return str(path.read_text())
+    raise Http404("no such template")
 
 
 @login_required
@@ -167,7 +177,7 @@ _QUEUE_NOT_FOUND = re.compile(r'queues\.scheduling\.volcano\.sh "([a-z0-9.-]+)" 
 def _offered_queues() -> set[str]:
     """Queues named by the cookbook templates this page offers every user (so they know those exist)."""
     names: set[str] = set()
-    for path in COOKBOOK.glob("*.yaml"):
+    for path in _template_paths():
         names.update(re.findall(r"^\s*queue:\s*([a-z0-9.-]+)\s*$", path.read_text(), flags=re.MULTILINE))
     return names
 
@@ -199,6 +209,38 @@ def explain_queue_access(error: dict[str, Any]) -> dict[str, Any]:
     return {**error, "message": "A queue in this manifest is not open to you.", "causes": causes}
 
 
+def _nothing_runs(outcome: Any) -> tuple[str, str, list[diagnosis.Reason], Job] | None:
+    """When applying a Job manifest would run nothing, say so and what to do: the job exists with this spec
+    (``unchanged``), or it exists and has finished (an update of a finished job does not run it again). None
+    otherwise (a new job, or a change to one that is still active)."""
+    existing = Job.objects.filter(namespace=outcome.namespace, name=outcome.name).first()
+    if existing is None or outcome.action == "created":
+        return None
+    key = f"{outcome.namespace}/{outcome.name}"
+    finished = existing.phase in FINISHED_JOB_PHASES
+    if outcome.action == "unchanged" and not finished:
+        detail = f"{key} is {existing.phase}; applying leaves it as it is."
+        return (
+            "wait",
+            f"Nothing would change: {key} already exists with this spec",
+            [diagnosis.Reason("apply", "Unchanged", detail, "info")],
+            existing,
+        )
+    if not finished:
+        return None
+    what = "already exists with this spec" if outcome.action == "unchanged" else "exists: applying would update it"
+    detail = (
+        f"{key} {what}, and it has finished ({existing.phase}); a finished job does not run again. To run it "
+        f"again, use Run again on its page (a new job from the same spec), or change metadata.name here."
+    )
+    return (
+        "never",
+        f"Nothing would run: {key} has finished ({existing.phase})",
+        [diagnosis.Reason("apply", "A finished job is not run again by an apply", detail, "block")],
+        existing,
+    )
+
+
 @login_required
 @require_POST
 def validate(request: HttpRequest) -> HttpResponse:
@@ -212,14 +254,23 @@ def validate(request: HttpRequest) -> HttpResponse:
         except ApiError as exc:
             error = error_info(exc)
     results = []
+    inventory = cluster.inventory() if any(o.kind == "Job" for o in outcomes) else []
     for outcome in outcomes:
         item: dict[str, Any] = {"outcome": outcome}
-        if outcome.kind == "Job":
+        same = _nothing_runs(outcome) if outcome.kind == "Job" else None
+        if same is not None:
+            item["level"], item["headline"], item["reasons"], item["existing"] = same
+        elif outcome.kind == "Job":
             level, headline, reasons = diagnosis.forecast_job(outcome.object.get("spec") or {})
             verdict = verdicts.get(f"{outcome.namespace}/{outcome.name}")
             if verdict is not None:
                 level, headline, line = diagnosis.simulated_verdict(verdict, level)
                 reasons = [line, *[r for r in reasons if r.severity != "warn" or level != "ok"]]
+            shapes = diagnosis.never_fitting_tasks(Job(spec=outcome.object.get("spec") or {}), inventory)
+            if shapes and level != "never":  # admitted by a configuration without the enqueue gate, never placed
+                name, detail = shapes[0]
+                level, headline = "never", f"Can never run: each pod of task {name} {detail}"
+                reasons.insert(0, diagnosis.Reason("cluster", "No single node can ever run its pods", "", "block"))
             item["level"], item["headline"], item["reasons"] = level, headline, reasons
         results.append(item)
     return render(request, "dashboard/_dry_run.html", {"results": results, "error": error})

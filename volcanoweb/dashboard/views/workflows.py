@@ -122,7 +122,11 @@ def cronjob_detail(request: HttpRequest, namespace: str, name: str) -> HttpRespo
         request,
         "dashboard/cronjob_detail.html",
         _cronjob_context(request, namespace, name),
-        {"summary": "dashboard/_cronjob_summary.html", "history": "dashboard/_cronjob_history.html"},
+        {
+            "summary": "dashboard/_cronjob_summary.html",
+            "history": "dashboard/_cronjob_history.html",
+            "actions": "dashboard/_cronjob_actions.html",
+        },
     )
 
 
@@ -211,7 +215,12 @@ def jobflow_detail(request: HttpRequest, namespace: str, name: str) -> HttpRespo
     prefix = f"{flow.name}-"
     phases = {job_name.removeprefix(prefix): phase for job_name, phase in jobs}
     context = {"nav": "jobflows", "flow": flow, "dag": dag_layout(flow, phases)}
-    return page(request, "dashboard/jobflow_detail.html", context, {"dag": "dashboard/_jobflow_dag.html"})
+    return page(
+        request,
+        "dashboard/jobflow_detail.html",
+        context,
+        {"dag": "dashboard/_jobflow_dag.html", "phase": "dashboard/_jobflow_phase.html"},
+    )
 
 
 #: The Kind filter's choices: every kind the services audit.

@@ -1,0 +1,22 @@
+"""Template context every page gets: how fast the simulated cluster's clock runs (durations depend on it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+
+
+def sim_clock(request: HttpRequest) -> dict[str, Any]:
+    """``sim_clock_speed`` (e.g. 10.0) when the cluster is the simulated one and its clock is not real time, else
+    None; ``sim_clock_text`` says what that means for durations."""
+    speed = float(getattr(settings, "SIM_CLOCK_SPEED", 1.0))
+    if getattr(settings, "CLUSTER_BACKEND", "sim") != "sim" or speed == 1.0:
+        return {"sim_clock_speed": None, "sim_clock_text": ""}
+    hour = 60 / speed
+    text = (
+        f"Simulated cluster, clock {speed:g}\u00d7 real time: pod run times and job durations pass {speed:g} times "
+        f"faster (a 1 h job ends in {hour:g} minutes); times shown are wall-clock."
+    )
+    return {"sim_clock_speed": speed, "sim_clock_text": text}

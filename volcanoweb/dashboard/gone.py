@@ -1,0 +1,67 @@
+"""When an object an open page shows is deleted: who deleted it and when, from the audit log.
+
+A live partial of a deleted job (its status, events, actions, timeline) gets a small fragment that says so and an
+``objectGone`` htmx trigger; the page's script shows the notice once and stops refreshing (``static/js/app.js``).
+Only callers who could see the object's tenant learn who deleted it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from volcanoweb.audit.models import AuditEntry
+from volcanoweb.dashboard.scope import Scope
+
+
+@dataclass(frozen=True)
+class Gone:
+    """A deleted object: what it was, who deleted it (empty when unknown) and when."""
+
+    kind: str
+    key: str
+    by: str
+    at: datetime
+    why: str = ""
+
+    @property
+    def text(self) -> str:
+        """``This job was deleted by bob at 06:44:12 UTC (3 minutes ago).``"""
+        noun = self.kind.lower()
+        ago = max(int((timezone.now() - self.at).total_seconds()), 0)
+        when = f"{self.at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC ({_ago(ago)})"
+        why = f": {self.why}" if self.why else ""
+        return f"This {noun} ({self.key}) was deleted by {self.by} at {when}{why}."
+
+
+def _ago(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds} s ago"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    return f"{seconds // 3600} h ago"
+
+
+def deleted(scope: Scope, kind: str, key: str) -> Gone | None:
+    """The newest delete of ``kind`` ``key`` the caller may know about (its tenant is theirs), or None."""
+    entry = AuditEntry.objects.filter(kind=kind, object_key=key, action="delete").order_by("-at", "-id").first()
+    if entry is None or (scope.tenant_ids is not None and entry.tenant_id not in scope.tenant_ids):
+        return None
+    if entry.actor_id is not None or entry.source in ("", "api"):
+        by = entry.actor_name or "system"
+    else:
+        by = f"the {entry.source}"  # the controller's TTL clean-up, say
+    return Gone(kind, key, by, entry.at, entry.message)
+
+
+def gone_fragment(request: HttpRequest, gone: Gone) -> HttpResponse:
+    """The partial a live region of a deleted object gets (200, so htmx swaps it without an error), with the
+    ``objectGone`` trigger carrying the page-wide notice."""
+    response = render(request, "dashboard/_gone.html", {"gone": gone})
+    response["HX-Trigger"] = json.dumps({"objectGone": {"message": gone.text}})
+    return response
