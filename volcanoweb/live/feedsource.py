@@ -86,6 +86,11 @@ def message(change: Change) -> tuple[dict[str, Any], Audience] | None:
     phase = row.get("phase") or row.get("state")
     if isinstance(phase, str):
         payload["phase"] = phase
+    if row.get("deletion_timestamp"):
+        payload["terminating"] = True
+    status = row.get("status")
+    if isinstance(status, dict) and "evictedBy" in status:
+        payload["evicted"] = True  # a pod a cycle evicted (preempt, reclaim, shuffle)
     audience: Audience
     if change.kind in EVERYONE_KINDS:
         audience = None
