@@ -58,6 +58,9 @@ class Tailer:
         self.everything = _Ring(start=-1, entries=collections.deque(maxlen=RING_ALL))
         self.subscribers: dict[str, set[Subscriber]] = collections.defaultdict(set)
         self.position = -1
+        #: bumped whenever the rings start again (a restart after idling, a log that went back): what was
+        #: derived from the old rings (the sockets' filtered batches) is stale then
+        self.generation = 0
         #: the revision the tailer started from: a kind without a ring has had no change since
         self.origin = -1
         self.started = threading.Event()
@@ -146,6 +149,7 @@ class Tailer:
             self.rings.clear()
             self.everything = _Ring(start=position, entries=collections.deque(maxlen=RING_ALL))
             self.position = self.origin = position
+            self.generation += 1
             subscribers = [s for group in self.subscribers.values() for s in group]
         for subscriber in subscribers:
             subscriber.notify()
@@ -161,6 +165,7 @@ class Tailer:
                 self.rings.clear()
                 self.everything = _Ring(start=current, entries=collections.deque(maxlen=RING_ALL))
                 self.position = self.origin = current
+                self.generation += 1
 
     def catch_up(self) -> None:
         """Read what committed since the last read (the thread's step; tests call it directly)."""

@@ -175,6 +175,37 @@ def _token_user(headers: list[tuple[bytes, bytes]]) -> tuple[Any, int] | None:
     return None
 
 
+#: (tailer generation, cursor, revision read up to, admin, tenants, topics) -> the messages for sockets of that
+#: reader: the sockets of one process wake for the same changes, and those of one user (or one tenant set) with
+#: the same subscription get the same messages, so each batch is filtered once per such reader, not per socket.
+_SELECTED: dict[tuple[Any, ...], list[tuple[dict[str, Any], float]]] = {}
+_SELECTED_MAX = 512
+
+
+def _selected(
+    changes: list[Any], reader: tuple[Any, ...], topics: dict[str, tuple[str, ...]] | None
+) -> list[tuple[dict[str, Any], float]]:
+    """The messages of ``changes`` for ``reader`` (tailer generation, cursor, upto, admin, tenants)."""
+    admin, tenants = reader[3], reader[4]
+    topics_key = None if topics is None else tuple(sorted(topics.items()))
+    key = (*reader, len(changes), topics_key)
+    hit = _SELECTED.get(key)
+    if hit is not None:
+        return hit
+    out = []
+    for change in changes:
+        found = feedsource.message(change)
+        if found is None:
+            continue
+        payload, audience = found
+        if feedsource.visible(audience, admin, tenants) and wanted(topics, payload):
+            out.append((payload, change.at or time.time()))
+    if len(_SELECTED) >= _SELECTED_MAX:
+        _SELECTED.clear()
+    _SELECTED[key] = out
+    return out
+
+
 @database_sync_to_async
 def _reader(user: Any) -> tuple[bool, frozenset[int]]:
     """(platform admin, tenant ids): what the socket may read of the change log."""
@@ -283,13 +314,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             return
         if any(feedsource.needs_database(c) for c in changes):
             await database_sync_to_async(feedsource.prepare)(changes)
-        for change in changes:
-            found_message = feedsource.message(change)
-            if found_message is None:
-                continue
-            payload, audience = found_message
-            if feedsource.visible(audience, self.admin, self.tenants) and wanted(self.topics, payload):
-                self.queue.add(payload, change.at or time.time())
+        reader = (self.feed.generation, self.cursor, upto, self.admin, self.tenants)
+        for payload, at in _selected(changes, reader, self.topics):
+            self.queue.add(payload, at)
         self.cursor = upto if self.cursor is None else max(self.cursor, upto)
 
     async def _leave(self) -> None:
