@@ -1,7 +1,7 @@
 """One reader of the change log per process, fanning out to that process's subscribers (a watch cache).
 
-The tailer thread waits for a wakeup (PostgreSQL ``LISTEN volcanoweb_feed``; SQLite: this process's own
-commits, else a short poll of the head), reads the new entries once, keeps the recent ones per kind in a ring,
+The tailer thread waits for a wakeup (PostgreSQL ``LISTEN volcanoweb_feed``; SQLite: a short poll of the
+head, ``FEED_POLL_SECONDS``), reads the new entries once, keeps the recent ones per kind in a ring,
 and wakes only the subscribers of the kinds (and namespaces) that changed: an idle watch costs nothing per
 change it does not select. A subscriber reads the ring from its own cursor; one that fell behind the ring
 reads the log itself (:func:`volcanoweb.feed.log.changes`), so nothing is lost or merged either way.
@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,18 @@ RING = 20_000
 RING_ALL = 50_000
 #: The kind a subscriber of every change subscribes to.
 EVERYTHING = "*"
+
+
+def _after(entries: collections.deque[Change], after: int) -> list[Change]:
+    """The entries with a revision above ``after``, taken from the newest end: a subscriber that keeps up reads
+    what arrived since its last read, not the whole ring."""
+    out: list[Change] = []
+    for change in reversed(entries):
+        if change.rev <= after:
+            break
+        out.append(change)
+    out.reverse()
+    return out
 
 
 @dataclass(eq=False)
@@ -92,9 +105,9 @@ class Tailer:
             start = self.origin if ring is None else ring.start
             if after < start:
                 return None
-            if ring is None or after >= self.position or (ring.entries and ring.entries[-1].rev <= after):
+            if ring is None or after >= self.position:
                 return [], self.position
-            return [c for c in ring.entries if c.rev > after], self.position
+            return _after(ring.entries, after), self.position
 
     def read_all(self, after: int | None) -> tuple[list[Change], int] | None:
         """Every change after ``after`` and the revision read up to, or None when the ring does not reach back
@@ -108,12 +121,9 @@ class Tailer:
                 after = self.origin
             if after < self.everything.start:
                 return None
-            entries = self.everything.entries
-            if after >= self.position or not entries or entries[-1].rev <= after:
+            if after >= self.position:
                 return [], self.position
-            if entries[0].rev > after:
-                return list(entries), self.position
-            return [c for c in entries if c.rev > after], self.position
+            return _after(self.everything.entries, after), self.position
 
     # -- the thread ------------------------------------------------------------------------------------------
 
@@ -223,7 +233,7 @@ class Tailer:
                     for _ in listener.notifies(timeout=max(poll * 20, 1.0), stop_after=1):
                         pass
                 else:
-                    log.wait_local(poll)
+                    time.sleep(poll)
             except Exception:
                 logger.exception("feed tailer: reading the log failed; retrying")
                 if listener is not None:
@@ -232,7 +242,7 @@ class Tailer:
                 listener = None
                 close_old_connections()
                 self.started.set()
-                log.wait_local(1.0)
+                time.sleep(1.0)
 
 
 _tailer: Tailer | None = None
