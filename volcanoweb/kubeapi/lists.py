@@ -66,31 +66,31 @@ def base_query(selection: Selection) -> QuerySet[Any]:
     return queryset
 
 
-def _order(selection: Selection) -> list[Any]:
-    """Order terms: the kind's order, names compared byte-wise (``C``) so the database and Python agree."""
-    out: list[Any] = []
+def _keyed(selection: Selection, queryset: QuerySet[Any], after: tuple[Any, ...] | None) -> QuerySet[Any]:
+    """``queryset`` in key order (the kind's order fields, then pk) from just after ``after``.
+
+    Names compare byte-wise (PostgreSQL ``COLLATE "C"``, SQLite's default), in the ``ORDER BY`` and in the
+    ``>`` of the keyset alike, so the database agrees with Python's ``str`` order, which merges the pages read
+    at an older revision.
+    """
+    fields = []
     for name in selection.resource.order:
         if name == "name" and connection.vendor == "postgresql":
-            out.append(Collate(F("name"), "C").asc())
+            queryset = queryset.annotate(_key_name=Collate(F("name"), "C"))
+            fields.append("_key_name")
         else:
-            out.append(F("pk" if name == "pk" else name).asc())
-    return out
+            fields.append(name)
+    if after is not None:
+        condition = Q()
+        for i, name in enumerate(fields):
+            term = Q(**{n: after[j] for j, n in enumerate(fields[:i])}) & Q(**{f"{name}__gt": after[i]})
+            condition |= term
+        queryset = queryset.filter(condition)
+    return queryset.order_by(*fields)
 
 
 def _key(selection: Selection, obj: Any) -> tuple[Any, ...]:
     return tuple(obj.pk if name == "pk" else getattr(obj, name) for name in selection.resource.order)
-
-
-def _after(selection: Selection, key: tuple[Any, ...] | None) -> Q:
-    """The condition ``(order fields) > key`` (lexicographic)."""
-    if key is None:
-        return Q()
-    condition = Q()
-    names = list(selection.resource.order)
-    for i, name in enumerate(names):
-        term = Q(**{f"{n}": key[j] for j, n in enumerate(names[:i])}) & Q(**{f"{name}__gt": key[i]})
-        condition |= term
-    return condition
 
 
 def _encode_key(key: tuple[Any, ...]) -> list[Any]:
@@ -156,7 +156,7 @@ def _at_revision(
     for change in log.iter_changes(revision, 1 << 62, [selection.kind]):
         if change.obj_id not in before:
             before[change.obj_id] = change.before
-    queryset = base_query(selection).filter(_after(selection, after)).order_by(*_order(selection))
+    queryset = _keyed(selection, base_query(selection), after)
     if before:
         queryset = queryset.exclude(pk__in=list(before))
     current = [(_key(selection, obj), selection.resource.render(obj)) for obj in queryset[: limit + 1]]
@@ -176,7 +176,7 @@ def _at_revision(
 def _current(
     selection: Selection, after: tuple[Any, ...] | None, limit: int
 ) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
-    queryset = base_query(selection).filter(_after(selection, after)).order_by(*_order(selection))
+    queryset = _keyed(selection, base_query(selection), after)
     return [(_key(selection, obj), selection.resource.render(obj)) for obj in queryset[: limit + 1]]
 
 
@@ -225,7 +225,7 @@ def page(selection: Selection, params: Any) -> tuple[list[dict[str, Any]], dict[
         items = items[:limit]
         meta["continue"] = encode_continue(at, items[-1][0])
         if not selection.labels and not selection.terms:
-            rest = base_query(selection).filter(_after(selection, items[-1][0])).count()
+            rest = _keyed(selection, base_query(selection), items[-1][0]).count()
             meta["remainingItemCount"] = rest
     objects = [m for _, m in items if query.matches(selection.resource, m, selection.terms)]
     return objects, meta
