@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from volcanoweb.api.schema import ApiSchema
 from volcanoweb.core import dryrun
 from volcanoweb.core.errors import ApiError, BadRequest, Cause, Conflict, Forbidden
+from volcanoweb.feed import log
 from volcanoweb.live import broadcast
 from volcanoweb.manifests import strict
 from volcanoweb.manifests.parse import load_mapping, parse_documents
@@ -255,8 +256,15 @@ class ApiView(APIView):
         return strict.check_mode(request.query_params.get("fieldValidation"))
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
-        """Add one ``Warning: 299 - "..."`` header per field dropped under ``fieldValidation=Warn``."""
+        """Add one ``Warning: 299 - "..."`` header per field dropped under ``fieldValidation=Warn``; give the
+        objects a write answers the revision their commit got (ADR 0024), on both APIs."""
         response = super().finalize_response(request, response, *args, **kwargs)
+        data = getattr(response, "data", None)
+        written = request.method not in ("GET", "HEAD", "OPTIONS") and 200 <= response.status_code < 300
+        if written and not self.dry_run and isinstance(data, dict):
+            items = data.get("items")
+            listed = [i.get("object", i) for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+            log.restamp([data, *listed])
         warnings = getattr(self, "field_warnings", [])
         if warnings and response.status_code < 400:
             response.headers["Warning"] = ", ".join(strict.warning_header(text) for text in warnings)

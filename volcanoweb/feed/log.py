@@ -9,7 +9,6 @@ drops entries older than the retention window; a read from a revision at or belo
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -17,6 +16,7 @@ from typing import Any
 
 from django.apps import apps as django_apps
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 from django.utils.dateparse import parse_datetime
 
@@ -175,16 +175,35 @@ def compact(now: datetime | None = None) -> int:
     return int(point)
 
 
-_wake = threading.Condition()
+def _by_manifest_kind() -> dict[str, type[models.Model]]:
+    out: dict[str, type[models.Model]] = {}
+    for tracked in BY_KIND.values():
+        model = django_apps.get_model(tracked.model)
+        if any(f.name == "uid" for f in model._meta.concrete_fields):
+            out[model.__name__] = model  # a manifest's kind is its model's name (Job, PodGroup, Queue, ...)
+    return out
 
 
-def wake_local() -> None:
-    """Tell this process's tailer that something committed (SQLite: no NOTIFY; the tailer polls otherwise)."""
-    with _wake:
-        _wake.notify_all()
+def restamp(manifests: list[dict[str, Any]]) -> None:
+    """Give written objects (in an API's answer) the ``resourceVersion`` their commit stamped.
 
-
-def wait_local(timeout: float) -> None:
-    """Wait for :func:`wake_local` or ``timeout`` seconds."""
-    with _wake:
-        _wake.wait(timeout)
+    On PostgreSQL a revision is given at commit, after the service rendered its answer from the row as it
+    was; the answer must carry the revision a client sends back on its next update. One query per kind.
+    """
+    wanted: dict[type[models.Model], dict[str, dict[str, Any]]] = {}
+    kinds = _by_manifest_kind()
+    for manifest in manifests:
+        meta = manifest.get("metadata") if isinstance(manifest, dict) else None
+        model = kinds.get(str(manifest.get("kind"))) if isinstance(meta, dict) else None
+        if model is None or not isinstance(meta, dict) or not meta.get("uid"):
+            continue
+        wanted.setdefault(model, {})[str(meta["uid"])] = meta
+    for model, metas in wanted.items():
+        try:
+            rows = model.objects.filter(uid__in=list(metas)).values_list("uid", "resource_version")  # type: ignore[attr-defined]
+            found = {str(uid): version for uid, version in rows}
+        except (ValueError, ValidationError):  # a synthetic uid ("event-7"): not a row's
+            continue
+        for uid, meta in metas.items():
+            if uid in found:
+                meta["resourceVersion"] = str(found[uid])

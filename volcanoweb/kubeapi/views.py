@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
-from django.core.exceptions import ValidationError
 from django.core.handlers.asgi import ASGIRequest
 from django.db import transaction
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
@@ -289,20 +288,6 @@ def _run(call: Callable[[], Any], *, dry_run: bool) -> Any:
     return result
 
 
-def _stamped(resource: KubeResource, manifest: dict[str, Any], dry_run: bool) -> dict[str, Any]:
-    """The written object with the revision its commit got (the row's ``resource_version``, stamped at commit)."""
-    uid = manifest.get("metadata", {}).get("uid")
-    if dry_run or not uid or resource.model is None:
-        return manifest
-    try:
-        version = resource.model.objects.filter(uid=uid).values_list("resource_version", flat=True).first()
-    except (ValueError, ValidationError):
-        return manifest
-    if version is None:
-        return manifest
-    return {**manifest, "metadata": {**manifest["metadata"], "resourceVersion": str(version)}}
-
-
 class ResourceView(KubeView):
     """Every verb on ``/apis/{group}/{version}[/namespaces/{ns}]/{plural}[/{name}[/status]]`` (and core ``/api/v1``)."""
 
@@ -475,7 +460,7 @@ class ResourceView(KubeView):
         apply = resource.apply
         assert apply is not None
         outcome = _run(lambda: apply(access, doc, namespace, mode="create"), dry_run=dry_run)
-        return Response(_stamped(resource, outcome.object, dry_run), status=status.HTTP_201_CREATED)
+        return Response(outcome.object, status=status.HTTP_201_CREATED)
 
     def create_command(self, access: Access, doc: dict[str, Any], namespace: str | None, dry_run: bool) -> Any:
         target = doc.get("target")
@@ -527,7 +512,7 @@ class ResourceView(KubeView):
         apply = resource.apply
         assert apply is not None
         outcome = _run(lambda: apply(access, doc, namespace, mode="update"), dry_run=dry_run)
-        return Response(_stamped(resource, outcome.object, dry_run))
+        return Response(outcome.object)
 
     def patch(self, request: Request, **kwargs: Any) -> Response:
         resource, namespace, name, subresource = self.kwargs_of(kwargs)
@@ -611,7 +596,7 @@ class ResourceView(KubeView):
                 if pinned or attempt == PATCH_ATTEMPTS - 1:
                     raise
         created = outcome.action == "created"
-        return Response(_stamped(resource, outcome.object, dry_run), status=201 if created else 200)
+        return Response(outcome.object, status=201 if created else 200)
 
     def delete(self, request: Request, **kwargs: Any) -> Response:
         resource, namespace, name, subresource = self.kwargs_of(kwargs)
@@ -647,7 +632,7 @@ class ResourceView(KubeView):
 
             outcome = _run(checked_remove, dry_run=dry_run)
             if outcome.object.get("metadata", {}).get("deletionTimestamp"):
-                return Response(_stamped(resource, outcome.object, dry_run))
+                return Response(outcome.object)
             return Response(_success(resource, name, str(getattr(obj, "uid", ""))))
         # deletecollection
         queryset = self.scoped(access, resource, namespace, "deletecollection")
