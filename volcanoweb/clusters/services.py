@@ -41,7 +41,6 @@ from volcanoweb.clusters.models import Node, NodeKind
 from volcanoweb.clusters.simdb import integer_resources
 from volcanoweb.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from volcanoweb.jobs.models import Pod, PodGroup, PodGroupPhase, PodPhase
-from volcanoweb.live.broadcast import publish
 from volcanoweb.manifests.admission import tenant_may_use_queue
 from volcanoweb.tenancy.access import Access
 from volcanoweb.tenancy.models import Namespace
@@ -104,7 +103,6 @@ def node_fields(info: NodeInfo) -> dict[str, Any]:
 def _mirror_node(event_type: str, info: NodeInfo) -> bool:
     if event_type == "DELETED":
         deleted, _ = Node.objects.filter(name=info.name).delete()
-        publish("node", info.name, action="deleted")
         return bool(deleted)
     fields = node_fields(info)
     node = Node.objects.filter(name=info.name).first()
@@ -117,7 +115,6 @@ def _mirror_node(event_type: str, info: NodeInfo) -> bool:
             setattr(node, key, value)
         node.updated_at = timezone.now()
         node.save(update_fields=[*fields, "updated_at"])
-    publish("node", info.name, ready=info.ready, unschedulable=info.unschedulable, nodeKind=str(fields["kind"]))
     return True
 
 
@@ -264,9 +261,7 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
             if pod.job_id is None:
                 pod.delete()
                 result.pods_deleted += 1
-                publish("pod", pod.key, tenant_id=pod.tenant_id, action="deleted")
                 continue
-            seen = (pod.phase, pod.node_name)
             observed = _controller_view(pod)
             changed = _apply_pod_info(pod, info, now)
             pod.status = {**pod.status, "deleted": True}
@@ -280,7 +275,6 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
             result.pods_created += 1
             continue
         else:
-            seen = (pod.phase, pod.node_name)
             observed = _controller_view(pod)
             changed = _apply_pod_info(pod, info, now)
         if not changed:
@@ -291,9 +285,6 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
             # the job controller derives its events from these only; a bind, or the cluster's own echo of a
             # pod the controller just created (uid, resourceVersion), needs no reconcile
             result.job_ids.add(pod.job_id)
-        if event.type == "DELETED" or (pod.phase, pod.node_name) != seen:
-            # browsers only show phase and node; status-only changes would flood them at scale
-            publish("pod", pod.key, tenant_id=pod.tenant_id, phase=pod.phase, node=pod.node_name)
     if updated:
         bulk_update_rows(Pod, updated, sorted(fields))
     result.pods_changed += len(updated)
@@ -349,7 +340,6 @@ def ensure_plain_pod_groups(backend: ClusterBackend | None = None) -> int:
                 owner_references=owner,
             )
             created += 1
-            publish("podgroup", group.key, tenant_id=group.tenant_id, phase=group.phase, action="created")
         pod.group_name = name
         pod.podgroup = group
         pod.annotations = {**pod.annotations, GROUP_NAME_ANNOTATION: name}

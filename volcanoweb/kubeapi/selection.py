@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volcanoweb.api.listing import Requirement, label_matches, parse_label_selector
-from volcanoweb.feed import log
+from volcanoweb.feed import log, tables
 from volcanoweb.feed.log import Change
 from volcanoweb.kubeapi import query
 from volcanoweb.kubeapi.registry import KubeResource
@@ -67,7 +67,7 @@ class Selection:
             return False  # a Command the controller acted on is gone from the API (Volcano deletes it)
         if self.access.platform_admin:
             return True
-        if self.kind in ("priorityclasses", "nodes", "hypernodes", "services"):
+        if self.kind in tables.EVERYONE:
             return True
         tenant = row.get("tenant_id")
         if tenant is not None and tenant in self.access.roles:

@@ -63,22 +63,6 @@ def audience(kind: str, *, tenant_id: int | None = None, tenant_ids: Iterable[in
     return [groups.admin_group()]
 
 
-def publish_queue(queue: Any, **fields: Any) -> None:
-    """Queue a message about a Queue for its readers only: everyone for a public queue, else its tenants.
-
-    Queues are rows of the change log, which is what the sockets read (``live.feedsource``): nothing goes
-    over the channel layer for them (kept for callers; see :func:`publish`)."""
-    if "queue" in LOG_KINDS:
-        return
-    from volcanoweb.tenancy.access import queue_readers  # pragma: no cover - queues are in the log
-
-    readers = queue_readers(queue)
-    if readers is None:
-        _queue_message([groups.cluster_group()], "queue", queue.name, fields)
-    else:
-        _queue_message(audience("queue", tenant_ids=readers), "queue", queue.name, fields)
-
-
 def publish(
     kind: str, key: str, *, tenant_id: int | None = None, tenant_ids: Iterable[int] | None = None, **fields: Any
 ) -> None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from volcanoweb.feed import log
+from volcanoweb.feed import log, tables
 from volcanoweb.feed.log import Change
+from volcanoweb.tenancy.access import queue_readers
 
 #: The log's kinds → the live message kind (``data-live`` in the templates).
 KINDS = {
@@ -35,8 +36,6 @@ KINDS = {
 }
 #: Live kinds whose messages come from the log only (``live.broadcast`` does not send them).
 LOG_KINDS = frozenset(KINDS.values())
-#: Kinds every signed-in user may read.
-EVERYONE_KINDS = frozenset({"nodes", "priorityclasses", "schedulerconfigurations", "hypernodes"})
 ACTIONS = {log.ADDED: "create", log.MODIFIED: "update", log.DELETED: "delete"}
 #: Audience: None = everyone; a frozenset of tenant ids (empty: platform admins only).
 Audience = frozenset[int] | None
@@ -60,14 +59,29 @@ def _queue_audience(change: Change) -> Audience:
             return known
         owner = row.get("tenant_id")
         return frozenset({owner}) if owner else frozenset()
-    from volcanoweb.queues.models import Queue
-
-    allowed = set(Queue.allowed_tenants.through.objects.filter(queue_id=obj_id).values_list("tenant_id", flat=True))
-    owner = row.get("tenant_id")
-    readers: Audience = None if owner is None and not allowed else frozenset({*allowed, *([owner] if owner else [])})
+    readers = queue_readers(log.instance("queues", row))  # owner and allowed tenants (None: public)
     with _queue_lock:
         _queue_readers[obj_id] = readers
     return readers
+
+
+#: The columns of a pod that pages show (and the eviction mark): the cluster's status-only echoes of a running
+#: pod (restarts, timestamps) would otherwise reach every socket at scale.
+POD_SHOWN = ("phase", "node_name", "deletion_timestamp")
+
+
+def _shown_change(change: Change) -> bool:
+    if change.kind != "pods" or change.type != log.MODIFIED or change.prev is None:
+        return True
+    before, after = change.prev, change.data
+    if any(before.get(column) != after.get(column) for column in POD_SHOWN):
+        return True
+    return _evicted(before) != _evicted(after)
+
+
+def _evicted(row: dict[str, Any]) -> bool:
+    status = row.get("status")
+    return isinstance(status, dict) and "evictedBy" in status
 
 
 def message(change: Change) -> tuple[dict[str, Any], Audience] | None:
@@ -76,7 +90,7 @@ def message(change: Change) -> tuple[dict[str, Any], Audience] | None:
     if cached is not ...:
         return cached  # type: ignore[no-any-return]
     kind = KINDS.get(change.kind)
-    if kind is None:
+    if kind is None or not _shown_change(change):
         change.cache["live"] = None
         return None
     row = change.data
@@ -88,11 +102,10 @@ def message(change: Change) -> tuple[dict[str, Any], Audience] | None:
         payload["phase"] = phase
     if row.get("deletion_timestamp"):
         payload["terminating"] = True
-    status = row.get("status")
-    if isinstance(status, dict) and "evictedBy" in status:
+    if _evicted(row):
         payload["evicted"] = True  # a pod a cycle evicted (preempt, reclaim, shuffle)
     audience: Audience
-    if change.kind in EVERYONE_KINDS:
+    if change.kind in tables.EVERYONE:
         audience = None
     elif change.kind == "queues":
         audience = _queue_audience(change)

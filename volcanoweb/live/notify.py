@@ -24,6 +24,7 @@ from typing import Any
 from django.db import transaction
 
 from volcanoweb.live import broadcast
+from volcanoweb.live.feedsource import LOG_KINDS
 
 log = logging.getLogger(__name__)
 #: (kind, obj, action) and (kind, objs, action) listeners called on commit (registered at app start-up).
@@ -56,6 +57,8 @@ def changed_many(kind: str, objs: Sequence[Any], action: str) -> None:
 
 
 def _publish(kind: str, obj: Any, action: str) -> None:
+    if kind.lower() in LOG_KINDS:
+        return  # a row of the change log: the sockets read it there (live.feedsource)
     namespace = getattr(obj, "namespace", "") or ""
     name = getattr(obj, "name", "") or str(getattr(obj, "version", ""))
     key = f"{namespace}/{name}" if namespace else name
@@ -64,11 +67,8 @@ def _publish(kind: str, obj: Any, action: str) -> None:
     if isinstance(phase, str):
         fields["phase"] = phase
     try:
-        if kind == "Queue":
-            broadcast.publish_queue(obj, **fields)  # only to the tenants that may read it (or everyone if public)
-        else:
-            tenant_id = getattr(obj, "tenant_id", None) if namespace else None
-            broadcast.publish(kind.lower(), key, tenant_id=tenant_id, **fields)
+        tenant_id = getattr(obj, "tenant_id", None) if namespace else None
+        broadcast.publish(kind.lower(), key, tenant_id=tenant_id, **fields)
     except Exception:  # a broadcast must never break the write that caused it
         log.exception("live broadcast failed for %s %s", kind, key)
 

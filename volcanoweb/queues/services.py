@@ -32,7 +32,7 @@ from volcanoweb.queues.models import (
     Queue,
     QueueState,
 )
-from volcanoweb.tenancy.access import Access, forbidden, queue_readers, visible_queue_filter
+from volcanoweb.tenancy.access import Access, forbidden, visible_queue_filter
 from volcanoweb.tenancy.models import Tenant
 
 INFO = parse.QUEUE
@@ -412,7 +412,6 @@ def delete_queue(access: Access, name: str, *, source: str = "api") -> Outcome:
             causes=[Cause("metadata.name", message, "FieldValueForbidden")],
         )
     before = render.queue(queue)
-    queue.live_readers = queue_readers(queue)  # type: ignore[attr-defined]  # the live message after delete
     queue.delete()
     audit.record(access.user, "delete", INFO.kind, name, tenant=queue.tenant, before=before, source=source)
     notify.changed(INFO.kind, queue, "delete")

@@ -931,7 +931,6 @@ class JobController:
             type_ = EventType.NORMAL if phase == S.COMPLETED else EventType.WARNING
             self.event(f"Job{phase}", f"job {before} → {phase}: {_counts_text(status, self.job.max_retry)}", type_)
         self._write_task_status(status)
-        _publish_job(self.job)
 
     def _write_task_status(self, status: dict[str, Any]) -> None:
         counts = status.get("taskStatusCount") or {}
@@ -989,18 +988,3 @@ def _comparable(status: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in status.items() if k not in ("conditions", "runningDuration")}
     out["state"] = {k: v for k, v in (status.get("state") or {}).items() if k != "lastTransitionTime"}
     return out
-
-
-def _publish_job(job: Job) -> None:
-    try:
-        from volcanoweb.live.broadcast import publish
-    except ImportError:  # pragma: no cover - live updates are optional
-        return
-    status = job.status or {}
-    publish(
-        "job",
-        job.key,
-        tenant_id=job.tenant_id,
-        phase=job.phase,
-        **{k: status.get(k, 0) for k in ("pending", "running", "succeeded", "failed", "retryCount")},
-    )

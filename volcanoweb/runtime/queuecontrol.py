@@ -35,19 +35,6 @@ def _write(queue: Queue, state: str, closed_by_parent: bool | None = None) -> No
     queue.state, queue.annotations = state, annotations
     queue.resource_version += 1
     queue.save(update_fields=["state", "annotations", "resource_version"])
-    _publish(queue)
-
-
-def _publish(queue: Queue) -> None:
-    from volcanoweb.live.broadcast import publish_queue
-
-    publish_queue(
-        queue,
-        state=queue.state,
-        pending=queue.pending,
-        running=queue.running,
-        inqueue=queue.inqueue,
-    )
 
 
 def close(queue: Queue, *, by_parent: bool = False) -> None:
@@ -85,7 +72,6 @@ def _sync_one(queue: Queue, counts: dict[str, int]) -> None:
         for field in changed:
             setattr(queue, field, values[field])
         queue.save(update_fields=changed)
-        _publish(queue)
     if queue.state == QueueState.CLOSING and not _has_podgroups(queue):
         _write(queue, QueueState.CLOSED)
     elif queue.state == QueueState.UNKNOWN:

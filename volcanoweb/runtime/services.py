@@ -344,19 +344,12 @@ def gc_finished_jobs(*, now: datetime | None = None, backend: ClusterBackend | N
                 source="controller",
                 message=f"ttlSecondsAfterFinished {ttl} expired",
             )
-            _publish_deleted(key, tenant.pk if tenant else None)
         try:
             on_job_deleted(job_pk, backend=backend)
         except BackendError as exc:
             log.warning("TTL clean-up of %s: %s (the resync retries)", key, exc)
         deleted.append(key)
     return deleted
-
-
-def _publish_deleted(key: str, tenant_id: int | None) -> None:
-    from volcanoweb.live.broadcast import publish
-
-    publish("job", key, tenant_id=tenant_id, deleted=True)
 
 
 # ---------------------------------------------------------------------- bare pods, queues, resync

@@ -53,7 +53,7 @@ from volcanoweb.core import metrics
 from volcanoweb.core.idlist import one_of
 from volcanoweb.insights import recorder
 from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhase
-from volcanoweb.live.broadcast import discard_pending, publish, publish_queue
+from volcanoweb.live.broadcast import discard_pending, publish
 from volcanoweb.queues.models import Queue
 from volcanoweb.runtime.dispatch import request_sync
 from volcanoweb.scheduling.models import (
@@ -206,8 +206,6 @@ def _bind_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: Appl
         stats.binds.append((key, node))
     bulk_update_rows(Pod, bound, ["node_name", "status"])
     PodIntent.objects.bulk_create(intents, ignore_conflicts=True, batch_size=500)
-    for pod in bound:
-        publish("pod", pod.key, tenant_id=pod.tenant_id, phase=pod.phase, node=pod.node_name)
 
 
 def _evict_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: ApplyStats) -> None:
@@ -229,7 +227,6 @@ def _evict_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: App
             defaults={"node": pod.node_name, "run_id": run_id},
         )
         stats.evictions.append(pod.key)
-        publish("pod", pod.key, tenant_id=pod.tenant_id, phase=pod.phase, evicted=True)
 
 
 def _nominate(info: SnapshotInfo, result: CycleResult) -> None:
@@ -309,9 +306,6 @@ def _update_podgroups(info: SnapshotInfo, result: CycleResult, run_id: int, stat
         if changed:
             group.status = status
             changed_groups.append(group)
-            publish(
-                "podgroup", key, tenant_id=group.tenant_id, phase=group.phase, reason=reason.message if reason else ""
-            )
     bulk_update_rows(PodGroup, changed_groups, ["phase", "status"])
     Event.objects.bulk_create(events, batch_size=500)
     stats.podgroups, stats.events = len(changed_groups), len(events)
@@ -342,7 +336,7 @@ def update_queue_status(allocated: dict[str, dict[str, int]] | None = None) -> i
     for row in PodGroup.objects.values("queue_name", "phase").annotate(n=Count("id")):
         counts.setdefault(row["queue_name"], Counter())[row["phase"]] = row["n"]
     changed = 0
-    for queue in Queue.objects.select_for_update().order_by("pk").prefetch_related("allowed_tenants"):
+    for queue in Queue.objects.select_for_update().order_by("pk"):
         c = counts.get(queue.name, Counter())
         fields: dict[str, Any] = {
             "pending": c[PodGroupPhase.PENDING],
@@ -361,13 +355,6 @@ def update_queue_status(allocated: dict[str, dict[str, int]] | None = None) -> i
             setattr(queue, key, fields[key])
         queue.save(update_fields=diff)
         changed += 1
-        publish_queue(
-            queue,
-            allocated=queue.allocated,
-            pending=queue.pending,
-            running=queue.running,
-            inqueue=queue.inqueue,
-        )
     return changed
 
 

@@ -176,12 +176,8 @@ def visible_queue_filter(access: Access) -> Q:
 def queue_readers(queue: Any) -> frozenset[int] | None:
     """Return the ids of the tenants that may read ``queue`` (owner and allowed tenants); ``None``: every user.
 
-    The same rule as :func:`visible_queue_filter`, for one queue (live messages). A deleted queue answers what
-    was computed before its rows went (``live_readers``, set by the service that deletes it).
+    The same rule as :func:`visible_queue_filter`, for one queue (the live channel's audience of its changes).
     """
-    if hasattr(queue, "live_readers"):
-        cached: frozenset[int] | None = queue.live_readers
-        return cached
     allowed = {tenant.pk for tenant in queue.allowed_tenants.all()} if queue.pk else set()  # uses a prefetch
     if queue.tenant_id is None and not allowed:
         return None

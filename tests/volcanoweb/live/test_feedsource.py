@@ -6,8 +6,10 @@ from volcanoweb.feed.log import Change
 from volcanoweb.live import feedsource
 
 
-def _change(kind: str, row: dict, *, type_: str = "M", namespace: str = "team-a", name: str = "x") -> Change:
-    return Change(7, kind, 1, type_, namespace, name, "", row, None)
+def _change(
+    kind: str, row: dict, *, type_: str = "M", namespace: str = "team-a", name: str = "x", prev: dict | None = None
+) -> Change:
+    return Change(7, kind, 1, type_, namespace, name, "", row, prev)
 
 
 def test_a_namespaced_object_goes_to_its_tenant_and_without_one_to_admins_only() -> None:
@@ -42,3 +44,16 @@ def test_an_evicted_pod_says_so() -> None:
 
 def test_kinds_pages_do_not_show_have_no_message() -> None:
     assert feedsource.message(_change("somethingelse", {"id": 1})) is None
+
+
+def test_a_pods_status_only_echo_reaches_no_socket() -> None:
+    before = {"id": 1, "tenant_id": 3, "phase": "Running", "node_name": "n1", "status": {"restarts": 0}}
+    echo = {**before, "status": {"restarts": 0, "startTime": "now"}}
+    assert feedsource.message(_change("pods", echo, prev=before)) is None
+    moved = {**before, "phase": "Succeeded"}
+    assert feedsource.message(_change("pods", moved, prev=before))[0]["phase"] == "Succeeded"
+    evicted = {**before, "status": {"evictedBy": {"action": "preempt"}}}
+    assert feedsource.message(_change("pods", evicted, prev=before))[0]["evicted"] is True
+    # other kinds: every change is shown
+    job = {"id": 1, "tenant_id": 3, "status": {"running": 1}}
+    assert feedsource.message(_change("jobs", job, prev={**job, "status": {}})) is not None
