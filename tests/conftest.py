@@ -111,6 +111,16 @@ def _eager_celery(request: pytest.FixtureRequest) -> Iterator[None]:
     app.conf.task_always_eager = previous
 
 
+@pytest.fixture(autouse=True)
+def _no_tailer_after_the_test() -> Iterator[None]:
+    """A test that started this process's change-log tailer (an in-process ASGI socket or watch) ends it, so
+    the thread never reads the database of a test that may not, nor holds a connection at teardown."""
+    yield
+    from volcanoweb.feed import tailer
+
+    tailer.shutdown()
+
+
 def _transactional(request: pytest.FixtureRequest) -> bool:
     marker = request.node.get_closest_marker("django_db")
     if marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])):

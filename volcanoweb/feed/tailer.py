@@ -12,16 +12,16 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import itertools
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import connection
 
 from volcanoweb.feed import log
 from volcanoweb.feed.log import Change
@@ -62,6 +62,11 @@ class _Ring:
     entries: collections.deque[Change] = field(default_factory=lambda: collections.deque(maxlen=RING))
 
 
+#: generations are unique across the tailers of a process (a tailer started again after :func:`shutdown` or a
+#: fork must not meet what was derived from an earlier one's rings)
+_GENERATIONS = itertools.count(1)
+
+
 class Tailer:
     """The process's log reader (start with :func:`tailer`)."""
 
@@ -73,12 +78,14 @@ class Tailer:
         self.position = -1
         #: bumped whenever the rings start again (a restart after idling, a log that went back): what was
         #: derived from the old rings (the sockets' filtered batches) is stale then
-        self.generation = 0
+        self.generation = next(_GENERATIONS)
         #: the revision the tailer started from: a kind without a ring has had no change since
         self.origin = -1
         self.started = threading.Event()
         #: set while someone is subscribed: an idle process's tailer reads nothing
         self.active = threading.Event()
+        #: set by :func:`shutdown`: the thread closes its connections and ends
+        self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name="feed-tailer", daemon=True)
 
     # -- subscribers -----------------------------------------------------------------------------------------
@@ -159,7 +166,7 @@ class Tailer:
             self.rings.clear()
             self.everything = _Ring(start=position, entries=collections.deque(maxlen=RING_ALL))
             self.position = self.origin = position
-            self.generation += 1
+            self.generation = next(_GENERATIONS)
             subscribers = [s for group in self.subscribers.values() for s in group]
         for subscriber in subscribers:
             subscriber.notify()
@@ -175,7 +182,7 @@ class Tailer:
                 self.rings.clear()
                 self.everything = _Ring(start=current, entries=collections.deque(maxlen=RING_ALL))
                 self.position = self.origin = current
-                self.generation += 1
+                self.generation = next(_GENERATIONS)
 
     def catch_up(self) -> None:
         """Read what committed since the last read (the thread's step; tests call it directly)."""
@@ -210,8 +217,8 @@ class Tailer:
     def _run(self) -> None:
         listener = None
         poll = float(settings.FEED_POLL_SECONDS)
-        while True:
-            if self._idle():
+        while not self.stopping.is_set():
+            if self._idle() or self.stopping.is_set():
                 self.active.clear()
                 with self.lock:  # nothing is read while idle: a subscriber starts again from the head
                     self.position = -1
@@ -220,9 +227,9 @@ class Tailer:
                     with contextlib.suppress(Exception):
                         listener.close()
                     listener = None
-                close_old_connections()
-                connection.close()
-                self.active.wait()
+                self._close_connection()
+                if not self.stopping.is_set():
+                    self.active.wait()
                 continue
             try:
                 if listener is None and connection.vendor == "postgresql":
@@ -233,16 +240,26 @@ class Tailer:
                     for _ in listener.notifies(timeout=max(poll * 20, 1.0), stop_after=1):
                         pass
                 else:
-                    time.sleep(poll)
+                    self.stopping.wait(poll)
             except Exception:
                 logger.exception("feed tailer: reading the log failed; retrying")
                 if listener is not None:
                     with contextlib.suppress(Exception):
                         listener.close()
                 listener = None
-                close_old_connections()
+                self._close_connection()
                 self.started.set()
-                time.sleep(1.0)
+                self.stopping.wait(1.0)
+        if listener is not None:
+            with contextlib.suppress(Exception):
+                listener.close()
+        self._close_connection()
+
+    @staticmethod
+    def _close_connection() -> None:
+        """Drop this thread's database connection (a broken one, or one an idle tailer need not hold)."""
+        with contextlib.suppress(Exception):
+            connection.close()
 
 
 _tailer: Tailer | None = None
@@ -266,6 +283,18 @@ def tailer() -> Tailer:
             _tailer = Tailer()
             _tailer.thread.start()
         return _tailer
+
+
+def shutdown(timeout: float = 5.0) -> None:
+    """End this process's tailer thread, if one runs (its connections closed); the next use starts anew."""
+    global _tailer
+    with _tailer_lock:
+        running, _tailer = _tailer, None
+    if running is None:
+        return
+    running.stopping.set()
+    running.active.set()
+    running.thread.join(timeout)
 
 
 def waker(loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> Callable[[], None]:

@@ -10,7 +10,9 @@ from tests.volcanoweb.clusters.helpers import make_gang, pod_spec
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.clusters import services
 from volcanoweb.clusters.models import Node
+from volcanoweb.feed import log
 from volcanoweb.jobs.models import Pod, PodGroup
+from volcanoweb.live import feedsource
 from volcanoweb.tenancy.access import SYSTEM
 
 
@@ -170,25 +172,30 @@ def test_container_exit_restarts_in_place_and_is_mirrored(synced: Any, client_fo
     assert AuditEntry.objects.filter(action="end", message__contains="container restart").exists()
 
 
-def test_a_pod_is_broadcast_only_when_its_phase_or_node_changes(
-    synced: Any, cast: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_pod_is_broadcast_only_when_its_phase_or_node_changes(synced: Any, cast: Any) -> None:
     backend, _ = synced
-    published: list[tuple[str, str, dict[str, Any]]] = []
-    monkeypatch.setattr(services, "publish", lambda kind, key, **fields: published.append((kind, key, fields)))
+
+    def pod_messages(after: int) -> list[dict[str, Any]]:
+        shown = (feedsource.message(change) for change in log.changes(after, ["pods"]))
+        return [m[0] for m in shown if m is not None and m[0]["id"] == "team-a/b-0"]
+
+    start = log.head()[0]
     run_restartable_pod(backend, cast, "b")  # bound and started
     services.sync_from_backend()  # nothing new
-    before = [f for kind, _, f in published if kind == "pod"]
+    before = pod_messages(start)
     assert before
     assert before[-1]["phase"] == "Running"
+    mark = log.head()[0]
     backend.restart_container("team-a", "b-0", exit_code=1)
-    services.sync_from_backend()  # status only (restartCount, reason): stored, not broadcast
+    services.sync_from_backend()  # status only (restartCount, reason): stored and logged, reaches no socket
     assert Pod.objects.get(name="b-0").status["restartCount"] == 1
-    assert [f for kind, _, f in published if kind == "pod"] == before
+    assert log.changes(mark, ["pods"])  # the log has the change (a watch sees it) ...
+    assert pod_messages(mark) == []  # ... the dashboard's sockets do not
+    mark = log.head()[0]
     backend.evict("team-a", "b-0")
     backend.tick()
     services.sync_from_backend()  # gone: broadcast
-    assert len([f for kind, _, f in published if kind == "pod"]) > len(before)
+    assert pod_messages(mark)
 
 
 def test_plain_pods_beyond_one_batch_are_all_created_in_the_cluster(

@@ -15,7 +15,7 @@ from channels.layers import channel_layers
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
-from django.db import transaction
+from django.db import connections, transaction
 from django.test import Client
 
 from tests.volcanoweb import builders
@@ -44,6 +44,14 @@ def _in_memory_layer(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     broadcast.discard_pending()
     yield
     channel_layers.backends.clear()
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def _close_the_sync_threads_connection() -> AsyncIterator[None]:
+    """The rows these tests write go through asgiref's one sync thread: its connection is closed after each
+    test (it would otherwise hold the test database open at teardown)."""
+    yield
+    await sync_to_async(connections.close_all)()
 
 
 @pytest_asyncio.fixture
