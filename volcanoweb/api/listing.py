@@ -1,8 +1,10 @@
 """List queries: label selectors, filters, ordering and limit/continue pagination, Kubernetes style.
 
 Pagination: ``?limit=N`` (default 100, at most 500) returns ``metadata.continue`` when more items
-remain; pass it back as ``?continue=<token>`` with the same filters and ordering. The token is an
-opaque offset (not a snapshot: items created meanwhile may shift pages).
+remain; pass it back as ``?continue=<token>`` with the same filters and ordering. The token holds the
+ordering's values of the page's last item (a keyset, ties broken by id): the next page starts right after
+that item, so objects deleted or created on earlier pages never make a later page skip or repeat one.
+Nulls sort last ascending and first descending, on SQLite as on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.core.exceptions import ValidationError
+from django.db.models import F, Q, QuerySet
 
 from volcanoweb.core import jsonq
 from volcanoweb.core.errors import BadRequest, Cause
@@ -173,31 +176,86 @@ def _limit(params: Any) -> int:
     return min(limit, MAX_LIMIT)
 
 
-def _offset(token: str | None) -> int:
+_BAD_TOKEN = "invalid continue token"
+
+
+def _order_fields(queryset: QuerySet[Any]) -> list[str]:
+    """The queryset's ordering as field names (``-`` for descending), ending with the primary key."""
+    fields = [str(f) for f in queryset.query.order_by]
+    if not any(f.lstrip("-") in ("pk", "id") for f in fields):
+        fields.append("pk")
+    return fields
+
+
+def _nulls_placed(queryset: QuerySet[Any], fields: list[str]) -> QuerySet[Any]:
+    """Order by ``fields`` with nulls last ascending and first descending (the databases differ otherwise)."""
+    return queryset.order_by(
+        *(F(f[1:]).desc(nulls_first=True) if f.startswith("-") else F(f).asc(nulls_last=True) for f in fields)
+    )
+
+
+def _after(fields: list[str], values: list[Any]) -> Q:
+    """Rows that sort after the row whose ordering values are ``values``."""
+    after, equal = Q(pk__in=[]), Q()
+    for field, value in zip(fields, values, strict=True):
+        name = field.lstrip("-")
+        if field.startswith("-"):  # descending, nulls first: what follows is smaller (a null: every value)
+            beyond = Q(**{f"{name}__isnull": False}) if value is None else Q(**{f"{name}__lt": value})
+        else:  # ascending, nulls last: what follows is larger, then the nulls (after a null: nothing)
+            beyond = Q(pk__in=[]) if value is None else Q(**{f"{name}__gt": value}) | Q(**{f"{name}__isnull": True})
+        after |= equal & beyond
+        equal &= Q(**{f"{name}__isnull": True}) if value is None else Q(**{name: value})
+    return after
+
+
+def _key(item: Any, fields: list[str]) -> list[Any]:
+    values = []
+    for field in fields:
+        value = getattr(item, field.lstrip("-"))
+        values.append(value.isoformat() if hasattr(value, "isoformat") else value)
+    return values
+
+
+def _token(fields: list[str], values: list[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"f": fields, "k": values}).encode()).decode().rstrip("=")
+
+
+def _cursor(token: str | None, fields: list[str]) -> list[Any] | None:
     if not token:
-        return 0
+        return None
     try:
         data = json.loads(base64.urlsafe_b64decode(token.encode() + b"=" * (-len(token) % 4)))
-        offset = int(data["o"])
+        stored, values = data["f"], data["k"]
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError):
+        raise BadRequest(_BAD_TOKEN, causes=[Cause("continue", "Invalid value: the token is malformed")]) from None
+    if stored != fields or not isinstance(values, list) or len(values) != len(fields):
         raise BadRequest(
-            "invalid continue token", causes=[Cause("continue", "Invalid value: the token is malformed")]
-        ) from None
-    if offset < 0:
-        raise BadRequest("invalid continue token", causes=[Cause("continue", "Invalid value: negative offset")])
-    return offset
+            _BAD_TOKEN,
+            causes=[Cause("continue", "Invalid value: the token was given for another ordering; list again")],
+        )
+    if any(isinstance(v, (dict, list)) for v in values):
+        raise BadRequest(_BAD_TOKEN, causes=[Cause("continue", "Invalid value: the token is malformed")])
+    return values
 
 
 def paginate(queryset: QuerySet[Any], params: Any) -> tuple[list[Any], dict[str, Any]]:
     """Return one page of objects and the list ``metadata`` (``continue``, ``remainingItemCount``)."""
-    limit, offset = _limit(params), _offset(clean_text(params.get("continue"), "continue", 200))
-    items = list(queryset[offset : offset + limit + 1])
+    limit = _limit(params)
+    fields = _order_fields(queryset)
+    cursor = _cursor(clean_text(params.get("continue"), "continue", 2000), fields)
+    queryset = _nulls_placed(queryset, fields)
+    if cursor is not None:
+        try:
+            queryset = queryset.filter(_after(fields, cursor))
+        except (ValueError, TypeError, ValidationError):
+            raise BadRequest(_BAD_TOKEN, causes=[Cause("continue", "Invalid value: the token is malformed")]) from None
+    items = list(queryset[: limit + 1])
     meta: dict[str, Any] = {"resourceVersion": str(log.head()[0])}
     if len(items) > limit:
         items = items[:limit]
-        token = base64.urlsafe_b64encode(json.dumps({"o": offset + limit}).encode()).decode().rstrip("=")
-        meta["continue"] = token
-        meta["remainingItemCount"] = max(queryset.count() - offset - limit, 0)
+        last = _key(items[-1], fields)
+        meta["continue"] = _token(fields, last)
+        meta["remainingItemCount"] = queryset.filter(_after(fields, last)).count()
     return items, meta
 
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
+
+import pytest
 
 from tests.volcanoweb import builders
 from tests.volcanoweb.builders import job_manifest, with_changes
+from volcanoweb.api import listing
 from volcanoweb.jobs import services
+from volcanoweb.jobs.models import Job, Pod
 from volcanoweb.tenancy.access import SYSTEM
 
 
@@ -52,3 +58,72 @@ def test_filters_selectors_search_and_ordering(cast: Any, alice_api: Any) -> Non
     assert bad.status_code == 400
     assert bad.json()["details"]["causes"][0]["field"] == "ordering"
     assert alice_api.get("/api/v1/jobs?labelSelector=a b c").status_code == 400
+
+
+def walk(client: Any, url: str, limit: int, between: Any = None) -> list[str]:
+    """Every name of a paged list; ``between`` runs after each page (a colleague deleting or creating)."""
+    seen: list[str] = []
+    token = ""
+    while True:
+        sep = "&" if "?" in url else "?"
+        response = client.get(f"{url}{sep}limit={limit}" + (f"&continue={token}" if token else ""))
+        seen += names(response)
+        token = response.json()["metadata"].get("continue", "")
+        if not token:
+            return seen
+        if between is not None:
+            between(seen)
+
+
+@pytest.mark.both_databases
+@pytest.mark.parametrize("ordering", ["", "&ordering=-name", "&ordering=queue,-created"])
+def test_a_delete_on_an_earlier_page_makes_no_later_page_skip(cast: Any, alice_api: Any, ordering: str) -> None:
+    for i in range(7):
+        services.apply_job(SYSTEM, job_manifest(f"p-{i}", namespace="team-a", queue="default"))
+    everything = walk(alice_api, f"/api/v1/namespaces/team-a/jobs?x=1{ordering}", limit=100)
+    deleted: list[str] = []
+
+    def delete_first_of_page(seen: list[str]) -> None:  # TTL clean-up or a colleague, between two pages
+        name = seen[-2]
+        Job.objects.filter(namespace="team-a", name=name).delete()
+        deleted.append(name)
+
+    paged = walk(alice_api, f"/api/v1/namespaces/team-a/jobs?x=1{ordering}", limit=2, between=delete_first_of_page)
+    assert paged == everything  # every object once, in the order of one full list
+    assert deleted
+
+
+def paged(queryset: Any, limit: int) -> list[str]:
+    seen, params = [], {"limit": str(limit)}
+    while True:
+        items, meta = listing.paginate(queryset, params)
+        seen += [item.name for item in items]
+        if "continue" not in meta:
+            return seen
+        params = {"limit": str(limit), "continue": meta["continue"]}
+
+
+@pytest.mark.both_databases
+def test_pages_ordered_by_a_nullable_column_agree_on_both_databases(cast: Any) -> None:
+    for i in range(5):
+        Pod.objects.create(namespace="team-a", name=f"n-{i}", tenant=cast.team_a, priority=i if i % 2 else None)
+    pods = Pod.objects.filter(namespace="team-a", name__startswith="n-")
+    up = pods.order_by("priority", "name")
+    assert [p.name for p in listing.paginate(up, {"limit": "100"})[0]] == ["n-1", "n-3", "n-0", "n-2", "n-4"]
+    assert paged(up, 2) == ["n-1", "n-3", "n-0", "n-2", "n-4"]  # nulls last ascending, on both databases
+    down = pods.order_by("-priority", "name")
+    assert [p.name for p in listing.paginate(down, {"limit": "100"})[0]] == ["n-0", "n-2", "n-4", "n-3", "n-1"]
+    assert paged(down, 1) == ["n-0", "n-2", "n-4", "n-3", "n-1"]  # nulls first descending
+
+
+def test_a_continue_token_is_refused_for_another_ordering_or_when_forged(cast: Any, alice_api: Any) -> None:
+    make_jobs()
+    token = alice_api.get("/api/v1/namespaces/team-a/jobs?limit=1").json()["metadata"]["continue"]
+    other = alice_api.get(f"/api/v1/namespaces/team-a/jobs?limit=1&ordering=-name&continue={token}")
+    assert other.status_code == 400
+    assert other.json()["details"]["causes"][0]["field"] == "continue"
+    assert "another ordering" in other.json()["details"]["causes"][0]["message"]
+    forged = base64.urlsafe_b64encode(json.dumps({"f": ["name", "pk"], "k": ["a", "not-a-number"]}).encode())
+    bad = alice_api.get(f"/api/v1/namespaces/team-a/jobs?limit=1&continue={forged.decode()}")
+    assert bad.status_code == 400
+    assert bad.json()["details"]["causes"][0]["field"] == "continue"
