@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler import reasons
-from scheduler.config import SchedulerConfig
 from scheduler.framework import (
     Allocatable,
     AllocateHandler,
@@ -56,6 +55,7 @@ from scheduler.session_state import SessionState
 
 if TYPE_CHECKING:
     from scheduler.cache import Journal
+    from scheduler.config import SchedulerConfig
     from scheduler.registry import Registry
     from scheduler.snapshot import Snapshot
 
