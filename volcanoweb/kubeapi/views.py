@@ -31,7 +31,8 @@ from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, RESOURCES, KubeResourc
 from volcanoweb.kubeapi.selection import Selection
 from volcanoweb.live import notify
 from volcanoweb.manifests import strict
-from volcanoweb.manifests.parse import duplicate_fields, load_patch, parse_documents
+from volcanoweb.manifests.marked import duplicate_fields
+from volcanoweb.manifests.parse import load_patch, parse_documents
 from volcanoweb.tenancy.access import Access, resolve_namespace
 
 SERVER_VERSION = {

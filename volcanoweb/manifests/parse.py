@@ -10,6 +10,8 @@ import yaml
 from django.conf import settings
 
 from volcanoweb.core.errors import BadRequest, Cause
+from volcanoweb.manifests import strict
+from volcanoweb.manifests.marked import MarkedMapping
 
 MAX_DOCUMENTS = 100
 MAX_DEPTH = 40
@@ -104,12 +106,6 @@ def _decode(data: bytes | str) -> str:
         ) from None
 
 
-class _Mapping(dict[str, Any]):
-    """A parsed mapping that had repeated keys: ``duplicates`` names them (the last value was kept)."""
-
-    duplicates: list[str]
-
-
 def _mapping(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
     result: dict[Any, Any] = {}
     duplicates: list[str] = []
@@ -119,7 +115,7 @@ def _mapping(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
         result[key] = value
     if not duplicates:
         return result
-    marked = _Mapping(result)
+    marked = MarkedMapping(result)
     marked.duplicates = duplicates
     return marked
 
@@ -128,7 +124,7 @@ _YamlLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoade
 
 
 class _Loader(_YamlLoader):  # type: ignore[misc, valid-type]  # a base chosen at import (C or Python loader)
-    """PyYAML's safe loader whose mappings remember repeated keys (see :class:`_Mapping`)."""
+    """PyYAML's safe loader whose mappings remember repeated keys (see :class:`MarkedMapping`)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         self.flatten_mapping(node)
@@ -238,21 +234,6 @@ def _load(text: str) -> list[Any]:
         raise BadRequest("cannot parse YAML: the document is nested too deeply") from None
 
 
-def duplicate_fields(doc: Any) -> list[str]:
-    """Return the paths of the keys given more than once in a parsed document (``spec.tasks[0].name``)."""
-    found: list[str] = []
-    stack: list[tuple[Any, str]] = [(doc, "")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, dict):
-            if isinstance(item, _Mapping):
-                found.extend(f"{path}.{key}" if path else key for key in item.duplicates)
-            stack.extend((child, f"{path}.{key}" if path else str(key)) for key, child in item.items())
-        elif isinstance(item, list):
-            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
-    return sorted(found)
-
-
 def parse_documents(
     data: bytes | str, *, field_validation: str | None = None, warnings: list[str] | None = None
 ) -> list[dict[str, Any]]:
@@ -293,8 +274,6 @@ def parse_documents(
         if problem:
             raise BadRequest(f"document {index + 1}: {problem}", causes=[Cause("", problem, "FieldValueInvalid")])
     if field_validation is not None:
-        from volcanoweb.manifests import strict
-
         documents = strict.validate_fields(documents, field_validation, warnings)
     return documents
 
@@ -310,8 +289,6 @@ def load_mapping(
 
     Keys outside ``known`` (when given) and repeated keys are handled per ``field_validation``.
     """
-    from volcanoweb.manifests import strict
-
     limit = settings.MAX_MANIFEST_BYTES
     size = len(data.encode() if isinstance(data, str) else data)
     if size > limit:
@@ -330,7 +307,8 @@ def load_patch(data: bytes | str) -> Any:
     """Return a PATCH body (a JSON or YAML object, or a JSON patch list) with the manifests' limits.
 
     The same refusals as :func:`parse_documents`: size, invalid UTF-8, NUL characters, nesting deeper than
-    ``MAX_DEPTH``, alias bombs and absurd numbers; repeated keys are kept marked for :func:`duplicate_fields`.
+    ``MAX_DEPTH``, alias bombs and absurd numbers; repeated keys are kept marked
+    (:func:`volcanoweb.manifests.marked.duplicate_fields`).
     """
     limit = settings.MAX_MANIFEST_BYTES
     size = len(data.encode() if isinstance(data, str) else data)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from volcanoweb.core.errors import BadRequest, Cause
+from volcanoweb.manifests.marked import duplicate_fields
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 MODES = (STRICT, WARN, IGNORE)
@@ -327,8 +328,6 @@ def validate_fields(
     ``FieldValueInvalid`` with ``unknown field``); ``Warn`` appends Kubernetes' warning texts to ``warnings``.
     Duplicate keys keep their last value, as Kubernetes does outside ``Strict``.
     """
-    from volcanoweb.manifests.parse import duplicate_fields
-
     mode = check_mode(mode)
     causes: list[Cause] = []
     notes: list[str] = []
@@ -361,8 +360,6 @@ def check_body_fields(
     body: dict[str, Any], known: frozenset[str] | None, mode: str, warnings: list[str] | None = None
 ) -> dict[str, Any]:
     """Apply ``mode`` to the duplicate and unknown top-level keys of a small object body (not a manifest)."""
-    from volcanoweb.manifests.parse import duplicate_fields
-
     mode = check_mode(mode)
     causes = [Cause(path, f'duplicate field "{path}"', "FieldValueDuplicate") for path in duplicate_fields(body)]
     if known is not None:

@@ -43,6 +43,9 @@ DRAIN_SLOTS = 3
 DRAIN_TTL = 60
 #: Job ids popped at a time by the drain task.
 BATCH = 20
+#: The tasks that reconcile queued jobs (``volcanoweb.runtime.tasks``), by name.
+SYNC_JOBS_TASK = "volcanoweb.runtime.sync_jobs"
+SYNC_DIRTY_JOBS_TASK = "volcanoweb.runtime.sync_dirty_jobs"
 
 _client: Any = None
 #: The embedded mode's in-process drain: ``sink(ids, urgent)`` queues ids (see :func:`set_local_sink`).
@@ -72,13 +75,19 @@ def redis_client() -> Any:
     return _client
 
 
+def _queue(task: str, argument: object) -> None:
+    """Queue a task of ``runtime.tasks`` by its name (the tasks call this module, which never imports them;
+    the runtime app registers them in every process, so an eager Celery runs them in place)."""
+    from volcanoweb.celery import app
+
+    app.signature(task, args=(argument,)).delay()
+
+
 def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
     """Ask for these jobs to be reconciled soon (once each, however often they are asked for).
 
     ``urgent``: the job waits for the controller to get its pods (submitted, or its gang admitted).
     """
-    from volcanoweb.runtime import tasks
-
     ids = sorted({int(i) for i in job_ids})
     if not ids:
         return
@@ -88,13 +97,13 @@ def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
         return
     if client is None:  # eager (tests) or another broker: batches of BATCH, set-based
         for start in range(0, len(ids), BATCH):
-            tasks.sync_jobs.delay(ids[start : start + BATCH])
+            _queue(SYNC_JOBS_TASK, ids[start : start + BATCH])
         return
     now = time.time()
     client.zadd(URGENT_KEY if urgent else DIRTY_KEY, dict.fromkeys(ids, now), nx=True)
     for slot in range(DRAIN_SLOTS):
         if client.set(f"{DRAIN_KEY}:{slot}", "1", nx=True, ex=DRAIN_TTL):
-            tasks.sync_dirty_jobs.delay(slot)
+            _queue(SYNC_DIRTY_JOBS_TASK, slot)
             return
 
 

@@ -18,13 +18,13 @@ def sync_job(job_id: int) -> list[str]:
     return services.sync_job(job_id)
 
 
-@shared_task(name="volcanoweb.runtime.sync_jobs", ignore_result=True)
+@shared_task(name=dispatch.SYNC_JOBS_TASK, ignore_result=True)
 def sync_jobs(job_ids: list[int]) -> dict[int, list[str]]:
     """Reconcile several jobs together (set-based: one query per kind for the batch, ADR 0022)."""
     return services.sync_jobs(job_ids)
 
 
-@shared_task(name="volcanoweb.runtime.sync_dirty_jobs", ignore_result=True)
+@shared_task(name=dispatch.SYNC_DIRTY_JOBS_TASK, ignore_result=True)
 def sync_dirty_jobs(slot: int = 0) -> int:
     """Reconcile the jobs queued by ``dispatch.request_sync`` (each once) in a drain slot; return the sync count."""
     return dispatch.drain(services.sync_jobs, slot=slot)

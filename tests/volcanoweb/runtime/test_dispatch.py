@@ -72,7 +72,10 @@ def fake_redis(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeRedis, list[int]]:
     client = FakeRedis()
     queued: list[int] = []
     monkeypatch.setattr(dispatch, "redis_client", lambda: client)
-    monkeypatch.setattr(tasks.sync_dirty_jobs, "delay", lambda slot=0: queued.append(slot))
+    # the task as Celery's registry holds it (dispatch queues it by name): record its slot instead of running it
+    monkeypatch.setattr(
+        tasks.sync_dirty_jobs, "apply_async", lambda args=(), kwargs=None, **options: queued.append(args[0])
+    )
     return client, queued
 
 
