@@ -1,10 +1,37 @@
-"""The issue-7 targets (and the anchors they come from), checked against a core report."""
+"""The core benchmark's targets and the public figures they are set against, checked against a core report."""
 
 from __future__ import annotations
 
 from typing import Any
 
 Cases = dict[tuple[str, str], dict[str, Any]]
+
+#: The public figures the targets are set against (each names where it is published).
+KUBE_FLOOR = (
+    "kube-scheduler scheduler_perf CI floor 680 pods/s, SchedulingBasic 5k nodes "
+    "(kubernetes/kubernetes: test/integration/scheduler_perf/misc/performance-config.yaml)"
+)
+KUBE_MICRO = "stretch; kube-scheduler microbenchmark 792-909 pods/s at 500 nodes (2020)"
+KUBE_GANG = "kube-scheduler gang scheduling 562-630 pods/s at 5k nodes (kubernetes/kubernetes PR 140611)"
+VOLCANO_10K = (
+    "Volcano's 1 x 10,000 case (volcano-sh/volcano: docs/user-guide/how_to_tune_volcano_performance.md); stretch <= 3 s"
+)
+KUBE_BACKLOG = (
+    "kube-scheduler scheduler_perf: unschedulable pods interleaved 590 vs 680 pods/s ~ 0.87 (same config file)"
+)
+KUBE_PREEMPT = (
+    "kube-scheduler preemption ~50/s with 20k pods running (kubernetes/kubernetes PR 128466); 570 "
+    "pods/s with preemptors interleaved"
+)
+OPEN_SESSION = (
+    "Volcano openSession ~400 ms (volcano-sh/volcano issue 1038); KAI 2.2 s snapshot at 140k pods "
+    "(kai-scheduler/KAI-Scheduler issue 315)"
+)
+VOLCANO_SIZING = (
+    "Volcano's sizing guide ~2.4 GB per 1k nodes (provisioning, not measured; how_to_tune_volcano_performance.md)"
+)
+KUEUE = "Kueue's baseline performance test (kubernetes-sigs/kueue: test/performance/scheduler/configs/baseline)"
+ARMADA = "Armada's design goals (armadaproject/armada: docs/scheduler.md); Kubernetes pod startup SLO p99 <= 5 s"
 
 
 def _get(cases: Cases, w: str, s: str) -> dict[str, Any] | None:
@@ -32,11 +59,11 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         c = _get(cases, w, s)
         return c["pods_per_second"]["Perc50"] if c else None
 
-    add("W1 many small at L", pps("W1", "L"), 680, "pods/s", True, "K1 kube-scheduler CI floor 680 pods/s @5k nodes")
-    add("W1 many small at M", pps("W1", "M"), 1500, "pods/s", True, "anchors §5.5 stretch; K8 792-909 @500 N")
+    add("W1 many small at L", pps("W1", "L"), 680, "pods/s", True, KUBE_FLOOR)
+    add("W1 many small at M", pps("W1", "M"), 1500, "pods/s", True, KUBE_MICRO)
     for w in ("W3", "W4"):
         for s in ("M", "L"):
-            add(f"{w} gangs at {s}", pps(w, s), 3000, "pods/s", True, "K3 gang 562-630 pods/s @5k nodes")
+            add(f"{w} gangs at {s}", pps(w, s), 3000, "pods/s", True, KUBE_GANG)
     big = _get(cases, "W4-10k", "L")
     add(
         "W4 one 10,000-pod gang placed at L",
@@ -44,7 +71,7 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         3.0,
         "s",
         False,
-        "V3 1x10000 case; anchors stretch ≤ 3 s",
+        VOLCANO_10K,
     )
     for s in ("M", "L"):
         w5, w1, base = pps("W5", s), pps("W1", s), pps("W5-base", s)
@@ -54,7 +81,7 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
             0.9,
             "x",
             True,
-            "K2 unschedulable interleaved 590/680 ≈ 0.87",
+            KUBE_BACKLOG,
         )
         add(
             f"W5 backlog ratio vs same-fill baseline at {s}",
@@ -71,7 +98,7 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         300,
         "decisions/s",
         True,
-        "K9 ~50/s @20k pods; K2 PreemptionAsync 570 pods/s",
+        KUBE_PREEMPT,
     )
     w9 = _get(cases, "W9", "L")
     add(
@@ -80,7 +107,7 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         15,
         "ms",
         False,
-        "V4 Volcano openSession ~400 ms; KAI1 2.2 s @140k pods",
+        OPEN_SESSION,
     )
     add(
         "W9 peak memory at L (peak RSS)",
@@ -88,7 +115,7 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         150,
         "MB",
         False,
-        "V14 Huawei sizing ≈ 2.4 GB/1k nodes (provisioning, not measured)",
+        VOLCANO_SIZING,
     )
     w8b = _get(cases, "W8b", "M")
     add(
@@ -100,14 +127,14 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         "Volcano default schedule period 1 s",
     )
     w2 = _get(cases, "W2", "M")
-    add("W2 fair share at M (anchors §5.5 target)", pps("W2", "M"), 500, "pods/s", True, "Q1 (Kueue baseline)")
+    add("W2 fair share at M", pps("W2", "M"), 500, "pods/s", True, KUEUE)
     add(
         "W2 max share error after 10 sessions at M",
         w2["quality"].get("max_share_error") if w2 else None,
         0.05,
         "of capacity",
         False,
-        "anchors §5.5",
+        "our own quality target (no public anchor)",
     )
     w7 = _get(cases, "W7", "M")
     add(
@@ -116,12 +143,12 @@ def evaluate(cases: Cases) -> list[dict[str, Any]]:
         3,
         "sessions",
         False,
-        "anchors §5.5 (no public anchor)",
+        "our own quality target (no public anchor)",
     )
     w8 = _get(cases, "W8", "M")
     if w8:
         lat = w8["quality"]["creation_to_bound_periods"]["Perc99"]
-    add("W8 steady state p99 creation→bound at M", lat if w8 else None, 2, "periods", False, "A1, K10")
+    add("W8 steady state p99 creation→bound at M", lat if w8 else None, 2, "periods", False, ARMADA)
     return out
 
 

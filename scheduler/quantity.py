@@ -182,3 +182,22 @@ def parse_duration(text: str, *, plain_seconds: bool = False) -> float:
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
     return sign * total
+
+
+_DAYS = re.compile(r"^(\d+(?:\.\d+)?)d$")
+
+
+def parse_window(text: str) -> float:
+    """Return the seconds of a time window as the dashboards and the insights API take it: a plain number of
+    seconds (``90``), a Go duration (``5m``, ``1h30m``) or days (``7d``); positive. Raise ValueError if not."""
+    s = text.strip() if isinstance(text, str) else ""
+    days = _DAYS.match(s)
+    try:
+        seconds = float(days[1]) * 86400 if days else parse_duration(s, plain_seconds=True)
+    except ValueError:
+        raise ValueError(
+            f"invalid duration {text!r}: expected seconds or a duration such as 30s, 5m, 1h or 7d"
+        ) from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"invalid duration {text!r}: must be positive")
+    return seconds

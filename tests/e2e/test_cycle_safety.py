@@ -50,13 +50,24 @@ while time.time() < deadline:
 print("runs", runs)
 """
 ONE_CYCLE = "from volcanoweb.scheduling import cycles; print('run', cycles.run_cycle())"
-#: One cycle whose worker is killed (SIGKILL) between its commit and its cluster calls, through the
-#: fault-injection seam ``cycles.AFTER_APPLY_FAULTS``.
+#: One cycle whose worker is killed (SIGKILL) between its commit and its cluster calls: its cluster
+#: dies at the first bind the cycle asks for (the intents are committed by then).
 CRASHING_CYCLE = """
 import os, signal
+from volcanoweb.clusters.backend import get_backend
 from volcanoweb.scheduling import cycles
-cycles.AFTER_APPLY_FAULTS.append(lambda run: os.kill(os.getpid(), signal.SIGKILL))
-print("run", cycles.run_cycle())
+
+class Dying:
+    def __init__(self, backend):
+        self.backend = backend
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+    def bind_many(self, binds):
+        os.kill(os.getpid(), signal.SIGKILL)
+    def bind(self, namespace, name, node):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+print("run", cycles.run_cycle(backend=Dying(get_backend())))
 """
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.quantity import parse_duration
+from scheduler.quantity import parse_duration, parse_window
 
 VALID = [
     ("0", 0.0),
@@ -57,3 +57,17 @@ def test_plain_seconds_only_when_asked(text: str, seconds: float) -> None:
 def test_plain_seconds_still_refuses_the_rest(text: str) -> None:
     with pytest.raises(ValueError, match="invalid duration"):
         parse_duration(text, plain_seconds=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90", 90.0), ("30s", 30.0), ("5m", 300.0), ("1h30m", 5400.0), ("7d", 604800.0), ("0.5d", 43200.0)],
+)
+def test_a_window_takes_seconds_go_durations_and_days(text: str, seconds: float) -> None:
+    assert parse_window(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "0", "-5m", "7w", "1d2h", "inf", "nan", "5 m"])
+def test_a_window_refuses_what_is_not_a_positive_duration(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_window(text)

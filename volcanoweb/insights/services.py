@@ -22,7 +22,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from scheduler.quantity import format_quantity
+from scheduler.quantity import format_quantity, parse_window
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.csvsafe import safe_row
 from volcanoweb.core.errors import BadRequest, Cause, Forbidden, not_found
@@ -36,8 +36,6 @@ from volcanoweb.tenancy.access import Access
 from volcanoweb.tenancy.models import Namespace
 
 MAX_POINTS = 2000
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 FIELDS = ("allocated", "deserved", "guarantee", "capability", "demand")
 OTHER_TENANT = "(a job of another tenant)"
 
@@ -45,19 +43,12 @@ OTHER_TENANT = "(a job of another tenant)"
 # --------------------------------------------------------------------------- parameters
 
 
-def parse_duration(value: str, field: str) -> float:
-    """Return seconds for ``30s``, ``5m``, ``1h``, ``7d`` or a plain number of seconds."""
-    text = value.strip()
+def window_seconds(value: str, field: str) -> float:
+    """The seconds of a window parameter (:func:`scheduler.quantity.parse_window`), or a 400 naming ``field``."""
     try:
-        seconds = float(text)
-    except ValueError:
-        match = _DURATION.match(text)
-        if match is None:
-            raise _bad(field, f"invalid duration {value!r}: expected seconds or <number><s|m|h|d> such as 5m") from None
-        seconds = float(match[1]) * _UNIT[match[2]]
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise _bad(field, f"invalid duration {value!r}: must be positive")
-    return seconds
+        return parse_window(value)
+    except ValueError as exc:
+        raise _bad(field, str(exc)) from None
 
 
 def parse_time(value: str | None, field: str, now: datetime, default: datetime) -> datetime:
@@ -71,7 +62,7 @@ def parse_time(value: str | None, field: str, now: datetime, default: datetime) 
     if stamp is not None:
         return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=now.tzinfo)
     try:
-        seconds = parse_duration(text.lstrip("-"), field)
+        seconds = window_seconds(text.lstrip("-"), field)
     except BadRequest:
         message = f"invalid time {value!r}: expected an ISO 8601 timestamp, 'now' or a duration ago such as 1h"
         raise _bad(field, message) from None
@@ -107,7 +98,7 @@ def history_query(start: str | None, end: str | None, step: str | None, now: dat
         raise _bad("from", "must be before 'to'")
     span = (to - frm).total_seconds()
     default = 0.0 if span <= 3600 else (60.0 if span <= 86400 else 3600.0)
-    seconds = parse_duration(step, "step") if step else default
+    seconds = window_seconds(step, "step") if step else default
     if seconds and span / seconds > MAX_POINTS:
         raise _bad(
             "step",

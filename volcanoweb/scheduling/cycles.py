@@ -68,11 +68,6 @@ from volcanoweb.scheduling.snapshots import Memo, SnapshotInfo, build_snapshot
 
 log = logging.getLogger(__name__)
 
-#: Fault-injection seam: called with the run after its decisions are committed (as intents) and before
-#: the cluster calls. Empty in production, where it costs one loop over an empty list. The crash test
-#: (tests/e2e/test_cycle_safety.py) appends a callable that kills its worker process here.
-AFTER_APPLY_FAULTS: list[Callable[[SchedulingRun], None]] = []
-
 LEASE_NAME = "volcano"
 KEEP_RUNS = 5000
 MAX_DECISIONS = 500
@@ -621,8 +616,6 @@ def _run_claimed_cycle(
         applied = True
         record_ms = recorder.record_in_line(run, info, result, config)  # observation (volcanoweb/insights)
         t4 = time.perf_counter()
-        for fault in AFTER_APPLY_FAULTS:
-            fault(run)
         execute_intents(backend, PodIntent.objects.filter(run_id=run.pk).order_by("id"))
         t5 = time.perf_counter()
         snap = info.snapshot

@@ -343,23 +343,24 @@ def test_deleting_a_plain_pod_deletes_it_in_the_cluster(cluster: Any, cast: Any)
 
 
 def test_a_fault_after_apply_leaves_the_decisions_as_intents(cluster: Any, cast: Any) -> None:
-    """The fault-injection seam runs between the commit and the cluster calls (the e2e crash test kills there)."""
+    """A cluster that fails the cycle's calls after its commit (the e2e crash test kills the worker there)
+    leaves the decisions recorded as intents, and nothing bound."""
     backend, _ = cluster
     make_gang("pytorch", 2, tenant=cast.team_a, cpu=1000)
     cluster_services.sync_from_backend()
-    seen: list[int] = []
+    seen: list[list[tuple[str, str, str]]] = []
 
-    def fault(run: SchedulingRun) -> None:
-        seen.append(run.pk)
-        raise RuntimeError("injected")
+    class Failing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(backend, name)
 
-    cycles.AFTER_APPLY_FAULTS.append(fault)
-    try:
-        run = run_cycle()
-    finally:
-        cycles.AFTER_APPLY_FAULTS.remove(fault)
+        def bind_many(self, binds: list[tuple[str, str, str]]) -> Any:
+            seen.append(binds)
+            raise RuntimeError("injected")
+
+    run = run_cycle(backend=Failing())  # type: ignore[arg-type]
+    assert [sorted(name for _, name, _ in binds) for binds in seen] == [["pytorch-0", "pytorch-1"]]
     assert run is not None
-    assert seen == [run.pk]
     assert run.status == RunStatus.FAILED
     assert "injected" in run.error
     assert PodIntent.objects.filter(run_id=run.pk).count() == 2  # recorded, not yet executed
