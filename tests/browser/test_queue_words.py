@@ -36,3 +36,29 @@ def test_queue_and_job_numbers_say_what_they_are(session: Any, demo: None) -> No
     page.emulate_media(color_scheme="dark")
     shot(page, "job-gang-and-sim-clock-dark")
     guard.check()
+
+
+def test_the_tree_and_the_what_if_agree_and_gpus_are_whole(session: Any, demo: None) -> None:  # noqa: F811
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/queues/")
+    tree = {
+        name: page.locator(f"tr#q-ml-training [data-deserved='{name}']").inner_text().strip()
+        for name in ("cpu", "memory", "nvidia.com/gpu")
+    }
+    page.locator("tr#q-ml-training").get_by_role("button", name="Edit ml-training").click()
+    page.wait_for_selector("#queue-preview table[data-preview=demand]")
+    now = {
+        name: page.locator(f"tr[data-demand-queue=ml-training] [data-now='{name}']").inner_text().strip()
+        for name in tree
+    }
+    assert now == tree  # one computation: the what-if's "now" is the tree's deserved
+    gpus = page.locator("table.tree [data-deserved='nvidia.com/gpu']").all_inner_texts()
+    gpus += page.locator("#queue-preview td:nth-child(4)").all_inner_texts()
+    numbers = [part.strip() for text in gpus for part in text.split("\u2192")]
+    assert numbers
+    assert all(n.replace(",", "").isdigit() or n == "\u2013" for n in numbers), numbers
+    shot(page, "queues-what-if-agrees")
+    page.emulate_media(color_scheme="dark")
+    shot(page, "queues-what-if-agrees-dark")
+    guard.check()
