@@ -389,7 +389,8 @@ for _network in METRICS_ALLOWED_NETWORKS:
     except ValueError as exc:
         raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r} is not a network: {exc}") from exc
 
-LOG_LEVEL = env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO")
+# Embedded (`make run`): a newcomer's terminal shows the URL, the logins and real problems (warnings, errors) only
+LOG_LEVEL = env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "WARNING" if EMBEDDED else "INFO")
 LOG_FORMAT = env_choice("LOG_FORMAT", ("text", "json"), "text")
 LOGGING = {
     "version": 1,
