@@ -32,9 +32,19 @@ def test_queue_and_job_numbers_say_what_they_are(session: Any, demo: None) -> No
     assert speed != 1  # the product's default (10x) in the tests' settings
     assert badge.inner_text().strip() == f"Sim clock {speed:g}\u00d7"
     assert f"a 1 h job ends in {60 / speed:g} minutes" in (badge.get_attribute("title") or "")
+    # where durations show (pods' start times, job ages, the manifests' run times), the fast clock is said
+    fast = f"clock {speed:g}\u00d7 real time"
+    assert fast in page.locator("section:has(#pods-h) [data-sim-clock-note]").inner_text()
     shot(page, "job-gang-and-sim-clock")
     page.emulate_media(color_scheme="dark")
     shot(page, "job-gang-and-sim-clock-dark")
+    page.emulate_media(color_scheme="light")
+    page.goto("/jobs/")
+    assert fast in page.locator("[data-sim-clock-note]").inner_text()
+    page.goto("/submit/")
+    note = page.locator("[data-sim-clock-note]").inner_text()
+    assert fast in note
+    assert "sim.volcanoweb.io/duration" in note
     guard.check()
 
 
