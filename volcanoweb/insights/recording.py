@@ -29,6 +29,7 @@ from scheduler.config import dump_config
 from scheduler.model import JobPhase, TaskStatus
 from scheduler.replay import SnapshotEncoder, cycle_input_text, encode_clock
 from scheduler.result import ReasonKind, cycle_json
+from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.batchsql import Statement, copy_rows, db_value, execute_batch, insert_statement
 from volcanoweb.core.idlist import one_of
 from volcanoweb.insights.models import (
@@ -42,6 +43,7 @@ from volcanoweb.insights.models import (
     TimelineEntry,
 )
 from volcanoweb.jobs.models import PodGroup
+from volcanoweb.manifests.parse import QUEUE, SCHEDULER_CONFIG
 from volcanoweb.scheduling.models import SchedulingRun
 from volcanoweb.scheduling.snapshots import SnapshotInfo
 
@@ -325,6 +327,18 @@ def cycle_decisions(
     ]
 
 
+def first_after_changes(since: datetime) -> list[int]:
+    """The first cycle after each queue or scheduler-configuration change since ``since``: the cycle whose input a
+    change's effects are computed on (``insights.effects``), kept as long as a deciding cycle."""
+    changes = AuditEntry.objects.filter(kind__in=(QUEUE.kind, SCHEDULER_CONFIG.kind), at__gte=since)
+    runs = []
+    for at in changes.values_list("at", flat=True)[:1000]:
+        after = SchedulingRun.objects.filter(started_at__gte=at).order_by("pk").values_list("pk", flat=True).first()
+        if after is not None:
+            runs.append(after)
+    return runs
+
+
 def prune_inputs(now: datetime | None = None) -> tuple[int, int]:
     """Keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS`` cycle inputs, those of cycles that decided something for
     ``INSIGHTS_DECIDED_CYCLE_RETENTION`` seconds, and the snapshot texts they use.
@@ -338,7 +352,7 @@ def prune_inputs(now: datetime | None = None) -> tuple[int, int]:
     inputs = 0
     if older is not None:
         stale = CycleInput.objects.filter(run_id__lte=older).exclude(decided=True, at__gte=cutoff)
-        inputs = stale.delete()[0]
+        inputs = stale.exclude(run_id__in=first_after_changes(cutoff)).delete()[0]
         CycleDecision.objects.filter(run_id__lte=older).exclude(
             run_id__in=CycleInput.objects.filter(run_id__lte=older).values("run_id")
         ).delete()

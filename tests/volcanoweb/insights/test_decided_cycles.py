@@ -71,3 +71,20 @@ def test_the_cycle_list_filters_by_job_queue_and_decision(cluster: Any, cast: An
     bad = root.get("/api/v1/cycles?decision=nope")
     assert bad.status_code == 400
     assert "decision" in bad.json()["message"]
+
+
+def test_the_first_cycle_after_a_queue_change_is_kept_for_its_effects(cluster: Any, cast: Any, settings: Any) -> None:
+    from volcanoweb.queues import services as queue_services
+
+    _backend, clock = cluster
+    make_gang("fits", 1, tenant=cast.team_a, cpu=1000)
+    cluster_services.sync_from_backend()
+    _cycles(clock, 2)  # binds, then quiet
+    queue_services.update_queue_spec(SYSTEM, "default", {"weight": 3}, source="test")
+    after, *_later = _cycles(clock, 3)  # quiet cycles: nothing decided
+    assert not CycleInput.objects.get(run_id=after.pk).decided
+    settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1
+    insights.prune()
+    assert after.pk in _kept()  # the input the change's effects are computed on
+    insights.prune(timezone.now() + timedelta(seconds=settings.INSIGHTS_DECIDED_CYCLE_RETENTION + 1))
+    assert after.pk not in _kept()
