@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)  ## create .venv and install the project with its dev tools
 
 run: $(STAMP)  ## set up and start the product (embedded: SQLite, sim cluster, in-process loops) on :8000
-	$(PY) manage.py runembedded --port $(PORT)
+	@$(PY) manage.py runembedded --port $(PORT)
 
 stack: $(STAMP)  ## start web (ASGI), Celery worker and beat against PostgreSQL and Redis
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/volcanoweb} \

@@ -223,6 +223,8 @@ INSIGHTS_RECORD_ASYNC = env_bool("INSIGHTS_RECORD_ASYNC", True)
 INSIGHTS_RECORD_BACKLOG = env_int("INSIGHTS_RECORD_BACKLOG", 2, minimum=1)
 INSIGHTS_RECORD_WAIT = env_float("INSIGHTS_RECORD_WAIT", 30.0, positive=True)
 INSIGHTS_KEEP_CYCLE_INPUTS = env_int("INSIGHTS_KEEP_CYCLE_INPUTS", 50, minimum=0)
+# cycles that bound or evicted pods or first found a job unschedulable: their inputs are kept this long (seconds)
+INSIGHTS_DECIDED_CYCLE_RETENTION = env_float("INSIGHTS_DECIDED_CYCLE_RETENTION", 86400.0, positive=True)
 INSIGHTS_CYCLE_RETENTION = env_float("INSIGHTS_CYCLE_RETENTION", 3600.0, positive=True)
 INSIGHTS_MINUTE_RETENTION = env_float("INSIGHTS_MINUTE_RETENTION", 86400.0, positive=True)
 INSIGHTS_HOUR_RETENTION = env_float("INSIGHTS_HOUR_RETENTION", 90 * 86400.0, positive=True)
@@ -387,7 +389,8 @@ for _network in METRICS_ALLOWED_NETWORKS:
     except ValueError as exc:
         raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_network!r} is not a network: {exc}") from exc
 
-LOG_LEVEL = env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO")
+# Embedded (`make run`): a newcomer's terminal shows the URL, the logins and real problems (warnings, errors) only
+LOG_LEVEL = env_choice("LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "WARNING" if EMBEDDED else "INFO")
 LOG_FORMAT = env_choice("LOG_FORMAT", ("text", "json"), "text")
 LOGGING = {
     "version": 1,

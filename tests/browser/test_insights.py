@@ -101,7 +101,7 @@ def test_platform_admin_downloads_a_cycle_input(session: Any, demo: None) -> Non
     assert rows.count() >= 2
     shot(page, "cycles")
     with page.expect_download() as info:
-        rows.first.get_by_role("link").click()
+        rows.first.get_by_role("link", name=f"cycle-{rows.first.get_attribute('data-cycle')}.json").click()
     doc = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
     assert doc["kind"] == "CycleInput"
     assert doc["snapshot"]["nodes"]
@@ -116,3 +116,40 @@ def test_another_tenant_sees_no_insights(session: Any, demo: None) -> None:  # n
     assert page.goto("/jobs/ml/too-wide/insights/").status == 404
     assert page.goto("/cycles/").status == 403
     shot(page, "insights-forbidden")
+
+
+def test_cycles_that_decided_are_kept_and_filtered(session: Any, demo: None, settings: Any) -> None:  # noqa: F811
+    from volcanoweb.insights import services as insights
+    from volcanoweb.insights.models import CycleDecision
+
+    page, guard = session
+    _waiting_job()  # the first cycle binds the demo's jobs; a later one first finds ml/too-wide unschedulable
+    verdict = CycleDecision.objects.get(kind="unschedulable", job="ml/too-wide").run_id
+    settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1  # the prune in this process: only the last cycle and the deciding ones
+    insights.prune()
+    login(page, "admin", PASSWORD)
+    page.goto("/cycles/")
+    assert page.locator(f"#cycles-table tr[data-cycle='{verdict}']").is_visible()  # older than the last one, kept
+    assert "for 1 day every cycle that decided something" in page.locator("[data-retention]").inner_text()
+    page.get_by_label("Job").fill("ml/too-wide")
+    page.get_by_label("Decision").select_option("unschedulable")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/cycles/?job=ml%2Ftoo-wide*")
+    rows = page.locator("#cycles-table tbody tr")
+    assert rows.count() == 1
+    assert rows.first.get_attribute("data-cycle") == str(verdict)
+    assert "first refused ml/too-wide" in rows.first.locator("[data-decisions]").inner_text()
+    shot(page, "cycles-filtered")
+    page.emulate_media(color_scheme="dark")
+    shot(page, "cycles-filtered-dark")
+    page.emulate_media(color_scheme="light")
+    page.get_by_label("Decision").select_option("evict")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**decision=evict*")
+    assert "No kept cycle decided about these filters." in page.locator("#cycles-table").inner_text()
+    page.get_by_role("link", name="Clear").click()
+    page.get_by_label("Queue").fill("ml-training")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**queue=ml-training*")
+    assert page.locator(f"#cycles-table tr[data-cycle='{verdict}']").is_visible()
+    guard.check()

@@ -32,7 +32,43 @@ def test_queue_and_job_numbers_say_what_they_are(session: Any, demo: None) -> No
     assert speed != 1  # the product's default (10x) in the tests' settings
     assert badge.inner_text().strip() == f"Sim clock {speed:g}\u00d7"
     assert f"a 1 h job ends in {60 / speed:g} minutes" in (badge.get_attribute("title") or "")
+    # where durations show (pods' start times, job ages, the manifests' run times), the fast clock is said
+    fast = f"clock {speed:g}\u00d7 real time"
+    assert fast in page.locator("section:has(#pods-h) [data-sim-clock-note]").inner_text()
     shot(page, "job-gang-and-sim-clock")
     page.emulate_media(color_scheme="dark")
     shot(page, "job-gang-and-sim-clock-dark")
+    page.emulate_media(color_scheme="light")
+    page.goto("/jobs/")
+    assert fast in page.locator("[data-sim-clock-note]").inner_text()
+    page.goto("/submit/")
+    note = page.locator("[data-sim-clock-note]").inner_text()
+    assert fast in note
+    assert "sim.volcanoweb.io/duration" in note
+    guard.check()
+
+
+def test_the_tree_and_the_what_if_agree_and_gpus_are_whole(session: Any, demo: None) -> None:  # noqa: F811
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto("/queues/")
+    tree = {
+        name: page.locator(f"tr#q-ml-training [data-deserved='{name}']").inner_text().strip()
+        for name in ("cpu", "memory", "nvidia.com/gpu")
+    }
+    page.locator("tr#q-ml-training").get_by_role("button", name="Edit ml-training").click()
+    page.wait_for_selector("#queue-preview table[data-preview=demand]")
+    now = {
+        name: page.locator(f"tr[data-demand-queue=ml-training] [data-now='{name}']").inner_text().strip()
+        for name in tree
+    }
+    assert now == tree  # one computation: the what-if's "now" is the tree's deserved
+    gpus = page.locator("table.tree [data-deserved='nvidia.com/gpu']").all_inner_texts()
+    gpus += page.locator("#queue-preview td:nth-child(4)").all_inner_texts()
+    numbers = [part.strip() for text in gpus for part in text.split("\u2192")]
+    assert numbers
+    assert all(n.replace(",", "").isdigit() or n == "\u2013" for n in numbers), numbers
+    shot(page, "queues-what-if-agrees")
+    page.emulate_media(color_scheme="dark")
+    shot(page, "queues-what-if-agrees-dark")
     guard.check()

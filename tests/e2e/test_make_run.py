@@ -41,6 +41,7 @@ def test_make_run_serves_the_seeded_demo(tmp_path: Path) -> None:
         banner = log_path.read_text()
         assert f"volcanoweb is up at {base}/" in banner
         assert "alice / volcano-demo" in banner
+        assert " INFO " not in banner, banner  # the URL, the logins and real problems only (issue 29, item 10)
         ready = httpx.get(f"{base}/readyz", timeout=10).json()
         assert ready["checks"]["database"]["vendor"] == "sqlite"
         assert ready["checks"]["redis"]["mode"] == "embedded"
@@ -63,6 +64,7 @@ def test_make_run_serves_the_seeded_demo(tmp_path: Path) -> None:
                 time.sleep(0.5)
             assert entries, "no cycle of the embedded loop was recorded"
         assert "recording insights of cycle" not in log_path.read_text()
+        assert " INFO " not in log_path.read_text()  # no per-task, per-login or per-loop lines
         # The seed runs once: a second start must not duplicate anything.
     with running(["make", "--no-print-directory", "run"], env, tmp_path / "run2.log") as proc:
         wait_http(f"{base}/healthz", timeout=120, proc=proc)

@@ -13,10 +13,11 @@ def sim_clock(request: HttpRequest) -> dict[str, Any]:
     None; ``sim_clock_text`` says what that means for durations."""
     speed = float(getattr(settings, "SIM_CLOCK_SPEED", 1.0))
     if getattr(settings, "CLUSTER_BACKEND", "sim") != "sim" or speed == 1.0:
-        return {"sim_clock_speed": None, "sim_clock_text": ""}
+        return {"sim_clock_speed": None, "sim_clock_text": "", "sim_default_duration": ""}
     hour = 60 / speed
     text = (
         f"Simulated cluster, clock {speed:g}\u00d7 real time: pod run times and job durations pass {speed:g} times "
         f"faster (a 1 h job ends in {hour:g} minutes); times shown are wall-clock."
     )
-    return {"sim_clock_speed": speed, "sim_clock_text": text}
+    default = float(getattr(settings, "SIM_DEFAULT_DURATION", 0) or 0)
+    return {"sim_clock_speed": speed, "sim_clock_text": text, "sim_default_duration": f"{default:g} s"}

@@ -161,6 +161,11 @@ class QueueRow:
     capability_from: dict[str, str] = field(default_factory=dict)
 
     @property
+    def shown_deserved(self) -> dict[str, float]:
+        """The deserved share the queue tree shows: for the current demand, or (an idle queue) if all were busy."""
+        return self.deserved or self.deserved_busy
+
+    @property
     def resources(self) -> list[dict[str, Any]]:
         """Return the per-resource view rows for CPU, memory and GPU."""
         out = []
@@ -171,7 +176,7 @@ class QueueRow:
                     "label": label,
                     "unit": unit,
                     "allocated": self.allocated.get(name, 0.0),
-                    "deserved": (self.deserved or self.deserved_busy).get(name),
+                    "deserved": self.shown_deserved.get(name),
                     "deserved_busy": self.deserved_busy.get(name),
                     "guarantee": self.guarantee.get(name),
                     "capability": self.capability.get(name),

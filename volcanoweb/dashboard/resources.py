@@ -60,6 +60,19 @@ def fmt(name: str, amount: float | None) -> str:
     return text[:-2] if text.endswith(".0") else text  # 1535.9999 GiB is 1,536, not 1,536.0
 
 
+#: Resources measured in scheduler units that are not counts of whole devices (the others are: a pod asks
+#: whole GPUs, so a queue's share of them is usable only as whole ones).
+DIVISIBLE = frozenset((CPU, MEMORY, "ephemeral-storage"))
+
+
+def usable(name: str, amount: float | None) -> float | None:
+    """A deserved share as it can be used: whole devices for a resource pods ask in whole units (4.27 GPU
+    deserved lets a queue run 4 GPUs: a fifth would exceed it), the amount itself for CPU and memory."""
+    if amount is None or name in DIVISIBLE:
+        return amount
+    return float(int(to_units(name, amount) + 1e-9))
+
+
 def percent(part: float | None, whole: float | None) -> int:
     """Return ``part / whole`` as a whole percentage clamped to 0..100 (0 when whole is 0)."""
     if not whole or part is None:

@@ -111,11 +111,13 @@ class AuditEffectsView(ApiView):
 
 
 class CycleListView(ApiView):
-    """``GET /api/v1/cycles``: the recent cycles whose input is kept (platform admins)."""
+    """``GET /api/v1/cycles``: the cycles whose input is kept (platform admins); ``?job=``, ``?queue=`` and
+    ``?decision=`` (bind, evict, unschedulable) keep those that decided about that job, queue or kind."""
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request: Request) -> Response:
-        items = services.list_cycles(self.access(request))
+        access = self.access(request)
+        items = services.list_cycles(access, where=services.cycle_filter(request.query_params))
         return Response({"apiVersion": "v1", "kind": "CycleList", "metadata": {}, "items": items})
 
 

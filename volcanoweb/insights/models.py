@@ -40,8 +40,9 @@ class CycleInput(models.Model):
     ``data`` is the zlib-compressed canonical JSON of a ``scheduler.replay`` cycle input document up to
     its snapshot (``…,"snapshot":``); the snapshot is ``snapshot`` with this cycle's clock ``now``
     put in (``volcanoweb.insights.recording.input_text`` joins them). Rows written before
-    ``snapshot`` existed hold the whole document in ``data``. Only the last
-    ``INSIGHTS_KEEP_CYCLE_INPUTS`` rows are kept.
+    ``snapshot`` existed hold the whole document in ``data``. The last ``INSIGHTS_KEEP_CYCLE_INPUTS`` rows
+    are kept, and, for ``INSIGHTS_DECIDED_CYCLE_RETENTION`` seconds, those of cycles that decided something
+    (``decided``: a bind, an eviction or a job's first unschedulable verdict; see :class:`CycleDecision`).
     """
 
     run = models.OneToOneField(SchedulingRun, on_delete=models.CASCADE, related_name="cycle_input")
@@ -54,12 +55,42 @@ class CycleInput(models.Model):
     )
     now = models.CharField(max_length=64, blank=True, default="", help_text='the clock\'s text, ,"now":<seconds>')
     size = models.PositiveIntegerField(default=0, help_text="uncompressed bytes")
+    decided = models.BooleanField(default=False, db_index=True, help_text="bound, evicted or first refused a job")
 
     class Meta:
         ordering = ["-run_id"]
 
     def __str__(self) -> str:
         return f"cycle {self.run_id} input ({self.size} bytes)"
+
+
+class DecisionKind(models.TextChoices):
+    """What a cycle decided about a job, for the cycle list's filters."""
+
+    BIND = "bind", "bound pods"
+    EVICT = "evict", "evicted pods"
+    UNSCHEDULABLE = "unschedulable", "first unschedulable verdict"
+
+
+class CycleDecision(models.Model):
+    """One job a kept cycle decided about (bound or evicted its pods, or first found it unschedulable).
+
+    Written with the cycle's input (``run_id``: its run) and deleted with it; the cycle list filters by
+    job, queue and kind through these rows. ``job`` is the Volcano Job's ``ns/name`` (its PodGroup's key when
+    the PodGroup has no Job: Volcano names a Job's PodGroup ``<job>-<uid>``)."""
+
+    run_id = models.BigIntegerField(db_index=True)
+    kind = models.CharField(max_length=16, choices=DecisionKind.choices)
+    podgroup_key = models.CharField(max_length=320)
+    job = models.CharField(max_length=320, db_index=True)
+    queue = models.CharField(max_length=253, blank=True, default="", db_index=True)
+    pods = models.PositiveIntegerField(default=0, help_text="pods bound or evicted (0 for a verdict)")
+
+    class Meta:
+        ordering = ["-run_id", "kind", "job"]
+
+    def __str__(self) -> str:
+        return f"cycle {self.run_id} {self.kind} {self.job}"
 
 
 class EntryKind(models.TextChoices):

@@ -17,7 +17,7 @@ import zlib
 from collections import Counter, defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -29,10 +29,21 @@ from scheduler.config import dump_config
 from scheduler.model import JobPhase, TaskStatus
 from scheduler.replay import SnapshotEncoder, cycle_input_text, encode_clock
 from scheduler.result import ReasonKind, cycle_json
+from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.batchsql import Statement, copy_rows, db_value, execute_batch, insert_statement
 from volcanoweb.core.idlist import one_of
-from volcanoweb.insights.models import CycleInput, CycleSnapshot, EntryKind, QueueSample, Resolution, TimelineEntry
+from volcanoweb.insights.models import (
+    CycleDecision,
+    CycleInput,
+    CycleSnapshot,
+    DecisionKind,
+    EntryKind,
+    QueueSample,
+    Resolution,
+    TimelineEntry,
+)
 from volcanoweb.jobs.models import PodGroup
+from volcanoweb.manifests.parse import QUEUE, SCHEDULER_CONFIG
 from volcanoweb.scheduling.models import SchedulingRun
 from volcanoweb.scheduling.snapshots import SnapshotInfo
 
@@ -103,14 +114,18 @@ def record_run(
             reads += [_later_recorded(run.pk), _open_waits()]
             outcomes = execute_batch(reads)
             scan = _TaskScan(info.snapshot, result)
+            open_rows = _by_key(outcomes[later_at + 1].rows)
             if outcomes[later_at].rows:
                 log.info("insights: cycle %s recorded after a later one: its wait intervals are left out", run.pk)
             else:
-                record_timeline(run.pk, info, result, now, _by_key(outcomes[later_at + 1].rows), scan)
+                record_timeline(run.pk, info, result, now, open_rows, scan)
             writes = record_queue_samples(run.pk, info.snapshot, result, now, scan)
             if pending is not None:
                 claimed = outcomes[claim_at].rowcount == 1 if claim else None
+                decided = cycle_decisions(run.pk, info, result, open_rows)
+                pending.decided = bool(decided)
                 writes += store_input(run, pending, claimed)
+                writes += [insert_statement(decided[i : i + 500]) for i in range(0, len(decided), 500)]
             if save_ms:  # the time until the last batch: its commit does not wait for the WAL flush
                 writes.append(_save_record_ms(run.pk, (time.perf_counter() - started) * 1000))
             execute_batch(writes)
@@ -167,6 +182,7 @@ class PendingInput:
     reuse: _Stored | None = None  # the snapshot text equals this stored one
     new: _Stored | None = None  # else: a snapshot to store …
     compressed: Future[bytes] | None = None  # … whose compressed text this gives
+    decided: bool = False  # the cycle bound or evicted pods, or gave a job its first unschedulable verdict
 
 
 _stored: _Stored | None = None
@@ -267,21 +283,86 @@ def store_input(run: RunRef, pending: PendingInput, claimed: bool | None) -> lis
         snapshot_id=snapshot_id,
         now=pending.clock,
         size=pending.size,
+        decided=pending.decided,
     )
     statements.append(insert_statement([row]))  # no id read back
     return statements
 
 
-def prune_inputs() -> tuple[int, int]:
-    """Keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS`` cycle inputs and the snapshot texts they use.
+def cycle_decisions(
+    run_id: int, info: SnapshotInfo, result: CycleResult, open_rows: dict[str, Any]
+) -> list[CycleDecision]:
+    """The jobs this cycle decided about: pods bound or evicted, or a first unschedulable verdict (no wait open)."""
+    snapshot = info.snapshot
+    counts: dict[tuple[str, str], int] = Counter()
+    pods = set(result.binds) | {e.task for e in result.evictions}
+    if pods:
+        names = {key.partition("/")[2] for key in pods}  # a name first: cheaper than each task's key
+        job_of = {t.key: t.job for t in snapshot.tasks if t.name in names and t.key in pods}
+        for key in result.binds:
+            if job_of.get(key):
+                counts[(DecisionKind.BIND, job_of[key])] += 1
+        for e in result.evictions:
+            if job_of.get(e.task):
+                counts[(DecisionKind.EVICT, job_of[e.task])] += 1
+    for key in result.unschedulable:
+        if key not in open_rows:
+            counts[(DecisionKind.UNSCHEDULABLE, key)] = 0
+    if not counts:
+        return []
+    keys = {key for _, key in counts}
+    queue_of = {j.key: j.queue for j in snapshot.jobs if j.key in keys}
+    ids = [info.podgroup_ids[k] for k in keys if k in info.podgroup_ids]
+    job_of = {
+        f"{ns}/{name}": f"{ns}/{job}"
+        for ns, name, job in PodGroup.objects.filter(one_of("pk", ids), job__isnull=False).values_list(
+            "namespace", "name", "job__name"
+        )
+    }
+    return [
+        CycleDecision(
+            run_id=run_id, kind=kind, podgroup_key=key, job=job_of.get(key, key), queue=queue_of.get(key, ""), pods=n
+        )
+        for (kind, key), n in sorted(counts.items())
+    ]
 
-    Returns how many inputs and snapshot texts were deleted. A snapshot text is unused once every input
-    using it is gone: its ``last_run`` (bumped by each input that reuses it) is older than the oldest input."""
+
+def first_after_changes(since: datetime) -> list[int]:
+    """The first cycle after each queue or scheduler-configuration change since ``since``: the cycle whose input a
+    change's effects are computed on (``insights.effects``), kept as long as a deciding cycle."""
+    changes = AuditEntry.objects.filter(kind__in=(QUEUE.kind, SCHEDULER_CONFIG.kind), at__gte=since)
+    runs = []
+    for at in changes.values_list("at", flat=True)[:1000]:
+        after = SchedulingRun.objects.filter(started_at__gte=at).order_by("pk").values_list("pk", flat=True).first()
+        if after is not None:
+            runs.append(after)
+    return runs
+
+
+def prune_inputs(now: datetime | None = None) -> tuple[int, int]:
+    """Keep the last ``INSIGHTS_KEEP_CYCLE_INPUTS`` cycle inputs, those of cycles that decided something for
+    ``INSIGHTS_DECIDED_CYCLE_RETENTION`` seconds, and the snapshot texts they use.
+
+    Returns how many inputs and snapshot texts were deleted. A snapshot text is unused once no input uses it
+    and it is older than the recent window (its ``last_run``, bumped by each input that reuses it, is older than
+    the window's oldest input: a cycle being recorded may be about to reuse a newer one)."""
     keep = int(settings.INSIGHTS_KEEP_CYCLE_INPUTS)
+    cutoff = (now or timezone.now()) - timedelta(seconds=float(settings.INSIGHTS_DECIDED_CYCLE_RETENTION))
     older = CycleInput.objects.order_by("-run_id").values_list("run_id", flat=True)[keep : keep + 1].first()
-    inputs = CycleInput.objects.filter(run_id__lte=older).delete()[0] if older is not None else 0
-    oldest = CycleInput.objects.order_by("run_id").values_list("run_id", flat=True).first()
-    unused = CycleSnapshot.objects.filter(last_run__lt=oldest) if oldest is not None else CycleSnapshot.objects.all()
+    inputs = 0
+    if older is not None:
+        stale = CycleInput.objects.filter(run_id__lte=older).exclude(decided=True, at__gte=cutoff)
+        inputs = stale.exclude(run_id__in=first_after_changes(cutoff)).delete()[0]
+        CycleDecision.objects.filter(run_id__lte=older).exclude(
+            run_id__in=CycleInput.objects.filter(run_id__lte=older).values("run_id")
+        ).delete()
+    window = CycleInput.objects.filter(run_id__gt=older or 0).order_by("run_id").values_list("run_id", flat=True)
+    oldest = window.first()
+    unused = CycleSnapshot.objects.exclude(
+        id__in=CycleInput.objects.filter(snapshot__isnull=False).values("snapshot_id")
+    )
+    if oldest is not None:
+        unused = unused.filter(last_run__lt=oldest)
     return inputs, unused.delete()[0]
 
 

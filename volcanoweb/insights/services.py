@@ -26,7 +26,15 @@ from scheduler.quantity import format_quantity, parse_window
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.csvsafe import safe_row
 from volcanoweb.core.errors import BadRequest, Cause, Forbidden, not_found
-from volcanoweb.insights.models import CycleInput, EntryKind, QueueSample, Resolution, TimelineEntry
+from volcanoweb.insights.models import (
+    CycleDecision,
+    CycleInput,
+    DecisionKind,
+    EntryKind,
+    QueueSample,
+    Resolution,
+    TimelineEntry,
+)
 from volcanoweb.insights.recording import input_text, prune_inputs
 from volcanoweb.jobs.models import Job
 from volcanoweb.manifests.parse import JOB, QUEUE, SCHEDULER_CONFIG
@@ -446,10 +454,60 @@ def _require_admin(access: Access, what: str) -> None:
         )
 
 
-def list_cycles(access: Access, limit: int = 50) -> list[dict[str, Any]]:
-    """Return the recent cycles whose inputs are kept (newest first)."""
+@dataclass(frozen=True)
+class CycleFilter:
+    """The cycle list's filters: a job (``ns/name``, or a name in any namespace), a queue, a decision kind."""
+
+    job: str = ""
+    queue: str = ""
+    decision: str = ""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.job or self.queue or self.decision)
+
+    def matches(self, item: Mapping[str, Any]) -> bool:
+        """Whether one of a cycle's decisions (as :func:`list_cycles` lists them) is one the filter asks about."""
+        job = str(item["job"])
+        return (
+            (not self.job or job == self.job or ("/" not in self.job and job.endswith(f"/{self.job}")))
+            and (not self.queue or item["queue"] == self.queue)
+            and (not self.decision or item["kind"] == self.decision)
+        )
+
+
+def cycle_filter(params: Mapping[str, str]) -> CycleFilter:
+    """Read the cycle list's filters from query parameters (``job``, ``queue``, ``decision``); 400 on a bad kind."""
+    decision = params.get("decision", "").strip()
+    if decision and decision not in DecisionKind.values:
+        raise _bad("decision", f"one of {', '.join(DecisionKind.values)}, not {decision!r}")
+    return CycleFilter(params.get("job", "").strip(), params.get("queue", "").strip(), decision)
+
+
+def list_cycles(access: Access, limit: int = 50, where: CycleFilter | None = None) -> list[dict[str, Any]]:
+    """Return the kept cycles (newest first): the recent ones, and those that decided something; with ``where``,
+    only the cycles that decided about that job, queue or kind (each cycle names the jobs it decided about)."""
     _require_admin(access, "a cycle's input")
-    rows = CycleInput.objects.select_related("run").defer("data").order_by("-run_id")[:limit]
+    rows = CycleInput.objects.select_related("run").defer("data").order_by("-run_id")
+    if where is not None and where.active:
+        decisions = CycleDecision.objects.all()
+        if where.job:
+            job = where.job
+            decisions = decisions.filter(job=job) if "/" in job else decisions.filter(job__endswith=f"/{job}")
+        if where.queue:
+            decisions = decisions.filter(queue=where.queue)
+        if where.decision:
+            decisions = decisions.filter(kind=where.decision)
+        rows = rows.filter(decided=True, run_id__in=decisions.values("run_id"))
+    page = list(rows[:limit])
+    named: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    deciding = [r.run_id for r in page if r.decided]
+    for d in CycleDecision.objects.filter(run_id__in=deciding).order_by("kind", "job"):
+        item = {"kind": d.kind, "job": d.job, "podgroup": d.podgroup_key, "queue": d.queue, "pods": d.pods}
+        named[d.run_id].append(item)
+    if where is not None and where.active:  # the decisions the filter asked about first
+        for items in named.values():
+            items.sort(key=lambda item: not where.matches(item))
     return [
         {
             "cycle": r.run_id,
@@ -459,8 +517,10 @@ def list_cycles(access: Access, limit: int = 50) -> list[dict[str, Any]]:
             "binds": r.run.binds,
             "evictions": r.run.evictions,
             "unschedulable": len(r.run.unschedulable or {}),
+            "decided": r.decided,
+            "decisions": named.get(r.run_id, []),
         }
-        for r in rows
+        for r in page
     ]
 
 
@@ -489,5 +549,5 @@ def prune(now: datetime | None = None) -> dict[str, int]:
         out[resolution] = QueueSample.objects.filter(resolution=resolution, bucket__lt=cutoff).delete()[0]
     cutoff = now - timedelta(seconds=float(settings.INSIGHTS_TIMELINE_RETENTION))
     out["timeline"] = TimelineEntry.objects.filter(ended_at__lt=cutoff).delete()[0]
-    out["inputs"], out["snapshots"] = prune_inputs()
+    out["inputs"], out["snapshots"] = prune_inputs(now)
     return out

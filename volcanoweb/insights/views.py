@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -12,6 +13,7 @@ from volcanoweb.core.errors import ApiError, NotFound
 from volcanoweb.dashboard import gone
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.insights import effects, services, suggestions
+from volcanoweb.insights.models import DecisionKind
 from volcanoweb.queues.models import Queue
 
 MAX_EFFECTS = 10
@@ -93,16 +95,36 @@ def job_insights(request: HttpRequest, namespace: str, name: str) -> HttpRespons
     )
 
 
+def _duration(seconds: float) -> str:
+    """``86400`` → "1 day", ``7200`` → "2 hours", ``90`` → "90 seconds"."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds:g} seconds"
+
+
 @login_required
 def cycles_page(request: HttpRequest) -> HttpResponse:
-    """Render the recent cycles whose input can be downloaded (platform admins)."""
+    """Render the kept cycles whose input can be downloaded (platform admins), filtered by job, queue, decision."""
     scope = get_scope(request)
+    context: dict[str, Any] = {
+        "nav": "scheduler",
+        "scope": scope,
+        "cycles": [],
+        "kinds": DecisionKind.choices,
+        "keep": settings.INSIGHTS_KEEP_CYCLE_INPUTS,
+        "decided_retention": _duration(float(settings.INSIGHTS_DECIDED_CYCLE_RETENTION)),
+    }
     try:
-        cycles = services.list_cycles(scope.access)
-    except ApiError as exc:  # a tenant admin: the page, in the product's shell, says why
-        context = {"nav": "scheduler", "scope": scope, "cycles": [], "error": exc.message}
+        where = services.cycle_filter(request.GET)
+        context["where"] = where
+        context["cycles"] = services.list_cycles(scope.access, where=where)
+    except ApiError as exc:  # a tenant admin, or a bad filter: the page, in the product's shell, says why
+        context["error"], context["forbidden"] = exc.message, exc.code == 403
+        context["where"] = services.CycleFilter(request.GET.get("job", ""), request.GET.get("queue", ""))
         return render(request, "insights/cycles.html", context, status=exc.code)
-    return render(request, "insights/cycles.html", {"nav": "scheduler", "scope": scope, "cycles": cycles})
+    return render(request, "insights/cycles.html", context)
 
 
 @login_required

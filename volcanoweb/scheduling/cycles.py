@@ -647,7 +647,8 @@ def _run_claimed_cycle(
         recorder.hand_over(run, info, result, config)
     _record_metrics(run, result)
     if run.pk % 100 == 0:
-        SchedulingRun.objects.filter(pk__lt=run.pk - KEEP_RUNS).delete()
+        # a run whose input insights keeps as a decided cycle stays until that input's retention ends
+        SchedulingRun.objects.filter(pk__lt=run.pk - KEEP_RUNS).exclude(cycle_input__decided=True).delete()
     return run
 
 

@@ -1,5 +1,6 @@
 """`make run`'s terminal shows the URL, the logins and real problems (issue 29, item 10): in the embedded mode
-Celery's per-task success lines and kombu's in-memory broker warning are not logged; the stack mode keeps them."""
+Celery's per-task success lines, kombu's in-memory broker warning and the INFO lines (loops started, logins, demo
+seeded) are not logged unless LOG_LEVEL asks; the stack mode keeps them."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ PROBE = (
 
 
 def _levels(tmp_path: Path, **env: str) -> dict[str, int]:
-    full = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_TASK_ALWAYS_EAGER")}
+    full = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_TASK_ALWAYS_EAGER", "LOG_LEVEL")}
     full.update({"DJANGO_SETTINGS_MODULE": "volcanoweb.settings", "VAR_DIR": str(tmp_path), **env})
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=full, capture_output=True, text=True, check=True)
     levels: dict[str, int] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -32,6 +33,9 @@ def test_embedded_mode_is_quiet_and_the_stack_keeps_its_task_lines(tmp_path: Pat
     embedded = _levels(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3")
     assert embedded["celery.app.trace"] >= 30  # WARNING
     assert embedded["kombu.connection"] >= 40  # ERROR
-    assert embedded["volcanoweb"] <= 20  # INFO: the product's own lines stay
+    assert embedded["volcanoweb"] == 30  # WARNING: real problems only
+    asked = _levels(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3", LOG_LEVEL="INFO")
+    assert asked["volcanoweb"] == 20
     stack = _levels(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3", REDIS_URL="redis://127.0.0.1:6379/0")
     assert stack["celery.app.trace"] <= 20
+    assert stack["volcanoweb"] == 20

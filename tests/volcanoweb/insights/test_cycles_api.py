@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+from django.utils import timezone
 
 from tests.volcanoweb.clusters.helpers import make_gang
 from volcanoweb.clusters import services as cluster_services
@@ -102,7 +105,7 @@ def test_only_the_last_n_cycle_inputs_are_kept(cluster: Any, cast: Any, settings
     settings.INSIGHTS_KEEP_CYCLE_INPUTS = 2
     _backend, clock = cluster
     runs = _busy_cycles(cast, clock)
-    insights.prune()
+    insights.prune(timezone.now() + timedelta(seconds=settings.INSIGHTS_DECIDED_CYCLE_RETENTION + 1))
     assert list(CycleInput.objects.order_by("run_id").values_list("run_id", flat=True)) == [r.pk for r in runs[1:]]
     settings.INSIGHTS_KEEP_CYCLE_INPUTS = 0
     run = run_cycle()

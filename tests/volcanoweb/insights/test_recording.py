@@ -106,6 +106,7 @@ def test_a_pruned_shared_snapshot_is_stored_again(cluster: Any, cast: Any, setti
     cluster_services.sync_from_backend()
     first = _cycles(clock, 2)
     settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1
+    settings.INSIGHTS_DECIDED_CYCLE_RETENTION = 1e-6  # the first cycle's verdict is not kept beyond the last one
     insights.prune()  # keeps the last input and its snapshot only
     assert list(CycleInput.objects.values_list("run_id", flat=True)) == [first[-1].pk]
     assert list(CycleSnapshot.objects.values_list("pk", flat=True)) == [CycleInput.objects.get().snapshot_id]

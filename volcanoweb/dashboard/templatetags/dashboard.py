@@ -6,8 +6,10 @@ from typing import Any
 
 from django import template
 from django.http import QueryDict
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
-from volcanoweb.dashboard.resources import fmt, percent
+from volcanoweb.dashboard.resources import fmt, percent, usable
 
 register = template.Library()
 
@@ -41,6 +43,22 @@ PHASE_TONES = {
 def res(amount: float | None, name: str) -> str:
     """``{{ amount|res:"cpu" }}`` → "4.5"."""
     return fmt(name, amount)
+
+
+@register.filter
+def deserved(amount: float | None, name: str) -> SafeString | str:
+    """``{{ share|deserved:"nvidia.com/gpu" }}``: a deserved share as it can be used, whole GPUs where GPUs are
+    whole (the water-filling's exact figure in the title when it has a fraction)."""
+    whole = usable(name, amount)
+    if whole is None or whole == amount:
+        return fmt(name, amount)
+    return format_html(
+        '<span data-exact="{}" title="{} by the water-filling; pods ask whole GPUs, so {} can be used">{}</span>',
+        fmt(name, amount),
+        fmt(name, amount),
+        fmt(name, whole),
+        fmt(name, whole),
+    )
 
 
 @register.filter

@@ -202,7 +202,7 @@ def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
     edited = _row(before, queue.name)
     notes, parents_deserve = weight_notes(queue, bool(edited is not None and edited.children))
     lines: list[dict[str, Any]] = []
-    hidden: dict[str, Any] = {"count": 0, "old": {}, "new": {}}
+    hidden: dict[str, Any] = {"count": 0, "old": {}, "new": {}, "old_now": {}, "new_now": {}}
     for old in before:
         new = _row(after, old.queue.name)
         if new is None or old.queue.name == "root":
@@ -217,6 +217,8 @@ def queue_preview(request: HttpRequest, name: str) -> HttpResponse:
             hidden["count"] += 1
             add_into(hidden["old"], old.deserved_busy)
             add_into(hidden["new"], new.deserved_busy)
+            add_into(hidden["old_now"], old.shown_deserved)
+            add_into(hidden["new_now"], new.shown_deserved)
     context = {
         "queue": queue,
         "lines": lines,

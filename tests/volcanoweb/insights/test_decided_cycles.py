@@ -1,0 +1,90 @@
+"""Cycles that decided something (issue 29, item 9): their inputs outlive the last N for the retention in
+settings, and the cycle list filters them by job, queue and decision."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from tests.volcanoweb.clusters.helpers import make_gang
+from volcanoweb.clusters import services as cluster_services
+from volcanoweb.insights import services as insights
+from volcanoweb.insights.models import CycleDecision, CycleInput, CycleSnapshot
+from volcanoweb.scheduling.models import RunStatus
+from volcanoweb.scheduling.services import run_cycle
+from volcanoweb.tenancy.access import SYSTEM
+
+
+def _cycles(clock: Any, n: int) -> list[Any]:
+    runs = []
+    for _ in range(n):
+        runs.append(run_cycle())
+        clock.advance(5)
+        cluster_services.sync_from_backend()
+    assert all(r is not None and r.status == RunStatus.SUCCEEDED for r in runs), [r.error for r in runs if r]
+    return runs
+
+
+def _kept() -> list[int]:
+    return list(CycleInput.objects.order_by("run_id").values_list("run_id", flat=True))
+
+
+def test_a_cycle_that_decided_is_kept_for_the_retention_and_then_pruned(cluster: Any, cast: Any, settings: Any) -> None:
+    _backend, clock = cluster
+    make_gang("fits", 3, tenant=cast.team_a, cpu=6000)
+    make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)  # no 9-CPU node: a verdict
+    cluster_services.sync_from_backend()
+    first, *quiet = _cycles(clock, 4)
+    decided = {(d.kind, d.job, d.pods) for d in CycleDecision.objects.filter(run_id=first.pk)}
+    assert decided == {("bind", "team-a/fits", 3), ("unschedulable", "team-b/too-big", 0)}
+    assert CycleInput.objects.get(run_id=first.pk).decided
+    assert not CycleInput.objects.filter(run_id__in=[r.pk for r in quiet], decided=True).exists()  # verdict repeated
+    settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1
+    insights.prune()
+    assert _kept() == [first.pk, quiet[-1].pk]  # the quiet ones went, the deciding one stays
+    assert CycleSnapshot.objects.count() == len({r.snapshot_id for r in CycleInput.objects.all()})
+    insights.prune(timezone.now() + timedelta(seconds=settings.INSIGHTS_DECIDED_CYCLE_RETENTION + 1))
+    assert _kept() == [quiet[-1].pk]
+    assert not CycleDecision.objects.filter(run_id=first.pk).exists()
+
+
+def test_the_cycle_list_filters_by_job_queue_and_decision(cluster: Any, cast: Any, client_for: Any) -> None:
+    _backend, clock = cluster
+    make_gang("fits", 3, tenant=cast.team_a, cpu=6000)
+    make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)
+    cluster_services.sync_from_backend()
+    first, *_ = _cycles(clock, 3)
+    every = insights.list_cycles(SYSTEM)
+    assert len(every) == 3
+    by = insights.cycle_filter
+    assert [c["cycle"] for c in insights.list_cycles(SYSTEM, where=by({"job": "team-a/fits"}))] == [first.pk]
+    assert [c["cycle"] for c in insights.list_cycles(SYSTEM, where=by({"job": "too-big"}))] == [first.pk]
+    refused = insights.list_cycles(SYSTEM, where=by({"decision": "unschedulable"}))
+    assert [d["job"] for d in refused[0]["decisions"] if d["kind"] == "unschedulable"] == ["team-b/too-big"]
+    assert insights.list_cycles(SYSTEM, where=by({"decision": "evict"})) == []
+    assert insights.list_cycles(SYSTEM, where=by({"queue": "no-such-queue"})) == []
+    root = client_for(cast.root, "token")
+    listing = root.get("/api/v1/cycles?job=team-a/fits&decision=bind").json()
+    assert [item["cycle"] for item in listing["items"]] == [first.pk]
+    bad = root.get("/api/v1/cycles?decision=nope")
+    assert bad.status_code == 400
+    assert "decision" in bad.json()["message"]
+
+
+def test_the_first_cycle_after_a_queue_change_is_kept_for_its_effects(cluster: Any, cast: Any, settings: Any) -> None:
+    from volcanoweb.queues import services as queue_services
+
+    _backend, clock = cluster
+    make_gang("fits", 1, tenant=cast.team_a, cpu=1000)
+    cluster_services.sync_from_backend()
+    _cycles(clock, 2)  # binds, then quiet
+    queue_services.update_queue_spec(SYSTEM, "default", {"weight": 3}, source="test")
+    after, *_later = _cycles(clock, 3)  # quiet cycles: nothing decided
+    assert not CycleInput.objects.get(run_id=after.pk).decided
+    settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1
+    insights.prune()
+    assert after.pk in _kept()  # the input the change's effects are computed on
+    insights.prune(timezone.now() + timedelta(seconds=settings.INSIGHTS_DECIDED_CYCLE_RETENTION + 1))
+    assert after.pk not in _kept()
