@@ -165,7 +165,7 @@ def test_a_job_that_can_never_run_waits_with_its_condition_and_the_others_run(br
             condition = _condition("blocker")
             assert condition["reason"] == "NeverFits", condition
             assert (
-                "each pod asks {'nvidia.com/gpu': 8}, the largest node it may use has {'nvidia.com/gpu': 4}"
+                "each pod asks 8 nvidia.com/gpu, the largest node it may use has 4 nvidia.com/gpu"
                 in condition["message"]
             )
             guard.check()

@@ -19,6 +19,7 @@ from volcanoweb.dashboard import cluster
 from volcanoweb.dashboard.resources import MAIN_RESOURCES, fmt, parse_map
 from volcanoweb.jobs.models import Event, EventType, Job, JobPhase, PodGroup, PodGroupPhase
 from volcanoweb.queues.models import Queue, QueueState
+from volcanoweb.scheduling.messages import readable
 
 WAITING_PHASES = (JobPhase.PENDING, JobPhase.RESTARTING)
 
@@ -258,6 +259,13 @@ def _stored_reason(podgroup: PodGroup | None) -> Reason | None:
             return None
         cycle, data = found
     return scheduler_reason(data, cycle)
+
+
+def _said_for_kubectl(podgroup: PodGroup | None) -> set[str]:
+    """The stored reason as its condition and events say it (in Kubernetes quantities): the same line."""
+    data = (podgroup.status or {}).get("unschedulableReason") if podgroup is not None else None
+    message = data.get("message") if isinstance(data, dict) else None
+    return {readable(message)} if isinstance(message, str) and message else set()
 
 
 def _said(message: str, known: set[str]) -> bool:
@@ -564,7 +572,7 @@ def why_pending(job: Job, readable: list[int] | None = None) -> list[Reason]:
         return []
     stored = _stored_reason(podgroup)
     reasons = [stored] if stored is not None else []
-    known = {r.detail for r in reasons if r.detail}
+    known = {r.detail for r in reasons if r.detail} | _said_for_kubectl(podgroup)
     reasons += _scheduler_conditions(podgroup, known)
     known |= {r.detail for r in reasons if r.detail}
     about = Q(involved_kind="Job", involved_name=job.name)  # kind first: the events index is used

@@ -56,6 +56,7 @@ from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhas
 from volcanoweb.live.broadcast import discard_pending, publish
 from volcanoweb.queues.models import Queue
 from volcanoweb.runtime.dispatch import request_sync
+from volcanoweb.scheduling import messages
 from volcanoweb.scheduling.models import (
     IntentKind,
     PodIntent,
@@ -282,12 +283,13 @@ def _update_podgroups(info: SnapshotInfo, result: CycleResult, run_id: int, stat
         reason = result.unschedulable.get(key)
         if reason is not None:
             why = "NeverFits" if reason.kind == ReasonKind.NEVER_FITS else "NotEnoughResources"
-            condition = _condition(UNSCHEDULABLE, "True", why, reason.message, run_id)
+            said = messages.readable(reason.message)  # as kubectl describe shows it
+            condition = _condition(UNSCHEDULABLE, "True", why, said, run_id)
             if _set_condition(status, condition):
                 changed.add("status")
-                event(group, "PodGroup", EventType.WARNING, UNSCHEDULABLE, reason.message)
+                event(group, "PodGroup", EventType.WARNING, UNSCHEDULABLE, said)
                 if group.job is not None:
-                    event(group.job, "Job", EventType.WARNING, UNSCHEDULABLE, reason.message)
+                    event(group.job, "Job", EventType.WARNING, UNSCHEDULABLE, said)
             if status.get("unschedulableReason") != reason.to_json():
                 status["unschedulableReason"] = reason.to_json()
                 changed.add("status")

@@ -41,7 +41,8 @@ def test_a_gang_no_node_can_hold_waits_with_its_numbers_and_the_next_is_placed(c
     condition = next(c for c in blocker.status["conditions"] if c["type"] == "Unschedulable")
     assert condition["reason"] == "NeverFits"
     assert "0 of the 1 pods the gang needs fit any node" in condition["message"]
-    assert "each pod asks {'cpu': 10000}, the largest node it may use has {'cpu': 8000}" in condition["message"]
+    # as kubectl describe shows it: Kubernetes quantities, not the core's millicores
+    assert "each pod asks 10 cpu, the largest node it may use has 8 cpu" in condition["message"]
     assert blocker.status["unschedulableReason"]["kind"] == "never-fits"
     assert blocker.status["unschedulableReason"]["numbers"]["holds"]["cpu"] == 10000
     event = Event.objects.get(involved_kind="PodGroup", involved_name="blocker", reason="Unschedulable")
@@ -86,3 +87,23 @@ def test_a_volcano_job_is_judged_by_its_pod_templates_before_it_has_pods(cluster
         in (group.status["unschedulableReason"]["message"])
     )
     assert PodGroup.objects.get(job=fits).phase in ("Inqueue", "Running")
+
+
+def test_the_job_page_says_the_never_fits_reason_once(cluster: Any, cast: Any) -> None:
+    """The condition and events say it in Kubernetes quantities (for kubectl describe), the page in its own
+    units: one line, not three."""
+    from tests.volcanoweb import builders
+    from volcanoweb.dashboard.diagnosis import why_pending
+    from volcanoweb.jobs.models import Job
+    from volcanoweb.runtime import services as runtime
+
+    job = builders.make_job("team-a", "too-wide", tasks=[builders.task("w", 1, cpu="10")])
+    runtime.on_job_submitted(job.pk)
+    run_cycle()
+    job = Job.objects.select_related("podgroup").get(pk=job.pk)
+    events = Event.objects.filter(involved_name__in=["too-wide", job.podgroup.name], reason="Unschedulable")
+    assert events.exists()
+    assert all("each pod asks 10 cpu, the largest node it may use has 8 cpu" in e.message for e in events)
+    lines = [f"{r.title} {r.detail}" for r in why_pending(job)]
+    assert len([line for line in lines if "the largest node it may use has 8 CPU" in line]) == 1, lines
+    assert not [line for line in lines if "8 cpu" in line], lines
