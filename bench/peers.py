@@ -53,7 +53,8 @@ def volcanoweb_figures(report: dict[str, Any]) -> dict[str, Any]:
         "jobs_per_second": section.get("jobs_per_second"),
         "submit_latency_p50_ms": latency.get("Perc50"),
         "submit_latency_p99_ms": latency.get("Perc99"),
-        "uptime": section.get("uptime_after_bind"),
+        "uptime_before": section.get("uptime_before"),
+        "uptime_after": section.get("uptime_after_bind"),
     }
 
 
@@ -66,7 +67,8 @@ def slurm_figures(report: dict[str, Any]) -> dict[str, Any]:
         "jobs_per_second": section.get("jobs_per_second"),
         "submit_latency_p50_ms": latency.get("Perc50"),
         "submit_latency_p99_ms": latency.get("Perc99"),
-        "uptime": section.get("uptime_after"),
+        "uptime_before": section.get("uptime_before"),
+        "uptime_after": section.get("uptime_after"),
     }
 
 

@@ -211,25 +211,32 @@ def kill_marked(value: str) -> list[str]:
 def cluster() -> Iterator[Cluster]:
     """A started cluster in a fresh scratch folder, stopped and removed on the way out, whatever happens.
 
-    SIGTERM and SIGHUP are turned into KeyboardInterrupt meanwhile, so that they clean up as Ctrl-C does."""
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    SIGTERM and SIGHUP are turned into KeyboardInterrupt meanwhile, so that they clean up as Ctrl-C does;
+    while it stops, these three signals are ignored, so that a second Ctrl-C cannot cut the clean-up short."""
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     in_main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.getsignal(sig) for sig in signals} if in_main else {}
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    if in_main:
-        for sig in previous:
+    for sig in previous:
+        if sig != signal.SIGINT:
             signal.signal(sig, interrupt)
-    peer = Cluster(Path(tempfile.mkdtemp(prefix="volcanoweb-slurm-")))
+    root = Path(tempfile.mkdtemp(prefix="volcanoweb-slurm-"))
+    peer: Cluster | None = None
     try:
+        peer = Cluster(root)
         peer.start()
         yield peer
     finally:
-        peer.stop()
-        if in_main:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
+        if peer is not None:
+            peer.stop()
+        shutil.rmtree(root, ignore_errors=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def version() -> str:
