@@ -402,6 +402,25 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _peer_parsers(sub: Any, e2e: argparse.ArgumentParser) -> None:
+    """``peer-slurm``, and ``--peer``/``--rounds`` of ``e2e``."""
+    e2e.add_argument(
+        "--peer",
+        choices=("slurm",),
+        default=None,
+        help="alternate with the peer on the same jobs and clients (V S V S)",
+    )
+    e2e.add_argument("--rounds", type=int, default=2, help="with --peer: rounds of one run each")
+    ps = sub.add_parser(
+        "peer-slurm", help="the same single-CPU jobs on a throw-away single-host Slurm (make bench-peer)"
+    )
+    ps.add_argument("--jobs", type=int, default=2000, help="jobs of `true` to submit")
+    ps.add_argument("--clients", type=int, default=20, help="concurrent sbatch clients")
+    ps.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for the jobs to start and end")
+    ps.add_argument("--out", default=None)
+    ps.set_defaults(func=cmd_peer_slurm)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
@@ -467,22 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("e2e", help="end-to-end on the stack: REST API to bound pods, WebSocket fan-out")
     _e2e_args(e)
     e.add_argument("--out", default=None)
-    e.add_argument(
-        "--peer",
-        choices=("slurm",),
-        default=None,
-        help="alternate with the peer on the same jobs and clients (V S V S)",
-    )
-    e.add_argument("--rounds", type=int, default=2, help="with --peer: rounds of one run each")
     e.set_defaults(func=cmd_e2e)
-    ps = sub.add_parser(
-        "peer-slurm", help="the same single-CPU jobs on a throw-away single-host Slurm (make bench-peer)"
-    )
-    ps.add_argument("--jobs", type=int, default=2000, help="jobs of `true` to submit")
-    ps.add_argument("--clients", type=int, default=20, help="concurrent sbatch clients")
-    ps.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for the jobs to start and end")
-    ps.add_argument("--out", default=None)
-    ps.set_defaults(func=cmd_peer_slurm)
+    _peer_parsers(sub, e)
     w = sub.add_parser("watch-idle", help="web CPU per change with 0, 100 and 1,000 idle Kubernetes watches")
     w.add_argument("--watches", default="0,100,1000", help="idle watch counts, comma-separated")
     w.add_argument("--changes", type=int, default=500, help="merge patches per count")
