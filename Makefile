@@ -8,7 +8,7 @@ PORT ?= 8000
 STAMP := $(VENV)/.installed
 WITH_SERVICES := scripts/with-services.sh
 
-.PHONY: help install run stack test test-browser test-sqlite test-fast check lint fmt type test-scheduler test-web bench bench-smoke worker beat web up clean
+.PHONY: help install run stack test test-browser test-sqlite test-fast check lint fmt type test-scheduler test-web bench bench-smoke bench-peer worker beat web up clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -62,6 +62,7 @@ check: lint type  ## lint, types, Django system checks and migrations
 test: $(STAMP)  ## everything: checks, the whole pytest suite on PostgreSQL and Redis, then the SQLite pass
 	scripts/ensure-chromium.sh
 	scripts/ensure-kubectl.sh
+	scripts/ensure-slurm.sh
 	$(MAKE) --no-print-directory check
 	$(WITH_SERVICES) $(BIN)/pytest -m "not browser"
 	$(MAKE) --no-print-directory test-browser
@@ -87,6 +88,10 @@ test-scheduler: $(STAMP)  ## the scheduling core alone (no Django, no services)
 
 bench: $(STAMP)  ## the benchmarks; JSON report in bench/results/
 	$(WITH_SERVICES) $(PY) -m bench all --out bench/results/latest.json
+
+bench-peer: $(STAMP)  ## the Slurm peer: installs Debian's slurm-wlm and munge if missing, then 2,000 jobs of `true` from 20 sbatch clients
+	scripts/ensure-slurm.sh
+	$(PY) -m bench peer-slurm
 
 bench-smoke: $(STAMP)  ## a quick run of the benchmarks at size S, checking correctness only
 	$(PY) -m bench smoke

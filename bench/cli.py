@@ -1,4 +1,5 @@
-"""Command line: ``smoke``, ``core``, ``all`` and the internal ``_case`` (one case in a subprocess)."""
+"""Command line: ``smoke``, ``core``, ``all``, ``e2e``, ``peer-slurm``, ... and the internal ``_case`` (one case in a
+subprocess)."""
 
 from __future__ import annotations
 
@@ -145,7 +146,10 @@ def _e2e(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_e2e(args: argparse.Namespace) -> int:
-    """End-to-end benchmark on the stack (REST API to bound pods, WebSocket fan-out)."""
+    """End-to-end benchmark on the stack (REST API to bound pods, WebSocket fan-out); with ``--peer``, in
+    alternation with the peer (:mod:`bench.peers`)."""
+    if args.peer:
+        return _e2e_with_peer(args)
     t0 = time.perf_counter()
     section = _e2e(args)
     report = {
@@ -155,6 +159,63 @@ def cmd_e2e(args: argparse.Namespace) -> int:
         "targets": targets.evaluate_e2e(section),
         "end_to_end": section,
         "ok": bool(section.get("ok")),
+    }
+    _write(report, args.out)
+    return 0 if report["ok"] else 1
+
+
+def _peer_missing() -> int:
+    from bench import slurmconf, slurmpeer
+
+    missing = slurmpeer.missing_binaries()
+    if missing:
+        print(
+            f"the Slurm peer needs {', '.join(missing)}, which are not installed; run {slurmconf.INSTALL_HINT}",
+            file=sys.stderr,
+        )
+        return 2
+    return 0
+
+
+def cmd_peer_slurm(args: argparse.Namespace) -> int:
+    """The same single-CPU jobs on a throw-away single-host Slurm (exit 2 when Slurm is not installed)."""
+    from bench import slurmpeer
+
+    if missing := _peer_missing():
+        return missing
+    t0 = time.perf_counter()
+    try:
+        section = slurmpeer.run(args.jobs, args.clients, args.timeout)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (bench.slurmpeer.cluster turns them into this)
+        print("interrupted; the Slurm peer was stopped and its folder removed", file=sys.stderr)
+        return 143 if str(exc) == "SIGTERM" else 130
+    except RuntimeError as exc:  # a daemon that did not start, a client that failed
+        section = {"status": "failed", "error": str(exc)[-4000:], "ok": False}
+    report = {
+        **_head("bench-peer-slurm"),
+        "seconds": time.perf_counter() - t0,
+        "loadavg_end": os.getloadavg(),
+        "peer": section,
+        "ok": bool(section.get("ok")),
+    }
+    _write(report, args.out)
+    return 0 if report["ok"] else 1
+
+
+def _e2e_with_peer(args: argparse.Namespace) -> int:
+    from bench import peers
+
+    if missing := _peer_missing():
+        return missing
+    jobs = min(args.jobs, 300) if args.quick else args.jobs
+    t0 = time.perf_counter()
+    section = peers.alternate(args.raw_argv, jobs, args.clients, max(1, args.rounds))
+    report = {
+        **_head("bench-e2e-peer"),
+        "seconds": time.perf_counter() - t0,
+        "peer": args.peer,
+        "comparison": section,
+        "ok": bool(section["ok"]),
     }
     _write(report, args.out)
     return 0 if report["ok"] else 1
@@ -341,6 +402,25 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _peer_parsers(sub: Any, e2e: argparse.ArgumentParser) -> None:
+    """``peer-slurm``, and ``--peer``/``--rounds`` of ``e2e``."""
+    e2e.add_argument(
+        "--peer",
+        choices=("slurm",),
+        default=None,
+        help="alternate with the peer on the same jobs and clients (V S V S)",
+    )
+    e2e.add_argument("--rounds", type=int, default=2, help="with --peer: rounds of one run each")
+    ps = sub.add_parser(
+        "peer-slurm", help="the same single-CPU jobs on a throw-away single-host Slurm (make bench-peer)"
+    )
+    ps.add_argument("--jobs", type=int, default=2000, help="jobs of `true` to submit")
+    ps.add_argument("--clients", type=int, default=20, help="concurrent sbatch clients")
+    ps.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for the jobs to start and end")
+    ps.add_argument("--out", default=None)
+    ps.set_defaults(func=cmd_peer_slurm)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
@@ -407,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     _e2e_args(e)
     e.add_argument("--out", default=None)
     e.set_defaults(func=cmd_e2e)
+    _peer_parsers(sub, e)
     w = sub.add_parser("watch-idle", help="web CPU per change with 0, 100 and 1,000 idle Kubernetes watches")
     w.add_argument("--watches", default="0,100,1000", help="idle watch counts, comma-separated")
     w.add_argument("--changes", type=int, default=500, help="merge patches per count")
@@ -428,5 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--tracemalloc", action="store_true")
     k.add_argument("--no-cache", action="store_true")
     k.set_defaults(func=cmd_case)
-    args = p.parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(raw)
+    args.raw_argv = raw[1:]  # after the subcommand (``bench e2e --peer`` passes them on)
     return int(args.func(args))
