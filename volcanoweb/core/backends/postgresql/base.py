@@ -2,7 +2,9 @@
 
 Every transaction that wrote a followed table left entries with ``rev`` NULL; ``volcanoweb_feed_commit()``
 runs the deferred constraint checks, then numbers them under the head's row lock, which the ``COMMIT`` right
-after releases (:mod:`volcanoweb.feed.triggers`, ADR 0024). A transaction that wrote nothing followed pays
+after releases (:mod:`volcanoweb.feed.triggers`, ADR 0024). Both go to the server in one round trip: the lock
+is never held while this process waits for its turn on a CPU (or for the GIL) between them, which made
+every other committer wait too. A transaction that wrote nothing followed pays
 one index probe. Until the function exists (a database not migrated yet) nothing is called; a statement run
 outside a transaction is stamped by the log's deferred constraint trigger instead.
 """
@@ -12,6 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.backends.postgresql import base
+from psycopg.pq import TransactionStatus
+
+_IN_TRANSACTION = TransactionStatus.INTRANS
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -30,10 +35,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _commit(self) -> Any:
         if self.connection is not None:
             with self.wrap_database_errors:
-                if self._feed_ready():
-                    with self.connection.cursor() as cursor:
-                        cursor.execute("SELECT volcanoweb_feed_commit()")
-        return super()._commit()  # type: ignore[misc]
+                if self._feed_ready() and self.connection.info.transaction_status == _IN_TRANSACTION:
+                    with self.connection.cursor() as cursor:  # one simple query: stamp, then commit
+                        cursor.execute("SELECT volcanoweb_feed_commit(); COMMIT")
+        return super()._commit()  # type: ignore[misc]  # psycopg's commit: nothing left to do
 
     def _close(self) -> Any:
         self._feed_installed = None
