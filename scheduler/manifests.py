@@ -76,6 +76,7 @@ TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
 NODE_USAGE = "volcanoweb.io/node-usage"
+NODE_USAGE_TIME = "volcanoweb.io/node-usage-time"
 REVOCABLE_ZONE = "volcano.sh/revocable-zone"
 SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
 SCORING_WEIGHTS = "volcano.sh/resource-strategy-weight"
@@ -300,6 +301,7 @@ def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
     status = ctx.mapping(doc.get("status"), "status")
     alloc = ctx.resources(status.get("allocatable"), "status.allocatable")
     alloc.setdefault("pods", 110)
+    annotations = ctx.labels(meta.get("annotations"), "metadata.annotations")
     taints = []
     for j, t in enumerate(ctx.seq(spec.get("taints"), "spec.taints")):
         f = f"spec.taints[{j}]"
@@ -314,7 +316,10 @@ def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
         ctx.labels(meta.get("labels"), "metadata.labels"),
         tuple(taints),
         ctx.boolean(spec.get("unschedulable"), "spec.unschedulable", False),
-        node_usage(ctx, ctx.labels(meta.get("annotations"), "metadata.annotations").get(NODE_USAGE)),
+        node_usage(ctx, annotations.get(NODE_USAGE)),
+        _timestamp(ctx, annotations[NODE_USAGE_TIME], f"metadata.annotations.{NODE_USAGE_TIME}")
+        if annotations.get(NODE_USAGE_TIME)
+        else None,
     )
 
 

@@ -334,6 +334,9 @@ class Node:
     #: Measured utilisation in percent, per averaging period (``"5m"``) and resource (``cpu``,
     #: ``memory``): Volcano's ``NodeInfo.ResourceUsage``, read by the rescheduling plugin.
     usage: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: When ``usage`` was measured (seconds since the epoch; None: unknown, Go's zero time): the usage
+    #: plugin ignores metrics older than five minutes.
+    usage_time: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

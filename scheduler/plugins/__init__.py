@@ -18,6 +18,7 @@ from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlug
 from scheduler.plugins.sla import SlaPlugin
 from scheduler.plugins.task_topology import TaskTopologyPlugin
 from scheduler.plugins.tdm import TdmPlugin
+from scheduler.plugins.usage import UsagePlugin
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -42,6 +43,7 @@ __all__ = [
     "SlaPlugin",
     "TaskTopologyPlugin",
     "TdmPlugin",
+    "UsagePlugin",
 ]
 
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
@@ -66,4 +68,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     ReschedulingPlugin,
     TaskTopologyPlugin,
     EnqueueGatePlugin,
+    UsagePlugin,
 )
