@@ -77,6 +77,8 @@ TASK_PRIORITY = "volcano.sh/task-priority"
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
 NODE_USAGE = "volcanoweb.io/node-usage"
 NODE_USAGE_TIME = "volcanoweb.io/node-usage-time"
+GPU_INDEX = "volcano.sh/gpu-index"
+GPU_UNHEALTHY = "volcano.sh/gpu-unhealthy-ids"
 REVOCABLE_ZONE = "volcano.sh/revocable-zone"
 SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
 SCORING_WEIGHTS = "volcano.sh/resource-strategy-weight"
@@ -320,7 +322,21 @@ def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
         _timestamp(ctx, annotations[NODE_USAGE_TIME], f"metadata.annotations.{NODE_USAGE_TIME}")
         if annotations.get(NODE_USAGE_TIME)
         else None,
+        gpu_ids(annotations.get(GPU_UNHEALTHY, ""), strict=False),
     )
+
+
+def gpu_ids(text: str, strict: bool) -> tuple[int, ...]:
+    """A comma-separated list of GPU card ids. ``strict`` (a pod's ``volcano.sh/gpu-index``): one bad
+    id makes it empty, as Volcano's ``GetGPUIndex``; else (a node's unhealthy ids) bad ids are skipped."""
+    ids: list[int] = []
+    for part in text.split(",") if text else ():
+        try:
+            ids.append(int(part))
+        except ValueError:
+            if strict:
+                return ()
+    return tuple(ids)
 
 
 def node_usage(ctx: _Ctx, text: str | None) -> dict[str, dict[str, float]]:
@@ -555,6 +571,7 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         revocable_zone=ann.get(REVOCABLE_ZONE, ""),
         scoring_type=ann.get(SCORING_TYPE, ""),
         scoring_weights=ann.get(SCORING_WEIGHTS, ""),
+        gpu_index=gpu_ids(ann.get(GPU_INDEX, ""), strict=True),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 

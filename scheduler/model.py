@@ -337,6 +337,8 @@ class Node:
     #: When ``usage`` was measured (seconds since the epoch; None: unknown, Go's zero time): the usage
     #: plugin ignores metrics older than five minutes.
     usage_time: float | None = None
+    #: GPU cards out of service (the ``volcano.sh/gpu-unhealthy-ids`` annotation), read by deviceshare.
+    unhealthy_gpus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +394,9 @@ class Task:
     #: annotations ("" unset), read by resource-strategy-fit.
     scoring_type: str = ""
     scoring_weights: str = ""
+    #: The GPU cards the pod holds (its ``volcano.sh/gpu-index`` annotation, written when deviceshare
+    #: placed it), read by deviceshare.
+    gpu_index: tuple[int, ...] = ()
 
     @property
     def key(self) -> str:

@@ -6,6 +6,7 @@ from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.cdp import CdpPlugin
+from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.enqueuegate import EnqueueGatePlugin
 from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
@@ -26,6 +27,7 @@ __all__ = [
     "CapacityPlugin",
     "CdpPlugin",
     "ConformancePlugin",
+    "DeviceSharePlugin",
     "DrfPlugin",
     "EnqueueGatePlugin",
     "GangPlugin",
@@ -69,4 +71,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     TaskTopologyPlugin,
     EnqueueGatePlugin,
     UsagePlugin,
+    DeviceSharePlugin,
 )
