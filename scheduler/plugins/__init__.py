@@ -8,6 +8,7 @@ from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.cdp import CdpPlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.enqueuegate import EnqueueGatePlugin
+from scheduler.plugins.extender import ExtenderPlugin
 from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
 from scheduler.plugins.pdb import PdbPlugin
@@ -30,6 +31,7 @@ __all__ = [
     "DeviceSharePlugin",
     "DrfPlugin",
     "EnqueueGatePlugin",
+    "ExtenderPlugin",
     "GangPlugin",
     "NetworkTopologyAwarePlugin",
     "NodeGroupPlugin",
@@ -72,4 +74,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     EnqueueGatePlugin,
     UsagePlugin,
     DeviceSharePlugin,
+    ExtenderPlugin,
 )

@@ -56,6 +56,7 @@ from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhas
 from volcanoweb.live.broadcast import discard_pending, publish
 from volcanoweb.queues.models import Queue
 from volcanoweb.runtime.dispatch import request_sync
+from volcanoweb.scheduling.extender import PRODUCT_REGISTRY
 from volcanoweb.scheduling.models import (
     IntentKind,
     PodIntent,
@@ -614,7 +615,9 @@ def _run_claimed_cycle(
                 used_state.append(True)
             info = build_snapshot(memo, now)
             t1 = time.perf_counter()
-            result = scheduler.run_cycle(info.snapshot, config, timer=time.perf_counter, cache=cache)
+            result = scheduler.run_cycle(
+                info.snapshot, config, registry=PRODUCT_REGISTRY, timer=time.perf_counter, cache=cache
+            )
         t2 = time.perf_counter()
         apply_result(info, result, run, token)
         t3 = time.perf_counter()
