@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.hardware import NUMA_TOPOLOGY, guaranteed_cpus, parse_numa_annotation
 from scheduler.model import (
     HyperNode,
     HyperNodeMember,
@@ -20,6 +21,7 @@ from scheduler.model import (
     NodeGroupAffinity,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    NumaTopology,
     PodAffinityTerm,
     PodDisruptionBudget,
     PreferredSchedulingTerm,
@@ -79,6 +81,7 @@ NODE_USAGE = "volcanoweb.io/node-usage"
 NODE_USAGE_TIME = "volcanoweb.io/node-usage-time"
 GPU_INDEX = "volcano.sh/gpu-index"
 GPU_UNHEALTHY = "volcano.sh/gpu-unhealthy-ids"
+NUMA_POLICY = "volcano.sh/numa-topology-policy"
 REVOCABLE_ZONE = "volcano.sh/revocable-zone"
 SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
 SCORING_WEIGHTS = "volcano.sh/resource-strategy-weight"
@@ -323,7 +326,17 @@ def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
         if annotations.get(NODE_USAGE_TIME)
         else None,
         gpu_ids(annotations.get(GPU_UNHEALTHY, ""), strict=False),
+        _numa(ctx, annotations.get(NUMA_TOPOLOGY)),
     )
+
+
+def _numa(ctx: _Ctx, text: str | None) -> NumaTopology | None:
+    if not text:
+        return None
+    try:
+        return parse_numa_annotation(text)
+    except ValueError as exc:
+        raise ctx.error(f"metadata.annotations.{NUMA_TOPOLOGY}", str(exc)) from None
 
 
 def gpu_ids(text: str, strict: bool) -> tuple[int, ...]:
@@ -572,6 +585,11 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         scoring_type=ann.get(SCORING_TYPE, ""),
         scoring_weights=ann.get(SCORING_WEIGHTS, ""),
         gpu_index=gpu_ids(ann.get(GPU_INDEX, ""), strict=True),
+        numa_policy=ann.get(NUMA_POLICY, ""),
+        guaranteed_cpus=guaranteed_cpus(
+            [c for c in ctx.seq(spec.get("containers"), "spec.containers") if isinstance(c, Mapping)],
+            [c for c in ctx.seq(spec.get("initContainers"), "spec.initContainers") if isinstance(c, Mapping)],
+        ),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 

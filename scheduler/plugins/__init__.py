@@ -11,6 +11,7 @@ from scheduler.plugins.enqueuegate import EnqueueGatePlugin
 from scheduler.plugins.extender import ExtenderPlugin
 from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
+from scheduler.plugins.numaaware import NumaAwarePlugin
 from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
 from scheduler.plugins.rescheduling import ReschedulingPlugin
@@ -36,6 +37,7 @@ __all__ = [
     "NetworkTopologyAwarePlugin",
     "NodeGroupPlugin",
     "NodeOrderPlugin",
+    "NumaAwarePlugin",
     "OvercommitPlugin",
     "PdbPlugin",
     "PredicatesPlugin",
@@ -75,4 +77,5 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     UsagePlugin,
     DeviceSharePlugin,
     ExtenderPlugin,
+    NumaAwarePlugin,
 )
