@@ -1,11 +1,11 @@
 """The usage plugin: load-aware placement from the nodes' measured utilisation.
 
-Volcano's ``pkg/scheduler/plugins/usage`` over ``Node.usage`` (cpu and memory percent per averaging
-period, the ``metricsPeriod`` argument, default ``5m``; the ``volcanoweb.io/node-usage`` annotation in
-manifests) measured at ``Node.usage_time`` (``volcanoweb.io/node-usage-time``). Metrics are *fresh*
-when they have a time no more than five minutes before ``Snapshot.now`` (any time counts as fresh
-without a clock); stale or timeless metrics switch the plugin off on that node (pass, score 0), as
-Volcano's.
+Volcano's ``pkg/scheduler/plugins/usage`` over ``Node.usage`` (cpu and memory percent per averaging period:
+Volcano's ``NODE_METRICS_PERIOD``, ``10m``, which our ``metricsPeriod`` argument may change; the
+``volcanoweb.io/node-usage`` annotation in manifests) measured at ``Node.usage_time``
+(``volcanoweb.io/node-usage-time``). Metrics are *fresh* when they have a time no more than five minutes
+before ``Snapshot.now`` (any time counts as fresh without a clock); stale or timeless metrics switch the
+plugin off on that node (pass, score 0), as Volcano's.
 
 * **predicate** (unresolvable): a node whose cpu usage is above ``thresholds.cpu`` (default 80) fails
   with ``the CPU load of the node exceeds the upper limit.``, else one whose memory usage is above
@@ -154,7 +154,7 @@ class UsagePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         "memory.weight": ArgSpec("int", 1, "memory's weight in the score (negative: 1)"),
         "thresholds": ArgSpec("map", None, "{cpu: percent, mem: percent} (80, 80)", check=_check_thresholds),
         "estimator": ArgSpec("map", None, "shadow load estimator parameters", check=_check_estimator),
-        "metricsPeriod": ArgSpec("str", "5m", "the averaging period read from Node.usage"),
+        "metricsPeriod": ArgSpec("str", "10m", "the averaging period read from Node.usage (Volcano's fixed 10m)"),
     }
 
     def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:

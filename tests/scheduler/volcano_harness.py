@@ -135,13 +135,13 @@ def _res(values: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 def _node_annotations(n: Mapping[str, Any]) -> dict[str, str]:
-    """A node's annotations; ``usage: {cpu, memory, age}`` (percent over Volcano's 5m period, measured
-    ``age`` seconds before the clock, or at Go's zero time when ``age`` is absent) is written as the
+    """A node's annotations; ``usage: {cpu, memory, age}`` (percent over Volcano's ``NODE_METRICS_PERIOD``, 10m,
+    measured ``age`` seconds before the clock, or at Go's zero time when ``age`` is absent) is written as the
     ``volcanoweb.io/node-usage`` annotations Volcano's metrics source fills in."""
     out = dict(n.get("annotations") or {})
     usage = n.get("usage")
     if usage:
-        out[NODE_USAGE] = json.dumps({"5m": {"cpu": usage["cpu"], "memory": usage["memory"]}})
+        out[NODE_USAGE] = json.dumps({"10m": {"cpu": usage["cpu"], "memory": usage["memory"]}})
         if usage.get("age") is not None:
             out[NODE_USAGE_TIME] = _rfc3339(NOW - float(usage["age"]))
     return out

@@ -129,16 +129,16 @@ tiers:
 def test_pods_placed_in_the_session_count_as_shadow_load() -> None:
     """Two equal 4-CPU nodes at 20 % and 25 % cpu: the first pod goes to the cooler a, whose shadow estimate
     (0.7 * 2 CPUs = 35 %) then makes b the cooler for the second."""
-    a = replace(make_node("a", cpu="4", memory="16Gi"), usage={"5m": {"cpu": 20.0, "memory": 10.0}}, usage_time=0.0)
-    b = replace(make_node("b", cpu="4", memory="16Gi"), usage={"5m": {"cpu": 25.0, "memory": 10.0}}, usage_time=0.0)
+    a = replace(make_node("a", cpu="4", memory="16Gi"), usage={"10m": {"cpu": 20.0, "memory": 10.0}}, usage_time=0.0)
+    b = replace(make_node("b", cpu="4", memory="16Gi"), usage={"10m": {"cpu": 25.0, "memory": 10.0}}, usage_time=0.0)
     job = make_job("j", replicas=2, min_available=2, cpu="2", memory="1Gi")
     result = run_cycle(replace(make_snapshot([a, b], [job]), now=60.0), parse_config(CONF))
     assert sorted(result.binds.values()) == ["a", "b"]
 
 
 def test_a_hot_node_is_filtered_and_stale_metrics_are_ignored() -> None:
-    hot = replace(make_node("hot"), usage={"5m": {"cpu": 95.0, "memory": 10.0}}, usage_time=0.0)
-    stale = replace(make_node("stale"), usage={"5m": {"cpu": 95.0, "memory": 10.0}}, usage_time=0.0)
+    hot = replace(make_node("hot"), usage={"10m": {"cpu": 95.0, "memory": 10.0}}, usage_time=0.0)
+    stale = replace(make_node("stale"), usage={"10m": {"cpu": 95.0, "memory": 10.0}}, usage_time=0.0)
     job = make_job("j", replicas=1, min_available=1, cpu="1", memory="1Gi")
     fresh = run_cycle(replace(make_snapshot([hot], [job]), now=60.0), parse_config(CONF))
     assert fresh.binds == {}
