@@ -41,11 +41,14 @@ from scheduler.quantity import SLA_ANNOTATION, QuantityError, parse_duration, pa
 from scheduler.snapshot import Snapshot
 
 __all__ = [
+    "GPU_INDEX",
     "GROUP_ANNOTATION",
     "HIERARCHY",
     "HIERARCHY_WEIGHTS",
     "JDB_MAX_UNAVAILABLE",
     "JDB_MIN_AVAILABLE",
+    "NODE_USAGE_TIME",
+    "NUMA_POLICY",
     "POD_STATUS",
     "PREEMPTABLE",
     "REVOCABLE_ZONE",
@@ -61,6 +64,7 @@ __all__ = [
     "PodPlacement",
     "cooldown_time",
     "flag",
+    "gpu_ids",
     "hyper_node",
     "load_manifests",
     "network_topology_of",
