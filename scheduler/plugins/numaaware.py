@@ -18,7 +18,9 @@ its resource exporter; the simulated cluster declares the layout in its node poo
 * **node order** (pods with a policy): fewer NUMA nodes under the pod's CPUs score higher:
   ``100 - 100 * n / max n`` over the candidates (100 for all when none is pinned), times ``weight`` (1).
 * A placed pod takes its CPUs off the node's free set for the rest of the session; unplaced, it gives them
-  back. Volcano also records them for the resource exporter at close: nothing to record here.
+  back. Volcano also records them for the resource exporter at close: nothing to record here. A node whose free
+  CPUs are not reported (``allocatable`` None: the simulated cluster) pins the Guaranteed pods already on it
+  first, in their order, as its topology manager would have admitted them.
 
 Differences: the kubelet's reserved CPUs are taken by topology from all CPUs, as Volcano; Go's sort
 comparators in ``takeByTopology`` are not orders, so equal CPUs are ranked by the keys they list, in turn;
@@ -72,15 +74,10 @@ def normalize_reverse(counts: Sequence[int], top: int = 100) -> list[int]:
     return [top - top * c // most for c in counts]
 
 
-def _whole(task: TaskInfo) -> int:
-    """The whole CPUs a Guaranteed pod's containers are pinned to (fractional requests pin none)."""
-    return sum(m // 1000 for m in task.task.guaranteed_cpus if m % 1000 == 0)
-
-
 class _NodeNuma:
     """One node's NUMA details and free CPUs in the session."""
 
-    def __init__(self, topo: NumaTopology, pinned: Sequence[int]) -> None:
+    def __init__(self, topo: NumaTopology, pinned: Sequence[Sequence[int]]) -> None:
         self.topo = topo
         self.details = {c: numa.CpuInfo(n, s, k) for c, n, s, k in topo.cpus}
         self.nodes = sorted({i.numa for i in self.details.values()})
@@ -90,11 +87,28 @@ class _NodeNuma:
         if topo.allocatable is not None:
             self.free = frozenset(topo.allocatable)
             return
-        # Not reported: the static CPU manager gave each Guaranteed pod on the node its whole CPUs.
+        # Not reported: the kubelet pinned each Guaranteed pod on the node as its topology manager admits it.
         self.free = frozenset(self.details)
-        for count in pinned if topo.cpu_manager_policy == "static" else ():
-            got = numa.take_by_topology(self.details, self.free - self.reserved, count) or frozenset()
+        for containers in pinned if topo.cpu_manager_policy == "static" else ():
+            got, _why = self.assign(containers)
             self.free = self.free - got
+
+    def assign(self, containers: Sequence[int]) -> tuple[frozenset[int], str]:
+        """The CPUs the node's policy gives containers of these cpu requests (millicores), or why it refuses one."""
+        free = self.free - self.reserved
+        chosen: set[int] = set()
+        for k, millis in enumerate(containers):
+            request = millis // 1000 if millis % 1000 == 0 else 0
+            hints: dict[str, list[numa.Hint] | None] = {"cpu": None}
+            if request:
+                hints["cpu"] = numa.cpu_hints(free, self.details, request)
+            best, admitted = numa.admit(self.topo.topology_policy, self.nodes, [hints])
+            if not admitted:
+                return frozenset(), f"container {k} cannot be assigned by numa"
+            got = numa.allocate_cpus(self.details, free, request, best)
+            chosen |= got
+            free = free - got
+        return frozenset(chosen), ""
 
 
 class NumaAwarePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
@@ -108,7 +122,7 @@ class NumaAwarePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         self.weight = int(self.args["weight"])
         table = session.nodes
         self.numa = [
-            None if n.numa is None else _NodeNuma(n.numa, [_whole(t) for t in table.tasks[i].values()])
+            None if n.numa is None else _NodeNuma(n.numa, [t.task.guaranteed_cpus for t in table.tasks[i].values()])
             for i, n in enumerate(table.nodes)
         ]
         #: Per task uid, per node index, the CPUs the predicate chose there.
@@ -122,20 +136,10 @@ class NumaAwarePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         state = self.numa[i]
         if not fit or state is None:
             return why
-        free = state.free - state.reserved
-        chosen: set[int] = set()
-        for k, millis in enumerate(task.task.guaranteed_cpus):
-            request = millis // 1000 if millis % 1000 == 0 else 0
-            hints: dict[str, list[numa.Hint] | None] = {"cpu": None}
-            if request:
-                hints["cpu"] = numa.cpu_hints(free, state.details, request)
-            best, admitted = numa.admit(state.topo.topology_policy, state.nodes, [hints])
-            if not admitted:
-                return f"container {k} cannot be assigned by numa"
-            got = numa.allocate_cpus(state.details, free, request, best)
-            chosen |= got
-            free = free - got
-        self.assigned.setdefault(task.uid, {})[i] = frozenset(chosen)
+        chosen, why = state.assign(task.task.guaranteed_cpus)
+        if why:
+            return why
+        self.assigned.setdefault(task.uid, {})[i] = chosen
         return ""
 
     def predicate(self, task: TaskInfo) -> Sequence[Filter]:

@@ -294,10 +294,16 @@ SCENARIOS = [
         {"n1": "task topology policy[single-numa-node] is different with node[restricted]"},
     ),
     (
-        "restricted: the pinned CPUs of a running pod leave no NUMA node with 3 free",
+        "restricted: running pods pinned one per NUMA node leave 1 free CPU on each, too few for 2 on one",
+        [_node("n1", "restricted")],
+        [_pod("old", ["3"], node="n1"), _pod("old2", ["3"], node="n1"), _pod("p", ["2"], "restricted")],
+        {"n1": "container 0 cannot be assigned by numa"},
+    ),
+    (
+        "restricted: running pods are pinned as the node's policy admits them, so a NUMA node stays free",
         [_node("n1", "restricted")],
         [_pod("old", ["2"], node="n1"), _pod("old2", ["2"], node="n1"), _pod("p", ["3"], "restricted")],
-        {"n1": "container 0 cannot be assigned by numa"},
+        {"n1": ""},
     ),
     (
         "a pod without a policy is checked by the node's policy",

@@ -100,3 +100,39 @@ def test_usage_keeps_a_pod_off_a_node_the_usage_model_reports_hot(
     for _ in range(3):
         _cycle()
     assert list(Pod.objects.filter(namespace="team-a").values_list("node_name", flat=True)) == [node]
+
+
+NUMA = """\
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: predicates
+  - name: numa-aware
+"""
+
+
+def _submit_pinned(name: str, replicas: int, cpu: str) -> None:
+    """A job of Guaranteed pods (limits = requests) with the single-numa-node topology policy."""
+    task = builders.task("t", replicas, cpu=cpu, topologyPolicy="single-numa-node")
+    resources = task["template"]["spec"]["containers"][0]["resources"]
+    resources["limits"] = dict(resources["requests"])
+    job_services.apply_job(SYSTEM, builders.job_manifest(name, namespace="team-a", tasks=[task]))
+    runtime.on_job_submitted(Job.objects.get(namespace="team-a", name=name).pk)
+
+
+@pytest.mark.parametrize("pool_sim", ["numa:1x8c32Gi(numa=1x2x2x2;topology=single-numa-node)"], indirect=True)
+def test_numa_aware_keeps_a_pod_that_would_span_numa_nodes_pending(pool_sim: Any, cast: Any) -> None:
+    """Two NUMA nodes of 4 CPUs: two 3-CPU pods take one each; a 2-CPU pod would find 1 free CPU on each, so it
+    stays pending cycle after cycle (the running pods are pinned again as the node's policy admitted them)."""
+    scheduling_services.save_config(SYSTEM, NUMA)
+    cluster_services.sync_from_backend()
+    _submit_pinned("big", 2, "3")
+    for _ in range(3):
+        _cycle()
+    _submit_pinned("small", 1, "2")
+    for _ in range(3):
+        _cycle()
+    nodes = dict(Pod.objects.filter(namespace="team-a").values_list("name", "node_name"))
+    assert sorted(n for p, n in nodes.items() if p.startswith("big-")) == ["numa-0", "numa-0"]
+    assert [n for p, n in nodes.items() if p.startswith("small-")] == [""]
