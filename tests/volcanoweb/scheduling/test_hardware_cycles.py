@@ -136,3 +136,35 @@ def test_numa_aware_keeps_a_pod_that_would_span_numa_nodes_pending(pool_sim: Any
     nodes = dict(Pod.objects.filter(namespace="team-a").values_list("name", "node_name"))
     assert sorted(n for p, n in nodes.items() if p.startswith("big-")) == ["numa-0", "numa-0"]
     assert [n for p, n in nodes.items() if p.startswith("small-")] == [""]
+
+
+RESCHEDULING = """\
+actions: "shuffle"
+tiers:
+- plugins:
+  - name: rescheduling
+    arguments:
+      strategies:
+      - name: lowNodeUtilization
+        params:
+          thresholds: {cpu: 30, memory: 30}
+          targetThresholds: {cpu: 60, memory: 60}
+"""
+
+
+@pytest.mark.parametrize("pool_sim", ["a:1x10c100Gi,b:1x10c100Gi"], indirect=True)
+def test_rescheduling_evicts_from_a_node_the_usage_model_reports_hot(pool_sim: Any, cast: Any) -> None:
+    """binpack packs eight 1-CPU pods on one node (80 % cpu by the usage model, factor 1); with rescheduling's
+    lowNodeUtilization (targets 60 %) the shuffle action evicts pods from it while it is at or above its target."""
+    scheduling_services.save_config(SYSTEM, _config("  - name: binpack\n"))
+    cluster_services.sync_from_backend()
+    _submit("packed", 8)
+    for _ in range(3):
+        _cycle()
+    placed = set(Pod.objects.filter(namespace="team-a").values_list("node_name", flat=True))
+    assert len(placed) == 1
+    assert cluster_services.record_node_usage() == 2
+    scheduling_services.save_config(SYSTEM, RESCHEDULING)
+    run = run_cycle()
+    assert run is not None
+    assert run.evictions == 3  # 80, 70, 60 % → 50 %
