@@ -58,13 +58,22 @@ def test_running_pods_make_usage_that_reaches_the_snapshot(usage_sim: Any) -> No
     assert [c[1] for c in numa.cpus] == [0, 0, 1, 1]
 
 
-def test_nothing_changes_without_new_readings(usage_sim: Any) -> None:
+def test_an_unchanged_reading_is_rewritten_only_once_a_minute_old(usage_sim: Any) -> None:
     cluster_services.sync_from_backend()
 
     class Fixed:
-        def node_metrics(self) -> list[NodeMetrics]:
-            return [NodeMetrics("hot-0", 1000, 0, 1_700_000_000.0)]
+        at = 1_700_000_000.0
 
-    assert cluster_services.record_node_usage(Fixed()) == 1  # type: ignore[arg-type]
-    assert cluster_services.record_node_usage(Fixed()) == 0  # type: ignore[arg-type]
-    assert Node.objects.get(name="hot-0").usage["5m"] == {"cpu": 25.0, "memory": 0.0}
+        def node_metrics(self) -> list[NodeMetrics]:
+            return [NodeMetrics("hot-0", 1000, 0, self.at)]
+
+    fixed = Fixed()
+    assert cluster_services.record_node_usage(fixed) == 1  # type: ignore[arg-type]
+    fixed.at += 30
+    assert cluster_services.record_node_usage(fixed) == 0  # type: ignore[arg-type]  # same reading, still fresh
+    fixed.at += 31
+    assert cluster_services.record_node_usage(fixed) == 1  # type: ignore[arg-type]  # a minute old: its time moves
+    row = Node.objects.get(name="hot-0")
+    assert row.usage["5m"] == {"cpu": 25.0, "memory": 0.0}
+    assert row.usage_time is not None
+    assert row.usage_time.timestamp() == fixed.at
