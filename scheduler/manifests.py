@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.hardware import NUMA_TOPOLOGY, guaranteed_cpus, parse_numa_annotation
 from scheduler.model import (
     HyperNode,
     HyperNodeMember,
@@ -20,6 +21,7 @@ from scheduler.model import (
     NodeGroupAffinity,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    NumaTopology,
     PodAffinityTerm,
     PodDisruptionBudget,
     PreferredSchedulingTerm,
@@ -39,11 +41,14 @@ from scheduler.quantity import SLA_ANNOTATION, QuantityError, parse_duration, pa
 from scheduler.snapshot import Snapshot
 
 __all__ = [
+    "GPU_INDEX",
     "GROUP_ANNOTATION",
     "HIERARCHY",
     "HIERARCHY_WEIGHTS",
     "JDB_MAX_UNAVAILABLE",
     "JDB_MIN_AVAILABLE",
+    "NODE_USAGE_TIME",
+    "NUMA_POLICY",
     "POD_STATUS",
     "PREEMPTABLE",
     "REVOCABLE_ZONE",
@@ -59,6 +64,7 @@ __all__ = [
     "PodPlacement",
     "cooldown_time",
     "flag",
+    "gpu_ids",
     "hyper_node",
     "load_manifests",
     "network_topology_of",
@@ -76,6 +82,10 @@ TASK_SPEC = "volcano.sh/task-spec"
 TASK_PRIORITY = "volcano.sh/task-priority"
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
 NODE_USAGE = "volcanoweb.io/node-usage"
+NODE_USAGE_TIME = "volcanoweb.io/node-usage-time"
+GPU_INDEX = "volcano.sh/gpu-index"
+GPU_UNHEALTHY = "volcano.sh/gpu-unhealthy-ids"
+NUMA_POLICY = "volcano.sh/numa-topology-policy"
 REVOCABLE_ZONE = "volcano.sh/revocable-zone"
 SCORING_TYPE = "volcano.sh/resource-strategy-scoring-type"
 SCORING_WEIGHTS = "volcano.sh/resource-strategy-weight"
@@ -300,6 +310,7 @@ def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
     status = ctx.mapping(doc.get("status"), "status")
     alloc = ctx.resources(status.get("allocatable"), "status.allocatable")
     alloc.setdefault("pods", 110)
+    annotations = ctx.labels(meta.get("annotations"), "metadata.annotations")
     taints = []
     for j, t in enumerate(ctx.seq(spec.get("taints"), "spec.taints")):
         f = f"spec.taints[{j}]"
@@ -314,8 +325,35 @@ def _node(ctx: _Ctx, doc: Mapping[str, Any]) -> Node:
         ctx.labels(meta.get("labels"), "metadata.labels"),
         tuple(taints),
         ctx.boolean(spec.get("unschedulable"), "spec.unschedulable", False),
-        node_usage(ctx, ctx.labels(meta.get("annotations"), "metadata.annotations").get(NODE_USAGE)),
+        node_usage(ctx, annotations.get(NODE_USAGE)),
+        _timestamp(ctx, annotations[NODE_USAGE_TIME], f"metadata.annotations.{NODE_USAGE_TIME}")
+        if annotations.get(NODE_USAGE_TIME)
+        else None,
+        gpu_ids(annotations.get(GPU_UNHEALTHY, ""), strict=False),
+        _numa(ctx, annotations.get(NUMA_TOPOLOGY)),
     )
+
+
+def _numa(ctx: _Ctx, text: str | None) -> NumaTopology | None:
+    if not text:
+        return None
+    try:
+        return parse_numa_annotation(text)
+    except ValueError as exc:
+        raise ctx.error(f"metadata.annotations.{NUMA_TOPOLOGY}", str(exc)) from None
+
+
+def gpu_ids(text: str, strict: bool) -> tuple[int, ...]:
+    """A comma-separated list of GPU card ids. ``strict`` (a pod's ``volcano.sh/gpu-index``): one bad
+    id makes it empty, as Volcano's ``GetGPUIndex``; else (a node's unhealthy ids) bad ids are skipped."""
+    ids: list[int] = []
+    for part in text.split(",") if text else ():
+        try:
+            ids.append(int(part))
+        except ValueError:
+            if strict:
+                return ()
+    return tuple(ids)
 
 
 def node_usage(ctx: _Ctx, text: str | None) -> dict[str, dict[str, float]]:
@@ -550,6 +588,12 @@ def _pod(ctx: _Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, str, s
         revocable_zone=ann.get(REVOCABLE_ZONE, ""),
         scoring_type=ann.get(SCORING_TYPE, ""),
         scoring_weights=ann.get(SCORING_WEIGHTS, ""),
+        gpu_index=gpu_ids(ann.get(GPU_INDEX, ""), strict=True),
+        numa_policy=ann.get(NUMA_POLICY, ""),
+        guaranteed_cpus=guaranteed_cpus(
+            [c for c in ctx.seq(spec.get("containers"), "spec.containers") if isinstance(c, Mapping)],
+            [c for c in ctx.seq(spec.get("initContainers"), "spec.initContainers") if isinstance(c, Mapping)],
+        ),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 

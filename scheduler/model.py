@@ -18,6 +18,7 @@ __all__ = [
     "NodeGroupAffinity",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
+    "NumaTopology",
     "PodAffinityTerm",
     "PodDisruptionBudget",
     "PreferredSchedulingTerm",
@@ -323,6 +324,22 @@ class PreferredSchedulingTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class NumaTopology:
+    """A node's NUMA layout and kubelet policies (Volcano's ``NumatopoInfo``).
+
+    ``cpus`` holds ``(cpu id, NUMA node, socket, core)`` per logical CPU; ``allocatable`` the CPU ids free
+    for exclusive use as Volcano's resource exporter reports them (None: not reported, the plugin takes the
+    CPUs of the Guaranteed pods on the node off all CPUs); ``reserved_cpu`` the kubelet's reserved cpu in
+    millicores (``ResReserved``)."""
+
+    cpu_manager_policy: str = "static"
+    topology_policy: str = "none"
+    cpus: tuple[tuple[int, int, int, int], ...] = ()
+    allocatable: tuple[int, ...] | None = None
+    reserved_cpu: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Node:
     """A cluster node as the scheduler sees it."""
 
@@ -334,6 +351,13 @@ class Node:
     #: Measured utilisation in percent, per averaging period (``"5m"``) and resource (``cpu``,
     #: ``memory``): Volcano's ``NodeInfo.ResourceUsage``, read by the rescheduling plugin.
     usage: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: When ``usage`` was measured (seconds since the epoch; None: unknown, Go's zero time): the usage
+    #: plugin ignores metrics older than five minutes.
+    usage_time: float | None = None
+    #: GPU cards out of service (the ``volcano.sh/gpu-unhealthy-ids`` annotation), read by deviceshare.
+    unhealthy_gpus: tuple[int, ...] = ()
+    #: The node's NUMA topology (Volcano's Numatopology), None when unknown; read by numa-aware.
+    numa: NumaTopology | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,6 +413,14 @@ class Task:
     #: annotations ("" unset), read by resource-strategy-fit.
     scoring_type: str = ""
     scoring_weights: str = ""
+    #: The GPU cards the pod holds (its ``volcano.sh/gpu-index`` annotation, written when deviceshare
+    #: placed it), read by deviceshare.
+    gpu_index: tuple[int, ...] = ()
+    #: The pod's ``volcano.sh/numa-topology-policy`` annotation ("" unset), read by numa-aware.
+    numa_policy: str = ""
+    #: Per container, its cpu request in millicores, when the pod's QoS class is Guaranteed (else empty):
+    #: numa-aware pins the CPUs of such pods.
+    guaranteed_cpus: tuple[int, ...] = ()
 
     @property
     def key(self) -> str:

@@ -135,6 +135,7 @@ def build_result(ssn: Session, timings: dict[str, float]) -> CycleResult:
     return CycleResult(
         binds={t.key: ssn.nodes.names[t.node] for t in ssn.binds},
         bind_uids={t.uid: ssn.nodes.names[t.node] for t in ssn.binds},
+        bind_annotations={t.key: ssn.bind_annotations[t.uid] for t in ssn.binds if t.uid in ssn.bind_annotations},
         evictions=tuple(ssn.evictions),
         pipelined=pipelined,
         podgroups=podgroups,

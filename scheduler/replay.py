@@ -34,6 +34,7 @@ from scheduler.model import (
     NodeGroupAffinity,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    NumaTopology,
     PodAffinityTerm,
     PodDisruptionBudget,
     PreferredSchedulingTerm,
@@ -134,6 +135,19 @@ def encode_node(n: Node) -> dict[str, Any]:
         out["unschedulable"] = True
     if n.usage:
         out["usage"] = {p: dict(v) for p, v in n.usage.items()}
+    if n.usage_time is not None:
+        out["usage_time"] = n.usage_time
+    if n.unhealthy_gpus:
+        out["unhealthy_gpus"] = list(n.unhealthy_gpus)
+    if n.numa is not None:
+        m = n.numa
+        out["numa"] = {
+            "cpu_manager_policy": m.cpu_manager_policy,
+            "topology_policy": m.topology_policy,
+            "cpus": [list(c) for c in m.cpus],
+            "allocatable": None if m.allocatable is None else list(m.allocatable),
+            "reserved_cpu": m.reserved_cpu,
+        }
     return out
 
 
@@ -189,6 +203,12 @@ def encode_task(t: Task) -> dict[str, Any]:
         out["scoring_type"] = t.scoring_type
     if t.scoring_weights:
         out["scoring_weights"] = t.scoring_weights
+    if t.gpu_index:
+        out["gpu_index"] = list(t.gpu_index)
+    if t.numa_policy:
+        out["numa_policy"] = t.numa_policy
+    if t.guaranteed_cpus:
+        out["guaranteed_cpus"] = list(t.guaranteed_cpus)
     return out
 
 
@@ -457,6 +477,22 @@ def _node(d: Mapping[str, Any], field: str) -> Node:
         taints=tuple(Taint(str(k), str(v), str(e)) for k, v, e in d.get("taints") or ()),
         unschedulable=bool(d.get("unschedulable", False)),
         usage={str(p): {str(k): float(x) for k, x in v.items()} for p, v in (d.get("usage") or {}).items()},
+        usage_time=None if d.get("usage_time") is None else _seconds(d["usage_time"], f"{field}.usage_time"),
+        unhealthy_gpus=tuple(int(x) for x in d.get("unhealthy_gpus") or ()),
+        numa=_numa(d.get("numa")),
+    )
+
+
+def _numa(d: Mapping[str, Any] | None) -> NumaTopology | None:
+    if d is None:
+        return None
+    free = d.get("allocatable")
+    return NumaTopology(
+        cpu_manager_policy=str(d.get("cpu_manager_policy", "static")),
+        topology_policy=str(d.get("topology_policy", "none")),
+        cpus=tuple((int(c), int(n), int(s), int(k)) for c, n, s, k in d.get("cpus") or ()),
+        allocatable=None if free is None else tuple(int(c) for c in free),
+        reserved_cpu=int(d.get("reserved_cpu", 0)),
     )
 
 
@@ -495,6 +531,9 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         revocable_zone=str(d.get("revocable_zone", "")),
         scoring_type=str(d.get("scoring_type", "")),
         scoring_weights=str(d.get("scoring_weights", "")),
+        gpu_index=tuple(int(x) for x in d.get("gpu_index") or ()),
+        numa_policy=str(d.get("numa_policy", "")),
+        guaranteed_cpus=tuple(int(x) for x in d.get("guaranteed_cpus") or ()),
     )
 
 

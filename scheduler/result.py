@@ -101,7 +101,9 @@ class CycleResult:
     * ``queue_allocated``: queue → allocated resources at close (scheduler units);
     * ``queue_deserved``: queue → deserved resources computed by the fair-share plugin
       (proportion or capacity; empty when neither is configured);
-    * ``timings``: action → seconds (empty unless a timer was passed to ``run_cycle``).
+    * ``timings``: action → seconds (empty unless a timer was passed to ``run_cycle``);
+    * ``bind_annotations``: pod ``ns/name`` → annotations to write on it with its bind (deviceshare's
+      ``volcano.sh/gpu-index``), only for bound pods a plugin annotated.
     """
 
     binds: Mapping[str, str] = field(default_factory=dict)
@@ -113,9 +115,12 @@ class CycleResult:
     queue_allocated: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     queue_deserved: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     timings: Mapping[str, float] = field(default_factory=dict)
+    bind_annotations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """Return the full result as a JSON-serialisable dict (reasons structured)."""
+        """Return the full result as a JSON-serialisable dict (reasons structured; ``bind_annotations``
+        only when a plugin wrote some)."""
+        notes = {k: dict(v) for k, v in self.bind_annotations.items()}
         return {
             "binds": dict(self.binds),
             "bind_uids": dict(self.bind_uids),
@@ -126,6 +131,7 @@ class CycleResult:
             "queue_allocated": {k: dict(v) for k, v in self.queue_allocated.items()},
             "queue_deserved": {k: dict(v) for k, v in self.queue_deserved.items()},
             "timings": dict(self.timings),
+            **({"bind_annotations": notes} if notes else {}),
         }
 
 

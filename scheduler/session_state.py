@@ -306,6 +306,9 @@ class SessionState:
 
     def _reset_cycle(self) -> None:
         self.binds: list[TaskInfo] = []
+        #: Annotations plugins record on pods they place (deviceshare's ``volcano.sh/gpu-index``), by
+        #: task uid; the result carries those of the pods bound.
+        self.bind_annotations: dict[str, dict[str, str]] = {}
         self.evictions: list[Eviction] = []
         self.unschedulable_jobs: set[str] = set()
         self.predicate_offset = 0

@@ -92,6 +92,9 @@ def advance(snapshot: Snapshot, result: CycleResult) -> Snapshot:
         node = binds.get(key)
         if node is not None:
             t = replace(t, status=TaskStatus.RUNNING, node_name=node, nominated_node="")
+            notes = result.bind_annotations.get(key)
+            if notes and "volcano.sh/gpu-index" in notes:
+                t = replace(t, gpu_index=tuple(int(c) for c in notes["volcano.sh/gpu-index"].split(",")))
         elif t.status in (TaskStatus.BOUND, TaskStatus.BINDING):
             t = replace(t, status=TaskStatus.RUNNING)
         elif key in result.pipelined and t.nominated_node != result.pipelined[key]:

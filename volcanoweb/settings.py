@@ -230,6 +230,8 @@ INSIGHTS_MINUTE_RETENTION = env_float("INSIGHTS_MINUTE_RETENTION", 86400.0, posi
 INSIGHTS_HOUR_RETENTION = env_float("INSIGHTS_HOUR_RETENTION", 90 * 86400.0, positive=True)
 INSIGHTS_TIMELINE_RETENTION = env_float("INSIGHTS_TIMELINE_RETENTION", 90 * 86400.0, positive=True)
 INSIGHTS_PRUNE_PERIOD = env_float("INSIGHTS_PRUNE_PERIOD", 60.0, positive=True)
+# How often node metrics (metrics-server, or the simulated cluster's usage model) are read into the Node rows.
+NODE_METRICS_PERIOD = env_float("NODE_METRICS_PERIOD", 15.0, positive=True)
 PERIODIC_TASKS: list[tuple[str, str, float]] = [
     ("scheduling-cycle", "volcanoweb.scheduling.tasks.run_cycle", SCHEDULE_PERIOD),
     ("cluster-sync", "volcanoweb.clusters.tasks.sync_backend", max(SCHEDULE_PERIOD / 2, 0.2)),
@@ -238,6 +240,7 @@ PERIODIC_TASKS: list[tuple[str, str, float]] = [
     ("jobflow-sync", "volcanoweb.workflows.tasks.sync_jobflows", CONTROLLER_RESYNC_PERIOD),
     ("insights-prune", "volcanoweb.insights.tasks.prune", INSIGHTS_PRUNE_PERIOD),
     ("feed-compact", "volcanoweb.feed.tasks.compact", FEED_COMPACT_PERIOD),
+    ("node-metrics", "volcanoweb.clusters.tasks.record_node_usage", NODE_METRICS_PERIOD),
 ]
 CELERY_BEAT_SCHEDULE = {
     name: {"task": task, "schedule": period, "options": {"expires": max(period * 2, 1.0)}}

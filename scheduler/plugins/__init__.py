@@ -6,9 +6,12 @@ from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.cdp import CdpPlugin
+from scheduler.plugins.deviceshare import DeviceSharePlugin
 from scheduler.plugins.enqueuegate import EnqueueGatePlugin
+from scheduler.plugins.extender import ExtenderPlugin
 from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
+from scheduler.plugins.numaaware import NumaAwarePlugin
 from scheduler.plugins.pdb import PdbPlugin
 from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
 from scheduler.plugins.rescheduling import ReschedulingPlugin
@@ -18,6 +21,7 @@ from scheduler.plugins.shares import DrfPlugin, OvercommitPlugin, ProportionPlug
 from scheduler.plugins.sla import SlaPlugin
 from scheduler.plugins.task_topology import TaskTopologyPlugin
 from scheduler.plugins.tdm import TdmPlugin
+from scheduler.plugins.usage import UsagePlugin
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -25,12 +29,15 @@ __all__ = [
     "CapacityPlugin",
     "CdpPlugin",
     "ConformancePlugin",
+    "DeviceSharePlugin",
     "DrfPlugin",
     "EnqueueGatePlugin",
+    "ExtenderPlugin",
     "GangPlugin",
     "NetworkTopologyAwarePlugin",
     "NodeGroupPlugin",
     "NodeOrderPlugin",
+    "NumaAwarePlugin",
     "OvercommitPlugin",
     "PdbPlugin",
     "PredicatesPlugin",
@@ -42,6 +49,7 @@ __all__ = [
     "SlaPlugin",
     "TaskTopologyPlugin",
     "TdmPlugin",
+    "UsagePlugin",
 ]
 
 BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
@@ -66,4 +74,8 @@ BUILTIN_PLUGINS: tuple[type[Plugin], ...] = (
     ReschedulingPlugin,
     TaskTopologyPlugin,
     EnqueueGatePlugin,
+    UsagePlugin,
+    DeviceSharePlugin,
+    ExtenderPlugin,
+    NumaAwarePlugin,
 )

@@ -460,3 +460,31 @@ def test_kubeconfig_construction(kube: KmockCluster, tmp_path: Path) -> None:
         assert all(isinstance(n, NodeInfo) for n in backend.list_nodes())
     finally:
         backend.close()
+
+
+def test_node_metrics_are_read_from_metrics_server(kube: KmockCluster, backend: KubernetesBackend) -> None:
+    """metrics.k8s.io/v1beta1 NodeMetrics over HTTP through the client's CustomObjectsApi: cpu in millicores,
+    memory in bytes, the sample's timestamp; an object naming no node is skipped."""
+    assert backend.node_metrics() == []
+    api_client = client.ApiClient(kube.configuration())
+    custom = client.CustomObjectsApi(api_client)
+    for name, cpu, memory in (("n2", "123456789n", "1024Ki"), ("n1", "2500m", "4Gi")):
+        custom.create_cluster_custom_object(
+            "metrics.k8s.io",
+            "v1beta1",
+            "nodes",
+            {
+                "apiVersion": "metrics.k8s.io/v1beta1",
+                "kind": "NodeMetrics",
+                "metadata": {"name": name},
+                "timestamp": "2026-12-03T12:00:00Z",
+                "window": "20s",
+                "usage": {"cpu": cpu, "memory": memory},
+            },
+        )
+    api_client.close()
+    got = backend.node_metrics()
+    assert [(m.name, m.cpu, m.memory) for m in got] == [("n1", 2500, 4 * 2**30), ("n2", 124, 1024 * 1024)]
+    assert got[0].time == 1796299200.0
+    requests = [r for r in list(kube.emu) if "metrics.k8s.io" in str(r.url)]
+    assert requests

@@ -436,3 +436,41 @@ def test_simulated_log_tells_start_progress_restarts_and_exit(sim: SimCluster) -
     assert "exited with code 3" in done
     with pytest.raises(NotFound):
         sim.pod_log("default", "missing")
+
+
+def test_pool_spec_hardware_section_declares_usage_numa_and_gpu_memory() -> None:
+    nodes = parse_pool_spec(
+        "cpu:1x16c64Gi(usage=0.5;numa=2x1x4x2;topology=single-numa-node),gpu:1x32c256Gi4gpu(gpumem=40960)"
+    )
+    cpu, gpu = nodes
+    assert cpu.labels["sim.volcanoweb.io/usage-factor"] == "0.5"
+    assert cpu.labels["sim.volcanoweb.io/numa"] == "2x1x4x2"
+    assert cpu.labels["sim.volcanoweb.io/topology-manager-policy"] == "single-numa-node"
+    assert gpu.allocatable["volcano.sh/gpu-number"] == "4"
+    assert gpu.allocatable["volcano.sh/gpu-memory"] == str(4 * 40960)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["a:1c(usage=x)", "a:1c(numa=2x1)", "a:1c(topology=single-numa-node)", "a:1c(gpumem=10)", "a:1c(cores=2)"],
+)
+def test_pool_spec_rejects_bad_hardware_terms(bad: str) -> None:
+    with pytest.raises(ValueError, match="pool"):
+        parse_pool_spec(bad)
+
+
+def test_usage_model_follows_the_running_pods_times_the_pool_factor() -> None:
+    """A node of a pool with usage=0.5 uses half its running pods' requests; nothing before they start or after
+    they end; another pool's default factor is 1."""
+    sim = SimCluster("half:1x4c8Gi(usage=0.5),full:1x4c8Gi", clock=ManualClock())
+    assert {m.name: (m.cpu, m.memory) for m in sim.node_metrics()} == {"full-0": (0, 0), "half-0": (0, 0)}
+    sim.create_pod(make_pod("p1", **{SIM_DURATION_ANNOTATION: "30s"}))
+    sim.create_pod(make_pod("p2", **{SIM_DURATION_ANNOTATION: "30s"}))
+    sim.bind("default", "p1", "half-0")
+    sim.bind("default", "p2", "full-0")
+    sim.poll_events()
+    got = {m.name: m.cpu for m in sim.node_metrics()}
+    assert got == {"full-0": 1000, "half-0": 500}
+    sim.advance(30)
+    sim.poll_events()
+    assert {m.name: m.cpu for m in sim.node_metrics()} == {"full-0": 0, "half-0": 0}

@@ -222,3 +222,55 @@ def test_proportion_and_capacity_load_together_and_both_decide() -> None:
         [make_queue("qa", capability={"cpu": "2"})],
     )
     assert len(run_cycle(capped, cfg).binds) == 2
+
+
+#: Every plugin Volcano registers (pkg/scheduler/plugins/factory.go).
+VOLCANO_PLUGINS = [
+    "drf",
+    "gang",
+    "deviceshare",
+    "predicates",
+    "priority",
+    "nodeorder",
+    "conformance",
+    "binpack",
+    "resource-strategy-fit",
+    "tdm",
+    "overcommit",
+    "sla",
+    "task-topology",
+    "numa-aware",
+    "cdp",
+    "rescheduling",
+    "usage",
+    "pdb",
+    "nodegroup",
+    "network-topology-aware",
+    "proportion",
+    "capacity",
+    "extender",
+    "resourcequota",
+]
+
+
+def test_a_configuration_naming_every_volcano_plugin_loads() -> None:
+    """proportion and capacity in tiers of their own (each may also share a tier, but not with hierarchical drf)."""
+    cfg = parse_config({"actions": "allocate", "tiers": [{"plugins": [{"name": n}]} for n in VOLCANO_PLUGINS]})
+    assert sorted(cfg.plugin_names()) == sorted(VOLCANO_PLUGINS)
+
+
+@pytest.mark.parametrize(
+    ("plugin", "arguments", "path"),
+    [
+        ("deviceshare", {"deviceshare.GPUSharingEnable": "maybe"}, "arguments.deviceshare.GPUSharingEnable"),
+        ("deviceshare", {"deviceshare.ScheduleWeight": "10"}, "arguments.deviceshare.ScheduleWeight"),
+        ("numa-aware", {"weight": 1.5}, "arguments.weight"),
+        ("usage", {"thresholds": [80]}, "arguments.thresholds"),
+        ("extender", {"extender.managedResources": "nvidia.com/gpu"}, "arguments.extender.managedResources"),
+        ("extender", {"extender.predicate": "filter"}, "arguments.extender.predicate"),
+    ],
+)
+def test_the_new_plugins_name_a_wrong_argument(plugin: str, arguments: dict[str, object], path: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"actions": "allocate", "tiers": [{"plugins": [{"name": plugin, "arguments": arguments}]}]})
+    assert path in str(err.value)

@@ -44,6 +44,7 @@ Volcano's, so a fix makes it fail until the case is promoted. ``docs/scheduler.m
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,7 +55,7 @@ import yaml
 
 from scheduler.config import SWITCHES, SchedulerConfig, parse_config
 from scheduler.cycle import run_cycle
-from scheduler.manifests import snapshot_from_manifests
+from scheduler.manifests import NODE_USAGE, NODE_USAGE_TIME, snapshot_from_manifests
 from scheduler.registry import default_registry
 from scheduler.result import CycleResult
 from scheduler.session import Session
@@ -133,6 +134,19 @@ def _res(values: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in (values or {}).items()}
 
 
+def _node_annotations(n: Mapping[str, Any]) -> dict[str, str]:
+    """A node's annotations; ``usage: {cpu, memory, age}`` (percent over Volcano's ``NODE_METRICS_PERIOD``, 10m,
+    measured ``age`` seconds before the clock, or at Go's zero time when ``age`` is absent) is written as the
+    ``volcanoweb.io/node-usage`` annotations Volcano's metrics source fills in."""
+    out = dict(n.get("annotations") or {})
+    usage = n.get("usage")
+    if usage:
+        out[NODE_USAGE] = json.dumps({"10m": {"cpu": usage["cpu"], "memory": usage["memory"]}})
+        if usage.get("age") is not None:
+            out[NODE_USAGE_TIME] = _rfc3339(NOW - float(usage["age"]))
+    return out
+
+
 def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Return the case's objects as manifests shaped like Volcano's test builders make them."""
     docs: list[dict[str, Any]] = []
@@ -150,7 +164,11 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
             {
                 "apiVersion": "v1",
                 "kind": "Node",
-                "metadata": {"name": n["name"], "labels": dict(n.get("labels") or {})},
+                "metadata": {
+                    "name": n["name"],
+                    "labels": dict(n.get("labels") or {}),
+                    "annotations": _node_annotations(n),
+                },
                 "spec": spec,
                 "status": {"allocatable": alloc, "capacity": alloc},
             }
@@ -377,6 +395,14 @@ def score_problems(case: VolcanoCase, expect: Mapping[str, Any]) -> list[str]:
             if got != code:
                 why = "" if failing is None else f" ({failing.plugin}: {failing.reason_at(i)})"
                 problems.append(f"predicate of {key} on {node}: want code {code}, got {got}{why}")
+    for key, reasons in (expect.get("predicate_reasons") or {}).items():
+        filters = session.filters(tasks[key])
+        for node, reason in reasons.items():
+            i = names.index(node)
+            failing = next((f for f in filters if not f.passed[i]), None)
+            got_reason = "" if failing is None else failing.reason_at(i)
+            if got_reason != reason:
+                problems.append(f"predicate reason of {key} on {node}: want {reason!r}, got {got_reason!r}")
     for key, want in (expect.get("scores") or {}).items():
         if key not in tasks:
             problems.append(f"scores: no task {key}")

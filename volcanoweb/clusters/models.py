@@ -40,6 +40,11 @@ class Node(models.Model):
     conditions = models.JSONField(default=list, blank=True)
     allocatable = models.JSONField(default=dict, blank=True)
     capacity = models.JSONField(default=dict, blank=True)
+    #: Measured utilisation in percent per averaging period (``{"10m": {"cpu": 41.5, "memory": 20.0}}``), from the
+    #: backend's node metrics (metrics-server, or the simulated cluster's usage model); read by the usage and
+    #: rescheduling plugins. ``usage_time`` is when it was measured (None: never).
+    usage = models.JSONField(default=dict, blank=True)
+    usage_time = models.DateTimeField(null=True, blank=True)
     backend_version = models.CharField(max_length=64, blank=True, default="", help_text="backend resourceVersion")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)

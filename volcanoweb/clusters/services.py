@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -116,6 +116,47 @@ def _mirror_node(event_type: str, info: NodeInfo) -> bool:
         node.updated_at = timezone.now()
         node.save(update_fields=[*fields, "updated_at"])
     return True
+
+
+#: The averaging periods node usage is written under: the rescheduling plugin's default ``metricsPeriod`` and
+#: Volcano's ``NODE_METRICS_PERIOD`` (the usage plugin's); one reading serves both (metrics-server reports a
+#: short window, the simulated cluster its current use).
+USAGE_PERIODS = ("5m", "10m")
+
+
+#: An unchanged reading is written again (only its time moves) once the stored one is this old.
+USAGE_REFRESH = timedelta(seconds=60)
+
+
+def _percent(used: int, total: int) -> float:
+    return round(100.0 * used / total, 1) if total > 0 else 0.0
+
+
+def record_node_usage(backend: ClusterBackend | None = None) -> int:
+    """Write the backend's node metrics as each Node row's ``usage`` (percent of its allocatable cpu and memory)
+    and ``usage_time``; return how many rows changed. Nodes without metrics keep what they had; an unchanged
+    reading is written again only once the stored one is ``USAGE_REFRESH`` old (rows, and the scheduler's
+    snapshot nodes, do not churn every reading)."""
+    backend = backend or get_backend()
+    metrics = {m.name: m for m in backend.node_metrics()}
+    if not metrics:
+        return 0
+    changed = 0
+    with transaction.atomic():
+        for node in Node.objects.filter(name__in=list(metrics)).select_for_update().order_by("name"):
+            m = metrics[node.name]
+            reading = {
+                "cpu": _percent(m.cpu, int(node.allocatable.get("cpu", 0))),
+                "memory": _percent(m.memory, int(node.allocatable.get("memory", 0))),
+            }
+            usage = dict.fromkeys(USAGE_PERIODS, reading)
+            when = datetime.fromtimestamp(m.time, UTC)
+            if node.usage == usage and node.usage_time is not None and when - node.usage_time < USAGE_REFRESH:
+                continue  # unchanged and still fresh (the usage plugin ignores readings over 5 minutes old)
+            node.usage, node.usage_time = usage, when
+            node.save(update_fields=["usage", "usage_time"])
+            changed += 1
+    return changed
 
 
 @transaction.atomic

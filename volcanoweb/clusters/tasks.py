@@ -11,3 +11,9 @@ from volcanoweb.clusters import services
 def sync_backend() -> int:
     """Advance the simulated kubelet, mirror cluster events into the database; return the event count."""
     return services.sync_from_backend().events
+
+
+@shared_task(name="volcanoweb.clusters.tasks.record_node_usage", ignore_result=True)
+def record_node_usage() -> int:
+    """Read the backend's node metrics into the Node rows (the usage and rescheduling plugins read them)."""
+    return services.record_node_usage()

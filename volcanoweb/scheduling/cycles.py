@@ -57,6 +57,7 @@ from volcanoweb.live.broadcast import discard_pending, publish
 from volcanoweb.queues.models import Queue
 from volcanoweb.runtime.dispatch import request_sync
 from volcanoweb.scheduling import messages
+from volcanoweb.scheduling.extender import PRODUCT_REGISTRY
 from volcanoweb.scheduling.models import (
     IntentKind,
     PodIntent,
@@ -174,7 +175,19 @@ def _set_condition(status: dict[str, Any], condition: dict[str, Any]) -> bool:
 
 
 #: The Pod columns :func:`_bind_pods` reads or writes (not the large spec, labels and annotations).
-BIND_FIELDS = ("id", "namespace", "name", "tenant_id", "phase", "node_name", "deletion_timestamp", "status")
+BIND_FIELDS = (
+    "id",
+    "namespace",
+    "name",
+    "tenant_id",
+    "phase",
+    "node_name",
+    "deletion_timestamp",
+    "status",
+    "annotations",
+)
+#: The annotations plugins write with a bind (``CycleResult.bind_annotations``): deviceshare's cards.
+BIND_ANNOTATIONS = ("volcano.sh/gpu-index", "volcano.sh/predicate-time")
 
 
 def _bind_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: ApplyStats) -> None:
@@ -185,11 +198,16 @@ def _bind_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: Appl
     pods = list(rows.order_by("pk"))
     intents: list[PodIntent] = []
     bound: list[Pod] = []
+    annotated: list[Pod] = []
     for pod in pods:
         key, node = wanted[pod.pk]
         if pod.node_name or pod.deletion_timestamp is not None or (pod.status or {}).get("deleted"):
             stats.skipped_binds += 1  # bound already (this result applied before) or gone
             continue
+        notes = result.bind_annotations.get(key)
+        if notes:
+            pod.annotations = {**(pod.annotations or {}), **notes}
+            annotated.append(pod)
         pod.node_name = node
         status = dict(pod.status or {})
         status.pop("nominatedNodeName", None)
@@ -201,6 +219,8 @@ def _bind_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: Appl
         )
         stats.binds.append((key, node))
     bulk_update_rows(Pod, bound, ["node_name", "status"])
+    if annotated:
+        bulk_update_rows(Pod, annotated, ["annotations"])
     PodIntent.objects.bulk_create(intents, ignore_conflicts=True, batch_size=500)
 
 
@@ -429,6 +449,21 @@ def _bind_all(backend: ClusterBackend, binds: list[tuple[str, str, str]]) -> dic
     return out
 
 
+def _annotate_binds(backend: ClusterBackend, binds: list[PodIntent]) -> None:
+    """Write the annotations a plugin chose with the bind (deviceshare's cards) on the cluster's pods first, as
+    Volcano patches the pod before binding it; a failed patch leaves the bind to go ahead (the device plugin
+    would refuse the pod)."""
+    keys = {(i.namespace, i.name) for i in binds}
+    rows = Pod.objects.filter(one_of("name", sorted({n for _, n in keys}))).values_list(
+        "namespace", "name", "annotations"
+    )
+    for ns, name, stored in rows:
+        notes = {k: v for k, v in (stored or {}).items() if k in BIND_ANNOTATIONS}
+        if (ns, name) in keys and notes:
+            with contextlib.suppress(BackendError):
+                backend.patch_pod_annotations(ns, name, dict(notes))
+
+
 def execute_intents(backend: ClusterBackend, intents: Iterable[PodIntent]) -> IntentStats:
     """Make the recorded cluster calls; delete each intent the cluster acknowledged (idempotent)."""
     stats = IntentStats()
@@ -438,6 +473,7 @@ def execute_intents(backend: ClusterBackend, intents: Iterable[PodIntent]) -> In
     revert: list[tuple[str, str]] = []
     failed: list[PodIntent] = []
     if binds:
+        _annotate_binds(backend, binds)
         results = _bind_all(backend, [(i.namespace, i.name, i.node) for i in binds])
         for intent in binds:
             error = results.get((intent.namespace, intent.name))
@@ -611,7 +647,9 @@ def _run_claimed_cycle(
                 used_state.append(True)
             info = build_snapshot(memo, now)
             t1 = time.perf_counter()
-            result = scheduler.run_cycle(info.snapshot, config, timer=time.perf_counter, cache=cache)
+            result = scheduler.run_cycle(
+                info.snapshot, config, registry=PRODUCT_REGISTRY, timer=time.perf_counter, cache=cache
+            )
         t2 = time.perf_counter()
         apply_result(info, result, run, token)
         t3 = time.perf_counter()

@@ -51,11 +51,14 @@ from scheduler import (
     TaskStatus,
     parse_resource,
 )
+from scheduler.hardware import guaranteed_cpus, numa_topology
 from scheduler.manifests import (
+    GPU_INDEX,
     HIERARCHY,
     HIERARCHY_WEIGHTS,
     JDB_MAX_UNAVAILABLE,
     JDB_MIN_AVAILABLE,
+    NUMA_POLICY,
     POD_STATUS,
     PREEMPTABLE,
     REVOCABLE_ZONE,
@@ -69,12 +72,14 @@ from scheduler.manifests import (
     PodPlacement,
     cooldown_time,
     flag,
+    gpu_ids,
     hyper_node,
     network_topology_of,
     pod_placement,
     sla_waiting_time,
 )
-from scheduler.model import HyperNode, ResourceQuota
+from scheduler.model import HyperNode, NumaTopology, ResourceQuota
+from volcanoweb.clusters.backends.base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL
 from volcanoweb.clusters.models import Node as NodeRow
 from volcanoweb.core.idlist import one_of
 from volcanoweb.jobs.models import HyperNode as HyperNodeRow
@@ -182,16 +187,42 @@ def placement(spec: Mapping[str, Any], obj: str = "") -> PodPlacement:
 
 
 def node_from_row(row: Mapping[str, Any]) -> Node:
-    """Return the scheduler's node for a ``Node`` values() row."""
+    """Return the scheduler's node for a ``Node`` values() row (``usage`` and ``usage_time`` optional)."""
+    labels = dict(row["labels"] or {})
+    measured = row.get("usage_time")
     return Node(
         name=row["name"],
         allocatable=_int_resources(row["allocatable"], pod_slot=False),
-        labels=dict(row["labels"] or {}),
+        labels=labels,
         taints=tuple(
             Taint(t["key"], t.get("value") or "", t.get("effect") or "NoSchedule") for t in row["taints"] or ()
         ),
         unschedulable=bool(row["unschedulable"]),
+        usage={str(p): {str(k): float(v) for k, v in u.items()} for p, u in (row.get("usage") or {}).items()},
+        usage_time=None if measured is None else measured.timestamp(),
+        numa=_numa_of(row["name"], labels),
     )
+
+
+def _numa_of(name: str, labels: Mapping[str, str]) -> NumaTopology | None:
+    """A simulated node's NUMA layout from its pool's labels (``sim.volcanoweb.io/numa``: SxNxCxT)."""
+    layout = labels.get(NUMA_LABEL)
+    if not layout:
+        return None
+    try:
+        sockets, per_socket, cores, threads = (int(x) for x in layout.split("x"))
+        return numa_topology(
+            {
+                "sockets": sockets,
+                "numaPerSocket": per_socket,
+                "coresPerNuma": cores,
+                "threadsPerCore": threads,
+                "topologyManagerPolicy": labels.get(TOPOLOGY_POLICY_LABEL, "none"),
+            }
+        )
+    except ValueError as exc:
+        log.warning("node %s: NUMA labels ignored: %s", name, exc)
+        return None
 
 
 def queue_from_row(row: Mapping[str, Any], parents: Mapping[int, str]) -> Queue:
@@ -362,7 +393,18 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
         cooldown=cooldown_time(labels, annotations),
         scheduled_at=_seconds(row["started_at"]) if row["started_at"] is not None else 0.0,
         revocable_zone=str(annotations.get(REVOCABLE_ZONE) or ""),
+        gpu_index=gpu_ids(str(annotations.get(GPU_INDEX) or ""), strict=True),
+        numa_policy=str(annotations.get(NUMA_POLICY) or ""),
+        guaranteed_cpus=_guaranteed(spec),
     )
+
+
+def _guaranteed(spec: Mapping[str, Any]) -> tuple[int, ...]:
+    """The containers' cpu requests of a Guaranteed pod (numa-aware pins them), else ()."""
+    containers, init = spec.get("containers") or [], spec.get("initContainers") or []
+    if not isinstance(containers, list) or not isinstance(init, list):
+        return ()
+    return guaranteed_cpus([c for c in containers if isinstance(c, dict)], [c for c in init if isinstance(c, dict)])
 
 
 def pod_usage(row: Mapping[str, Any]) -> tuple[str, dict[str, int]] | None:
@@ -620,7 +662,7 @@ def build_snapshot(memo: Memo | None = None, now: float | None = None) -> Snapsh
 
 
 def _node(row: tuple[Any, ...]) -> Node:
-    name, allocatable, labels, taints, unschedulable = row
+    name, allocatable, labels, taints, unschedulable, usage, usage_time = row
     return node_from_row(
         {
             "name": name,
@@ -628,6 +670,8 @@ def _node(row: tuple[Any, ...]) -> Node:
             "labels": json.loads(labels) if labels else None,
             "taints": json.loads(taints) if taints else None,
             "unschedulable": unschedulable,
+            "usage": json.loads(usage) if usage else None,
+            "usage_time": usage_time,
         }
     )
 
@@ -637,7 +681,11 @@ def _build(memo: Memo, now: float) -> SnapshotInfo:
     nodes = [
         memo.get("node", r[0], r, lambda r=r: _node(r))
         for r in NodeRow.objects.filter(ready=True).values_list(
-            "name", *(Cast(c, TextField()) for c in ("allocatable", "labels", "taints")), "unschedulable"
+            "name",
+            *(Cast(c, TextField()) for c in ("allocatable", "labels", "taints")),
+            "unschedulable",
+            Cast("usage", TextField()),
+            "usage_time",
         )
     ]
     queue_rows = list(

@@ -91,6 +91,24 @@ class Taint:
         )
 
 
+#: Simulated nodes' hardware, as their pool spec declares it (``volcanoweb.clusters.backends.sim``): the usage
+#: model's factor, the NUMA layout (``SOCKETSxNUMAxCORESxTHREADS``) and the kubelet's topology manager policy.
+USAGE_FACTOR_LABEL = "sim.volcanoweb.io/usage-factor"
+NUMA_LABEL = "sim.volcanoweb.io/numa"
+TOPOLOGY_POLICY_LABEL = "sim.volcanoweb.io/topology-manager-policy"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetrics:
+    """A node's measured usage (metrics-server's ``NodeMetrics``): cpu millicores and memory bytes in use,
+    measured at ``time`` (seconds since the epoch)."""
+
+    name: str
+    cpu: int
+    memory: int
+    time: float
+
+
 @dataclass(slots=True)
 class NodeInfo:
     """A node as observed: what the scheduler needs to place pods on it."""
@@ -466,6 +484,10 @@ class ClusterBackend(abc.ABC):
     @abc.abstractmethod
     def list_nodes(self) -> list[NodeInfo]:
         """All nodes, sorted by name."""
+
+    def node_metrics(self) -> list[NodeMetrics]:
+        """The nodes' measured usage (none by default: a backend without metrics)."""
+        return []
 
     @abc.abstractmethod
     def list_pods(self, scheduler_name: str | None = None, namespace: str | None = None) -> list[PodInfo]:

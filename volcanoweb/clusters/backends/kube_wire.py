@@ -9,16 +9,22 @@ manifest shapes; :func:`pod_to_k8s` writes the pod the backend creates.
 from __future__ import annotations
 
 import datetime
+import time
+from collections.abc import Mapping
 from typing import Any
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
+
+from scheduler.manifests import timestamp as scheduler_timestamp
+from scheduler.quantity import parse_resource
 
 from .base import (
     BackendError,
     Conflict,
     Container,
     NodeInfo,
+    NodeMetrics,
     NotFound,
     OwnerReference,
     PodInfo,
@@ -213,6 +219,21 @@ def node_from_k8s(data: dict[str, Any]) -> NodeInfo:
 
 
 # ---------------------------------------------------------------- errors
+
+
+def node_metrics_from_k8s(item: Mapping[str, Any]) -> NodeMetrics | None:
+    """A ``metrics.k8s.io/v1beta1`` NodeMetrics object (None when it names no node or its usage is unreadable)."""
+    meta = item.get("metadata") or {}
+    usage = item.get("usage") or {}
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    try:
+        cpu, memory = parse_resource("cpu", usage.get("cpu", "0")), parse_resource("memory", usage.get("memory", "0"))
+        when = scheduler_timestamp(item.get("timestamp")) if item.get("timestamp") else time.time()
+    except ValueError:
+        return None
+    return NodeMetrics(name, cpu, memory, when)
 
 
 def translate_error(exc: Exception, what: str) -> BackendError:

@@ -51,6 +51,7 @@ from .base import (
     Conflict,
     EvictionBlocked,
     NodeInfo,
+    NodeMetrics,
     NotFound,
     OwnerReference,
     PodInfo,
@@ -59,7 +60,15 @@ from .base import (
     Unavailable,
 )
 from .kube_reflector import Kind, Reflector
-from .kube_wire import TRANSPORT_ERRORS, node_from_k8s, owner_to_k8s, pod_from_k8s, pod_to_k8s, translate_error
+from .kube_wire import (
+    TRANSPORT_ERRORS,
+    node_from_k8s,
+    node_metrics_from_k8s,
+    owner_to_k8s,
+    pod_from_k8s,
+    pod_to_k8s,
+    translate_error,
+)
 
 __all__ = ["KubernetesBackend", "node_from_k8s", "pod_from_k8s", "pod_to_k8s"]
 
@@ -96,6 +105,7 @@ class KubernetesBackend(ClusterBackend):
         self.api_client = client.ApiClient(configuration)
         self.core = client.CoreV1Api(self.api_client)
         self.policy = client.PolicyV1Api(self.api_client)
+        self.custom = client.CustomObjectsApi(self.api_client)
         self.resync_period = resync_period
         self.watch_timeout = watch_timeout
         self.request_timeout = request_timeout
@@ -130,6 +140,17 @@ class KubernetesBackend(ClusterBackend):
         data = self._call("list nodes", self.core.list_node)
         nodes = [node_from_k8s(item) for item in data.get("items") or []]
         return sorted(nodes, key=lambda n: n.name)
+
+    def node_metrics(self) -> list[NodeMetrics]:
+        """metrics-server's ``metrics.k8s.io/v1beta1`` NodeMetrics; none when the metrics API is not served."""
+        try:
+            data = self._call(
+                "list node metrics", self.custom.list_cluster_custom_object, "metrics.k8s.io", "v1beta1", "nodes"
+            )
+        except NotFound:
+            return []
+        out = [m for m in (node_metrics_from_k8s(item) for item in data.get("items") or []) if m is not None]
+        return sorted(out, key=lambda m: m.name)
 
     def list_pods(self, scheduler_name: str | None = None, namespace: str | None = None) -> list[PodInfo]:
         kwargs: dict[str, Any] = {}

@@ -21,10 +21,24 @@ Pool spec format
   racks of 16 consecutive nodes, racks in spines of 4, labelled as Volcano's label-based HyperNode
   auto-discovery reads them (``volcano.sh/hypernode=<pool>-rack-<i>``, tier 1, and
   ``volcano.sh/hypercluster=<pool>-spine-<j>``, tier 2; see ``jobs.services.discover_hypernodes``).
+* ``HARDWARE``: optional, in parentheses, ``;``-separated (the simulated cluster has no hardware to measure):
+
+  * ``usage=F``: the usage model's factor (default 1; label ``sim.volcanoweb.io/usage-factor``): a node's
+    measured cpu and memory use is F times the requests of the pods running on it (what
+    ``ClusterBackend.node_metrics`` reports, for the usage and rescheduling plugins);
+  * ``numa=SxNxCxT``: sockets x NUMA nodes per socket x cores per NUMA node x threads per core (label
+    ``sim.volcanoweb.io/numa``), with ``topology=<policy>`` (``none``, ``best-effort``, ``restricted``,
+    ``single-numa-node``; label ``sim.volcanoweb.io/topology-manager-policy``, CPU manager ``static``): the
+    NUMA layout the numa-aware plugin reads (Volcano's Numatopology);
+  * ``gpumem=M``: GPU memory per card (in the device plugin's unit, MiB): the node's allocatable gets
+    ``volcano.sh/gpu-number`` = its ``gpu`` count and ``volcano.sh/gpu-memory`` = count x M, the cards
+    deviceshare shares.
 
 Example: ``"cpu:8x16c64Gi,gpu:4x32c256Gi4gpu[accelerator=a100]"`` is 8 nodes
 with 16 CPUs and 64 GiB each, and 4 nodes with 32 CPUs, 256 GiB and 4 GPUs;
-``"gpu:64x32c256Gi8gpu{rack=16;spine=2}"`` is 4 racks of 16 GPU nodes in 2 spines.
+``"gpu:64x32c256Gi8gpu{rack=16;spine=2}"`` is 4 racks of 16 GPU nodes in 2 spines;
+``"cpu:4x16c64Gi(usage=0.8;numa=2x1x4x2;topology=single-numa-node),gpu:2x32c256Gi4gpu(gpumem=40960)"`` declares
+usage factors, a NUMA layout and shareable GPU memory.
 
 Pod lifecycle
 =============
@@ -48,7 +62,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Protocol
 
-from .base import BackendEvent, NodeInfo
+from .base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL, USAGE_FACTOR_LABEL, BackendEvent, NodeInfo
 from .simengine import (
     DEFAULT_MAX_PODS,
     UNREACHABLE_TAINT,
@@ -157,7 +171,7 @@ class ScaledClock:
 
 _POOL_RE = re.compile(
     r"^(?P<name>[a-z0-9]([a-z0-9-]*[a-z0-9])?):(?:(?P<count>\d+)x)?"
-    r"(?P<shape>[^\[\]{}]+)(?:\[(?P<labels>[^\]]*)\])?(?:\{(?P<topology>[^}]*)\})?$"
+    r"(?P<shape>[^\[\]{}()]+)(?:\[(?P<labels>[^\]]*)\])?(?:\{(?P<topology>[^}]*)\})?(?:\((?P<hardware>[^)]*)\))?$"
 )
 _TERM_RE = re.compile(r"(\d+(?:\.\d+)?)(gpu|pods|Ki|Mi|Gi|Ti|Pi|c)")
 _UNIT_RESOURCE = {
@@ -191,9 +205,17 @@ def parse_pool_spec(spec: str) -> list[NodeInfo]:
         allocatable = _parse_shape(match["shape"], text)
         extra = _parse_labels(match["labels"] or "", text)
         rack, spine = _parse_topology(match["topology"] or "", text)
+        hardware = _parse_hardware(match["hardware"] or "", text, allocatable)
         for index in range(count):
             node = f"{name}-{index}"
-            labels = {POOL_LABEL: name, HOSTNAME_LABEL: node, OS_LABEL: "linux", ARCH_LABEL: "amd64", **extra}
+            labels = {
+                POOL_LABEL: name,
+                HOSTNAME_LABEL: node,
+                OS_LABEL: "linux",
+                ARCH_LABEL: "amd64",
+                **hardware,
+                **extra,
+            }
             if rack:
                 labels[RACK_LABEL] = f"{name}-rack-{index // rack}"
                 if spine:
@@ -213,6 +235,38 @@ def _parse_topology(text: str, pool: str) -> tuple[int, int]:
     if sizes["spine"] and not sizes["rack"]:
         raise ValueError(f"pool {pool!r}: spine=M needs rack=N")
     return sizes["rack"], sizes["spine"]
+
+
+_NUMA_RE = re.compile(r"^[1-9]\d*x[1-9]\d*x[1-9]\d*x[1-9]\d*$")
+_TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+
+
+def _parse_hardware(text: str, pool: str, allocatable: dict[str, str]) -> dict[str, str]:
+    """``usage=F;numa=SxNxCxT;topology=P;gpumem=M``: the node labels they become (``gpumem`` adds the GPU
+    sharing resources to ``allocatable``)."""
+    labels: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(";"))):
+        key, sep, value = item.partition("=")
+        if key == "usage" and sep and re.fullmatch(r"\d+(\.\d+)?", value):
+            labels[USAGE_FACTOR_LABEL] = value
+        elif key == "numa" and sep and _NUMA_RE.match(value):
+            labels[NUMA_LABEL] = value
+        elif key == "topology" and value in _TOPOLOGY_POLICIES:
+            labels[TOPOLOGY_POLICY_LABEL] = value
+        elif key == "gpumem" and value.isdigit() and int(value) > 0:
+            cards = int(float(allocatable.get("nvidia.com/gpu", "0")))
+            if not cards:
+                raise ValueError(f"pool {pool!r}: gpumem needs a gpu count in the shape")
+            allocatable["volcano.sh/gpu-number"] = str(cards)
+            allocatable["volcano.sh/gpu-memory"] = str(cards * int(value))
+        else:
+            raise ValueError(
+                f"pool {pool!r}: invalid hardware term {item!r} "
+                "(usage=F, numa=SxNxCxT, topology=none|best-effort|restricted|single-numa-node, gpumem=MiB)"
+            )
+    if TOPOLOGY_POLICY_LABEL in labels and NUMA_LABEL not in labels:
+        raise ValueError(f"pool {pool!r}: topology=... needs numa=SxNxCxT")
+    return labels
 
 
 def _parse_shape(shape: str, pool: str) -> dict[str, str]:

@@ -53,12 +53,14 @@ from scheduler.quantity import parse_duration, parse_resource
 from .base import (
     SIM_DURATION_ANNOTATION,
     SIM_EXIT_CODE_ANNOTATION,
+    USAGE_FACTOR_LABEL,
     BackendError,
     BackendEvent,
     ClusterBackend,
     Conflict,
     EventType,
     NodeInfo,
+    NodeMetrics,
     NotFound,
     OwnerReference,
     PodInfo,
@@ -613,6 +615,21 @@ class SimEngine(ClusterBackend):
 
     def list_nodes(self) -> list[NodeInfo]:
         return [NodeInfo.from_dict(n.info) for n in self.store.list_nodes()]
+
+    def node_metrics(self) -> list[NodeMetrics]:
+        """The usage model: each node uses its pool's usage factor (the ``sim.volcanoweb.io/usage-factor`` label,
+        default 1) times the cpu and memory requests of the pods admitted on it, measured now (wall time)."""
+        now = time.time()
+        out = []
+        for n in self.store.list_nodes():
+            labels = n.info.get("labels") or {}
+            try:
+                factor = float(labels.get(USAGE_FACTOR_LABEL, "1"))
+            except ValueError:
+                factor = 1.0
+            cpu, memory = n.used.get("cpu", 0), n.used.get("memory", 0)
+            out.append(NodeMetrics(n.name, round(cpu * factor), round(memory * factor), now))
+        return out
 
     def node_usage(self, name: str) -> dict[str, int]:
         """Resources admitted on a node (integers: cpu millicores, memory bytes, pod count)."""

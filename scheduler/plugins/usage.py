@@ -1,0 +1,252 @@
+"""The usage plugin: load-aware placement from the nodes' measured utilisation.
+
+Volcano's ``pkg/scheduler/plugins/usage`` over ``Node.usage`` (cpu and memory percent per averaging period:
+Volcano's ``NODE_METRICS_PERIOD``, ``10m``, which our ``metricsPeriod`` argument may change; the
+``volcanoweb.io/node-usage`` annotation in manifests) measured at ``Node.usage_time``
+(``volcanoweb.io/node-usage-time``). Metrics are *fresh* when they have a time no more than five minutes
+before ``Snapshot.now`` (any time counts as fresh without a clock); stale or timeless metrics switch the
+plugin off on that node (pass, score 0), as Volcano's.
+
+* **predicate** (unresolvable): a node whose cpu usage is above ``thresholds.cpu`` (default 80) fails
+  with ``the CPU load of the node exceeds the upper limit.``, else one whose memory usage is above
+  ``thresholds.mem`` (80) with ``the memory load of the node exceeds the upper limit.``
+* **node order**: ``((1 - U_cpu)·cpu.weight + (1 - U_mem)·memory.weight) / (cpu.weight + memory.weight)
+  * 100 * usage.weight`` (defaults 1, 1, 5), where ``U_r`` is the composite utilisation, clamped to
+  [0, 1]: the measured percent of the node's allocatable plus the *shadow* estimate of the pods the
+  metrics cannot see yet, over the allocatable.
+* **shadow estimates** (Volcano's ``ShadowLoadCache``): at open, every pod on a node that is Allocated,
+  Binding or Bound, or Running and started less than the metrics interval (30 s, Volcano's default
+  ``metrics.interval``) before the clock (or with no known start), and every pod placed in the session
+  (``on_allocate``; taken back by ``on_deallocate``), adds ``request * estimator.request_ratio`` (0.7)
+  times the node's risk factor, at most the request; a BestEffort pod adds ``estimator.be_cpu`` (250m)
+  and ``estimator.be_mem`` (200Mi) times it. The risk factor is ``estimator.risk_factor`` (1.2) once the
+  node's composite load (cpu and memory composites weighted by cpu.weight and memory.weight) reaches
+  ``estimator.risk_threshold`` (0.6), else 1.
+
+Differences: pods carry requests only (no limits), so ``estimator.burst_ratio`` is accepted with no
+effect (a pod's limit is its request); a Running pod's start is its ``PodScheduled`` time; the
+capacity is the node's allocatable; out-of-range values keep the default as in Volcano (negative
+weights, thresholds outside 0-100, ratios outside 0-1, a risk factor below 1), while wrongly typed
+ones are configuration errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from scheduler.framework import AllocateHandler, ArgSpec, Filter, FloatArray, IntArray, NodeOrder, Plugin, Predicate
+from scheduler.model import TaskStatus
+from scheduler.quantity import QuantityError, parse_cpu, parse_memory
+
+if TYPE_CHECKING:
+    from scheduler.info import TaskInfo
+    from scheduler.session import Session
+
+__all__ = ["UsagePlugin", "estimate_pod", "node_score", "risk_factor", "shadow_tracked"]
+
+CPU_REASON = "the CPU load of the node exceeds the upper limit."
+MEMORY_REASON = "the memory load of the node exceeds the upper limit."
+METRICS_ACTIVE = 300.0
+METRICS_INTERVAL = 30.0
+_SHADOW = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND})
+_THRESHOLDS = {"cpu": 80.0, "mem": 80.0}
+_ESTIMATOR = {"request_ratio": 0.7, "burst_ratio": 0.0, "risk_threshold": 0.6, "risk_factor": 1.2}
+_BEST_EFFORT = {"be_cpu": 250.0, "be_mem": float(200 * 1024 * 1024)}
+
+
+def _check_thresholds(value: Any) -> str | None:
+    for key, v in value.items():
+        if key not in _THRESHOLDS:
+            return f"unknown key {key!r} (known: cpu, mem)"
+        if isinstance(v, bool) or not isinstance(v, int):
+            return f"{key}: expected an integer percent, got {v!r}"
+    return None
+
+
+def _check_estimator(value: Any) -> str | None:
+    for key, v in value.items():
+        if key in _ESTIMATOR:
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                return f"{key}: expected a number, got {v!r}"
+        elif key in _BEST_EFFORT:
+            if isinstance(v, bool) or not isinstance(v, int | str):
+                return f"{key}: expected a quantity or an integer, got {v!r}"
+        else:
+            return f"unknown key {key!r} (known: {', '.join([*_ESTIMATOR, *_BEST_EFFORT])})"
+    return None
+
+
+def _best_effort(key: str, value: Any, default: float) -> float:
+    """``be_cpu`` (millicores; an integer counts millicores) or ``be_mem`` (bytes; an integer counts Mi);
+    a negative or unparsable value keeps the default, as Volcano's."""
+    if isinstance(value, int):
+        if value < 0:
+            return default
+        return float(value) if key == "be_cpu" else float(value) * 1024 * 1024
+    if isinstance(value, str):
+        try:
+            amount = parse_cpu(value) if key == "be_cpu" else parse_memory(value)
+        except QuantityError:
+            return default
+        return default if amount < 0 else float(amount)
+    return default
+
+
+def risk_factor(load: float, threshold: float, factor: float) -> float:
+    """Volcano's ``CalcAppliedRiskFactor``: ``factor`` once ``load`` reaches ``threshold`` (factors below
+    1 never apply)."""
+    if factor < 1.0:
+        return 1.0
+    return factor if load >= threshold else 1.0
+
+
+def estimate_pod(request: float, limit: float, request_ratio: float, burst_ratio: float, risk: float) -> float:
+    """Volcano's ``EstimatePodResource``: ``(request·request_ratio + (limit - request)·burst_ratio) · risk``
+    clamped to [0, limit] (a missing or smaller limit is the request)."""
+    request = max(request, 0.0)
+    limit = request if limit <= 0 or limit < request else limit
+    estimate = (request * request_ratio + (limit - request) * burst_ratio) * risk
+    return min(max(estimate, 0.0), limit)
+
+
+def composite(percent: float, shadow: float, capacity: float) -> float:
+    """Volcano's ``CalcCompositeUtilization``: measured plus shadow load over the capacity, in [0, 1]."""
+    if capacity <= 0:
+        return 0.0
+    return min(max((percent / 100.0 * capacity + shadow) / capacity, 0.0), 1.0)
+
+
+def node_score(cpu: float, mem: float, cpu_weight: int, mem_weight: int, usage_weight: int) -> float:
+    """Volcano's ``CalcNodeScore`` over composite utilisations in [0, 1]."""
+    total = cpu_weight + mem_weight
+    if total == 0:
+        return 0.0
+    return ((1.0 - cpu) * cpu_weight + (1.0 - mem) * mem_weight) / total * 100.0 * usage_weight
+
+
+def shadow_tracked(status: TaskStatus, started: float, now: float | None, interval: float = METRICS_INTERVAL) -> bool:
+    """Volcano's ``shouldAddToShadowCache`` for a pod on a node: Allocated, Binding, Bound, or Running
+    without a known start (``started`` 0) or started less than ``interval`` before ``now``."""
+    if status in _SHADOW:
+        return True
+    if status != TaskStatus.RUNNING:
+        return False
+    if started <= 0:
+        return True
+    return now is not None and now - started < interval
+
+
+def _weight(value: Any, default: int) -> int:
+    return default if not isinstance(value, int) or value < 0 else value
+
+
+class UsagePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
+    """Load-aware filtering and scoring (see the module docstring)."""
+
+    name = "usage"
+    node_local_filters = True
+    arguments: ClassVar[Mapping[str, ArgSpec]] = {
+        "usage.weight": ArgSpec("int", 5, "the plugin's weight in the node order (negative: 5)"),
+        "cpu.weight": ArgSpec("int", 1, "cpu's weight in the score (negative: 1)"),
+        "memory.weight": ArgSpec("int", 1, "memory's weight in the score (negative: 1)"),
+        "thresholds": ArgSpec("map", None, "{cpu: percent, mem: percent} (80, 80)", check=_check_thresholds),
+        "estimator": ArgSpec("map", None, "shadow load estimator parameters", check=_check_estimator),
+        "metricsPeriod": ArgSpec("str", "10m", "the averaging period read from Node.usage (Volcano's fixed 10m)"),
+    }
+
+    def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:
+        super().__init__(args, hierarchy)
+        self.usage_weight = _weight(self.args["usage.weight"], 5)
+        self.cpu_weight = _weight(self.args["cpu.weight"], 1)
+        self.mem_weight = _weight(self.args["memory.weight"], 1)
+        self.thresholds = dict(_THRESHOLDS)
+        for key, v in (self.args.get("thresholds") or {}).items():
+            if 0 <= v <= 100:
+                self.thresholds[key] = float(v)
+        est = dict(self.args.get("estimator") or {})
+        self.estimator = dict(_ESTIMATOR)
+        for key in ("request_ratio", "burst_ratio", "risk_threshold"):
+            if key in est and 0 <= est[key] <= 1:
+                self.estimator[key] = float(est[key])
+        if "risk_factor" in est and est["risk_factor"] >= 1:
+            self.estimator["risk_factor"] = float(est["risk_factor"])
+        self.best_effort = {k: _best_effort(k, est.get(k), d) for k, d in _BEST_EFFORT.items()}
+        self.period = str(self.args["metricsPeriod"] or "")
+
+    def on_session_open(self, session: Session) -> None:
+        self.session = session
+        table = session.nodes
+        now = session.snapshot.now
+        self.fresh = np.array([self._fresh(n.usage_time, now) for n in table.nodes], dtype=np.bool_)
+        self.cpu = np.array([n.usage.get(self.period, {}).get("cpu", 0.0) for n in table.nodes], dtype=np.float64)
+        self.mem = np.array([n.usage.get(self.period, {}).get("memory", 0.0) for n in table.nodes], dtype=np.float64)
+        self.capacity = table.alloc[:2].astype(np.float64)
+        self.shadow = np.zeros((2, len(table)), dtype=np.float64)
+        self.estimates: dict[str, tuple[int, float, float]] = {}
+        for i in range(len(table)):
+            for t in list(table.tasks[i].values()):
+                if shadow_tracked(t.status, t.task.scheduled_at, now):
+                    self._add(t, i)
+        self._filters = self._build_filters()
+
+    def _fresh(self, measured: float | None, now: float | None) -> bool:
+        if not self.period or measured is None:
+            return False
+        return now is None or now - measured <= METRICS_ACTIVE
+
+    def _build_filters(self) -> list[Filter]:
+        over_cpu = self.fresh & (self.cpu > self.thresholds["cpu"])
+        over_mem = self.fresh & ~over_cpu & (self.mem > self.thresholds["mem"])
+        reasons = [CPU_REASON if c else MEMORY_REASON if m else "" for c, m in zip(over_cpu, over_mem, strict=True)]
+        return [Filter(self.name, ~(over_cpu | over_mem), CPU_REASON, True, reasons)]
+
+    def _composites(self, i: int) -> tuple[float, float]:
+        cpu = composite(float(self.cpu[i]), float(self.shadow[0, i]), float(self.capacity[0, i]))
+        mem = composite(float(self.mem[i]), float(self.shadow[1, i]), float(self.capacity[1, i]))
+        return cpu, mem
+
+    def _add(self, t: TaskInfo, i: int) -> None:
+        cpu, mem = self._composites(i)
+        weights = self.cpu_weight + self.mem_weight
+        load = (cpu * self.cpu_weight + mem * self.mem_weight) / weights if weights else 0.0
+        risk = risk_factor(load, self.estimator["risk_threshold"], self.estimator["risk_factor"])
+        if t.best_effort:
+            est_cpu, est_mem = self.best_effort["be_cpu"] * risk, self.best_effort["be_mem"] * risk
+        else:
+            ratio, burst = self.estimator["request_ratio"], self.estimator["burst_ratio"]
+            est_cpu = estimate_pod(float(t.req[0]), float(t.req[0]), ratio, burst, risk)
+            est_mem = estimate_pod(float(t.req[1]), float(t.req[1]), ratio, burst, risk)
+        self._sub(t.uid)
+        self.estimates[t.uid] = (i, est_cpu, est_mem)
+        self.shadow[0, i] += est_cpu
+        self.shadow[1, i] += est_mem
+
+    def _sub(self, uid: str) -> None:
+        held = self.estimates.pop(uid, None)
+        if held is not None:
+            i, est_cpu, est_mem = held
+            self.shadow[0, i] = max(self.shadow[0, i] - est_cpu, 0.0)
+            self.shadow[1, i] = max(self.shadow[1, i] - est_mem, 0.0)
+
+    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+        """Nodes with fresh metrics above a threshold fail."""
+        return self._filters
+
+    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+        """The composite-utilisation score of each node with fresh metrics (0 elsewhere)."""
+        out = np.zeros(len(nodes), dtype=np.float64)
+        for k, i in enumerate(nodes):
+            if self.fresh[i]:
+                cpu, mem = self._composites(int(i))
+                out[k] = node_score(cpu, mem, self.cpu_weight, self.mem_weight, self.usage_weight)
+        return out
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        if task.node >= 0:
+            self._add(task, task.node)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self._sub(task.uid)
