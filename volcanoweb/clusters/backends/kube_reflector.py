@@ -16,16 +16,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from .base import BackendEvent, EventType, NodeInfo, PodInfo, Unavailable
 from .kube_wire import TRANSPORT_ERRORS, translate_error
-
-if TYPE_CHECKING:
-    from .kubernetes import KubernetesBackend
 
 log = logging.getLogger("volcanoweb.clusters.backends.kubernetes")
 
@@ -51,12 +48,26 @@ class _Gone(Exception):
 # ---------------------------------------------------------------- reflector
 
 
+class Owner(Protocol):
+    """What a reflector needs of the backend that owns it (:class:`~.kubernetes.KubernetesBackend`): its
+    timings, where to report changes and whether its kind is reachable."""
+
+    backoff: tuple[float, float]
+    resync_period: float
+    watch_timeout: int
+    request_timeout: float
+
+    def _emit(self, events: list[BackendEvent]) -> None: ...
+
+    def _set_available(self, kind: str, error: str | None) -> None: ...
+
+
 class Reflector:
     """List + watch one kind into a cache, reporting changes to the backend."""
 
     def __init__(
         self,
-        backend: KubernetesBackend,
+        backend: Owner,
         kind: Kind,
         list_fn: Callable[..., Any],
         convert: Callable[[dict[str, Any]], PodInfo | NodeInfo],
