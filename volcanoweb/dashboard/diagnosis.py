@@ -19,6 +19,7 @@ from volcanoweb.dashboard import cluster
 from volcanoweb.dashboard.resources import MAIN_RESOURCES, fmt, parse_map
 from volcanoweb.jobs.models import Event, EventType, Job, JobPhase, PodGroup, PodGroupPhase
 from volcanoweb.queues.models import Queue, QueueState
+from volcanoweb.scheduling.cycles import active_config
 from volcanoweb.scheduling.messages import readable
 
 WAITING_PHASES = (JobPhase.PENDING, JobPhase.RESTARTING)
@@ -354,6 +355,40 @@ def _queue_checks(
     return out
 
 
+def _real_capability(
+    queue: Queue, need: dict[str, int], capability: dict[str, int], capacity: dict[str, float]
+) -> list[Reason]:
+    """Under proportion, a queue can never get what the other queues' guarantees reserve: its real capability
+    is the cluster's total less every other queue's guarantee (Volcano's ``realCapability``). A gang above it
+    can never be admitted, though it is below the cluster's total and the queue's own capability."""
+    if not capacity or "proportion" not in active_config()[0].plugin_names():
+        return []
+    reserved: dict[str, dict[str, int]] = {}
+    for name, guarantee in Queue.objects.exclude(pk=queue.pk).exclude(guarantee={}).values_list("name", "guarantee"):
+        for resource, amount in parse_map(guarantee).items():
+            if amount > 0:
+                reserved.setdefault(resource, {})[name] = amount
+    out = []
+    for name, amount in need.items():
+        total = capacity.get(name, 0)
+        others = reserved.get(name, {})
+        real = total - sum(others.values())
+        if not others or amount > total or amount <= real or (name in capability and amount > capability[name]):
+            continue  # nothing reserved, or another line already says it
+        held = ", ".join(f"{q} {fmt(name, v)}" for q, v in sorted(others.items()))
+        out.append(
+            Reason(
+                "queue",
+                f"Needs more {_label(name)} than queue {queue.name} can ever get",
+                f"The gang needs {fmt(name, amount)}; {queue.name} can get at most {fmt(name, max(real, 0))}: the "
+                f"cluster's {fmt(name, total)} less what other queues' guarantees reserve ({held}). It is never "
+                "admitted here: ask a platform admin to move the guarantee to this queue, or submit it smaller.",
+                "block",
+            )
+        )
+    return out
+
+
 def _never_fits(status: Any) -> bool:
     reason = (status or {}).get("unschedulableReason") if isinstance(status, dict) else None
     return isinstance(reason, dict) and reason.get("kind") == "never-fits"
@@ -595,6 +630,9 @@ def why_pending(job: Job, readable: list[int] | None = None) -> list[Reason]:
     if stored is not None and stored.kind == "enqueue-rejected":
         # the blocker first: a job that holds admission room and can never run, not this job's size
         reasons[:0] = room_blockers(job, job.queue_name, stored.plugin == "overcommit", inventory, readable)
+        if queue is not None and podgroup is not None:
+            need = parse_map(podgroup.min_resources or {})
+            reasons += _real_capability(queue, need, parse_map(queue.capability), figures[0])
     short = [name for name, _ in _short_resources(podgroup, reasons, figures)]
     holders = _holders(job, queue, short, readable)
     if holders is not None:

@@ -251,3 +251,32 @@ def test_a_job_the_gate_refused_is_not_counted_as_ahead(world: Any, login: Any) 
     assert "2 older pending jobs in queue team-a-q" in html  # the world's train-a and older
     assert "Ahead: team-a/train-a, team-a/older." in html
     assert "Not counted: team-a/never (can never run, holds no admission room)." in html
+
+
+def test_why_pending_says_when_other_queues_guarantees_leave_the_queue_too_little(world: Any, login: Any) -> None:
+    """The demo's case: a parent queue guarantees 4 of the cluster's 16 GPUs, so under proportion its child can
+    get at most 12 and a 16-GPU gang there is never admitted; the page says so, with the sum."""
+    from tests.volcanoweb import builders
+    from volcanoweb.clusters.models import Node
+    from volcanoweb.jobs.models import PodGroup
+    from volcanoweb.queues.models import Queue
+
+    gpus = {"cpu": 16000, "memory": 64 * 1024**3, "pods": 110, "nvidia.com/gpu": 4}
+    Node.objects.all().update(allocatable=gpus)
+    for i in range(4 - Node.objects.count()):
+        Node.objects.create(name=f"gpu-extra-{i}", allocatable=gpus, capacity=gpus, ready=True)
+    Queue.objects.filter(name="team-b-q").update(guarantee={"nvidia.com/gpu": "4"})
+    sixteen = _gpu_job(builders, "sixteen", 4, pods=4)
+    refused = {"kind": "enqueue-rejected", "plugin": "proportion", "message": "queue resource quota insufficient"}
+    PodGroup.objects.filter(job=sixteen).update(
+        min_resources={"cpu": "8", "nvidia.com/gpu": "16"}, status={"unschedulableReason": refused}
+    )
+    html = login(world.cast.alice).get("/jobs/team-a/sixteen/?fragment=status").content.decode()
+    assert "Needs more GPU than queue team-a-q can ever get" in html
+    said = "team-a-q can get at most 12: the cluster&#x27;s 16 less what other queues&#x27; guarantees reserve"
+    assert f"{said} (team-b-q 4)" in html
+    twelve = _gpu_job(builders, "twelve", 4, pods=3)
+    PodGroup.objects.filter(job=twelve).update(
+        min_resources={"cpu": "6", "nvidia.com/gpu": "12"}, status={"unschedulableReason": refused}
+    )
+    assert "can ever get" not in login(world.cast.alice).get("/jobs/team-a/twelve/?fragment=status").content.decode()
