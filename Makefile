@@ -84,7 +84,7 @@ test-fast: $(STAMP)  ## the pytest suite without the end-to-end and browser test
 	$(WITH_SERVICES) $(BIN)/pytest -m "not e2e and not browser"
 
 test-scheduler: $(STAMP)  ## the scheduling core alone (no Django, no services)
-	$(BIN)/pytest tests/scheduler -p no:django
+	$(BIN)/pytest tests/scheduler -p no:django -W ignore::pytest.PytestConfigWarning
 
 bench: $(STAMP)  ## the benchmarks; JSON report in bench/results/
 	$(WITH_SERVICES) $(PY) -m bench all --out bench/results/latest.json

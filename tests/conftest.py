@@ -77,22 +77,29 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
         db.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("sqlite") / "test.sqlite3")
 
 
+def _django(request: pytest.FixtureRequest) -> bool:
+    """Whether pytest-django runs (``make test-scheduler`` runs the scheduling core's tests without it)."""
+    return bool(request.config.pluginmanager.hasplugin("django"))
+
+
 @pytest.fixture(autouse=True)
-def _insights_in_line(request: pytest.FixtureRequest, settings: Any) -> None:
+def _insights_in_line(request: pytest.FixtureRequest) -> None:
     """Record insights inside the cycle in unit and integration tests (their rows live in the test's
     transaction, which the recorder's writer thread cannot see); e2e tests and the recorder's own tests
     (``recorder_thread`` marker) use the writer thread, as the product does."""
+    if not _django(request):
+        return
     if not (request.node.get_closest_marker("e2e") or request.node.get_closest_marker("recorder_thread")):
-        settings.INSIGHTS_RECORD_ASYNC = False
+        request.getfixturevalue("settings").INSIGHTS_RECORD_ASYNC = False
 
 
 @pytest.fixture(autouse=True)
-def _private_cache(request: pytest.FixtureRequest, settings: Any) -> None:
+def _private_cache(request: pytest.FixtureRequest) -> None:
     """Each unit and integration test counts failed bearer tokens in a cache of its own (the stack's Redis
     cache would carry them from test to test); e2e tests use what their processes configure."""
-    if not request.node.get_closest_marker("e2e"):
+    if _django(request) and not request.node.get_closest_marker("e2e"):
         location = f"test-{request.node.nodeid}"
-        settings.CACHES = {
+        request.getfixturevalue("settings").CACHES = {
             "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": location}
         }
 
@@ -100,7 +107,7 @@ def _private_cache(request: pytest.FixtureRequest, settings: Any) -> None:
 @pytest.fixture(autouse=True)
 def _eager_celery(request: pytest.FixtureRequest) -> Iterator[None]:
     """Run Celery tasks in-process in unit and integration tests; e2e tests use real workers."""
-    if request.node.get_closest_marker("e2e"):
+    if request.node.get_closest_marker("e2e") or not _django(request):
         yield
         return
     from volcanoweb.celery import app
@@ -112,10 +119,12 @@ def _eager_celery(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _no_tailer_after_the_test() -> Iterator[None]:
+def _no_tailer_after_the_test(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test that started this process's change-log tailer (an in-process ASGI socket or watch) ends it, so
     the thread never reads the database of a test that may not, nor holds a connection at teardown."""
     yield
+    if not _django(request):
+        return
     from volcanoweb.feed import tailer
 
     tailer.shutdown()
