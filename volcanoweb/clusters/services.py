@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from scheduler.quantity import format_quantity
@@ -283,11 +284,16 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
     for ns, name in latest:
         names_by_ns.setdefault(ns, set()).add(name)
     rows: dict[tuple[str, str], Pod] = {}
+    which = Q()
     for ns, names in names_by_ns.items():
-        # only what the mirror reads and writes: a pod's spec, labels and annotations are large JSON documents,
-        # and decoding them for every event of a cycle's thousands of binds was most of the mirror's time
-        for row in Pod.objects.filter(namespace=ns, name__in=names).only(*MIRROR_FIELDS):
-            rows[(ns, row.name)] = row
+        which |= Q(namespace=ns, name__in=names)
+    # only what the mirror reads and writes: a pod's spec, labels and annotations are large JSON documents, and
+    # decoding them for every event of a cycle's thousands of binds was most of the mirror's time. Locked in id
+    # order, as the cycle locks the pods it binds: a bind committed between this read and the write below would
+    # otherwise be overwritten with the status read before it (its scheduledBy lost).
+    locked = Pod.objects.select_for_update(of=("self",)).filter(which).only(*MIRROR_FIELDS).order_by("pk")
+    for row in locked:
+        rows[(row.namespace, row.name)] = row
     tenants = dict(Namespace.objects.filter(name__in=list(names_by_ns)).values_list("name", "tenant_id"))
     now = timezone.now()
     updated: list[Pod] = []
