@@ -44,32 +44,27 @@ def _run_json(argv: list[str]) -> dict[str, Any]:
     return report
 
 
-def volcanoweb_figures(report: dict[str, Any]) -> dict[str, Any]:
-    """The figures compared from a ``bench e2e`` report."""
-    section = report["end_to_end"]
-    latency = section.get("api_latency") or {}
+def _figures(section: dict[str, Any], latency: str, after: str) -> dict[str, Any]:
+    """The figures compared, from either benchmark's section (they name two of them differently)."""
+    percentiles = section.get(latency) or {}
     return {
         "ok": bool(section.get("ok")),
         "jobs_per_second": section.get("jobs_per_second"),
-        "submit_latency_p50_ms": latency.get("Perc50"),
-        "submit_latency_p99_ms": latency.get("Perc99"),
+        "submit_latency_p50_ms": percentiles.get("Perc50"),
+        "submit_latency_p99_ms": percentiles.get("Perc99"),
         "uptime_before": section.get("uptime_before"),
-        "uptime_after": section.get("uptime_after_bind"),
+        "uptime_after": section.get(after),
     }
+
+
+def volcanoweb_figures(report: dict[str, Any]) -> dict[str, Any]:
+    """The figures compared from a ``bench e2e`` report."""
+    return _figures(report["end_to_end"], "api_latency", "uptime_after_bind")
 
 
 def slurm_figures(report: dict[str, Any]) -> dict[str, Any]:
     """The figures compared from a ``bench peer-slurm`` report."""
-    section = report["peer"]
-    latency = section.get("submit_latency") or {}
-    return {
-        "ok": bool(section.get("ok")),
-        "jobs_per_second": section.get("jobs_per_second"),
-        "submit_latency_p50_ms": latency.get("Perc50"),
-        "submit_latency_p99_ms": latency.get("Perc99"),
-        "uptime_before": section.get("uptime_before"),
-        "uptime_after": section.get("uptime_after"),
-    }
+    return _figures(report["peer"], "submit_latency", "uptime_after")
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

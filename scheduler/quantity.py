@@ -184,6 +184,15 @@ def parse_duration(text: str, *, plain_seconds: bool = False) -> float:
     return sign * total
 
 
+def duration_problem(value: object) -> str | None:
+    """Why ``value`` is not a Go duration (an ``ArgSpec`` check), or None when it is one."""
+    try:
+        parse_duration(str(value))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 _DAYS = re.compile(r"^(\d+(?:\.\d+)?)d$")
 
 

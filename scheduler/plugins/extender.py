@@ -66,7 +66,7 @@ from scheduler.framework import (
     SessionClose,
     Vote,
 )
-from scheduler.quantity import parse_duration
+from scheduler.quantity import duration_problem, parse_duration
 
 if TYPE_CHECKING:
     from scheduler.info import JobInfo, QueueInfo, TaskInfo
@@ -102,14 +102,6 @@ Transport = Callable[[str, Mapping[str, Any], float], Any]
 
 def _no_transport(url: str, body: Mapping[str, Any], timeout: float) -> Any:
     raise ExtenderError(f"no HTTP transport for the extender (POST {url})")
-
-
-def _check_duration(value: Any) -> str | None:
-    try:
-        parse_duration(str(value))
-    except ValueError as exc:
-        return str(exc)
-    return None
 
 
 def _check_resources(value: Any) -> str | None:
@@ -152,7 +144,7 @@ class ExtenderPlugin(
     transport: ClassVar[Transport] = staticmethod(_no_transport)
     arguments: ClassVar[Mapping[str, ArgSpec]] = {
         "extender.urlPrefix": ArgSpec("str", "", "the extender's base URL"),
-        "extender.httpTimeout": ArgSpec("str", "1s", "timeout of each call (a Go duration)", check=_check_duration),
+        "extender.httpTimeout": ArgSpec("str", "1s", "timeout of each call (a Go duration)", check=duration_problem),
         "extender.ignorable": ArgSpec("bool", False, "whether failed calls are ignored (see the table)"),
         "extender.managedResources": ArgSpec(
             "any", None, "resources whose pods the task hooks see (all: unset)", check=_check_resources

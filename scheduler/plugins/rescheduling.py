@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scheduler.framework import ArgSpec, Plugin, VictimTasks
-from scheduler.quantity import parse_duration
+from scheduler.quantity import duration_problem
 
 if TYPE_CHECKING:
     from scheduler.info import TaskInfo
@@ -49,14 +49,6 @@ class LowNodeUtilization:
                         into[name] = float(given[name])
 
 
-def _check_duration(value: Any) -> str | None:
-    try:
-        parse_duration(str(value))
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
 def _check_strategies(value: Any) -> str | None:
     if not isinstance(value, list):
         return "expected a list of {name, params}"
@@ -72,7 +64,7 @@ class ReschedulingPlugin(Plugin, VictimTasks):
     name = "rescheduling"
     arguments: ClassVar[Mapping[str, ArgSpec]] = {
         "interval": ArgSpec(
-            "str", "5m", "how often Volcano runs the strategies; no effect here", check=_check_duration
+            "str", "5m", "how often Volcano runs the strategies; no effect here", check=duration_problem
         ),
         "metricsPeriod": ArgSpec("str", "5m", "the utilisation average read from Node.usage"),
         "strategies": ArgSpec("any", None, "[{name: lowNodeUtilization, params: {...}}]", check=_check_strategies),
