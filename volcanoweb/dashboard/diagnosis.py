@@ -8,8 +8,6 @@ events, then our own checks against the queue (state, capability, deserved share
 
 from __future__ import annotations
 
-import ast
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +18,7 @@ from volcanoweb.dashboard.resources import MAIN_RESOURCES, fmt, parse_map
 from volcanoweb.jobs.models import Event, EventType, Job, JobPhase, PodGroup, PodGroupPhase
 from volcanoweb.queues.models import Queue, QueueState
 from volcanoweb.scheduling.cycles import active_config
-from volcanoweb.scheduling.messages import readable
+from volcanoweb.scheduling.messages import readable, rewrite_vectors
 
 WAITING_PHASES = (JobPhase.PENDING, JobPhase.RESTARTING)
 
@@ -94,21 +92,10 @@ def _vector_text(values: dict[str, Any]) -> str:
     return ", ".join(parts) or "none"
 
 
-_VECTOR = re.compile(r"\{'[\w./-]+': -?[\d.e+]+(?:, '[\w./-]+': -?[\d.e+]+)*\}")
-
-
 def human_message(text: str) -> str:
     """Rewrite resource vectors the core prints in its units (``{'cpu': 8000, 'memory': 34359738368}``, millicores
     and bytes, as Volcano does) into the units people read (``8 CPU, 32 GiB``)."""
-
-    def one(match: re.Match[str]) -> str:
-        try:
-            values = ast.literal_eval(match.group(0))
-        except (ValueError, SyntaxError):
-            return match.group(0)
-        return _vector_text(values) if isinstance(values, dict) else match.group(0)
-
-    return _VECTOR.sub(one, text or "")
+    return rewrite_vectors(text, _vector_text)
 
 
 def overcommit_factor() -> float | None:

@@ -7,19 +7,30 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
+from typing import Any
 
 from scheduler.quantity import format_quantity
 
-__all__ = ["readable"]
+__all__ = ["readable", "rewrite_vectors"]
 
 _VECTOR = re.compile(r"\{'[\w./-]+': -?[\d.e+]+(?:, '[\w./-]+': -?[\d.e+]+)*\}")
 
 
-def _quantities(match: re.Match[str]) -> str:
-    try:
-        values = ast.literal_eval(match.group(0))
-    except (ValueError, SyntaxError):
-        return match.group(0)
+def rewrite_vectors(message: str, render: Callable[[dict[str, Any]], str]) -> str:
+    """``message`` with each resource vector the core printed replaced by ``render(vector)``."""
+
+    def one(match: re.Match[str]) -> str:
+        try:
+            values = ast.literal_eval(match.group(0))
+        except (ValueError, SyntaxError):
+            return match.group(0)
+        return render(values) if isinstance(values, dict) else match.group(0)
+
+    return _VECTOR.sub(one, message or "")
+
+
+def _quantities(values: dict[str, Any]) -> str:
     parts = [
         f"{format_quantity(name, int(amount))} {name}"
         for name, amount in values.items()
@@ -30,4 +41,4 @@ def _quantities(match: re.Match[str]) -> str:
 
 def readable(message: str) -> str:
     """``message`` with each resource vector written in Kubernetes quantities."""
-    return _VECTOR.sub(_quantities, message or "")
+    return rewrite_vectors(message, _quantities)
