@@ -32,6 +32,11 @@ def cycle(clock: Any, seconds: float = 1.0) -> Any:
     return run
 
 
+def cycles(clock: Any, n: int, seconds: float = 5.0) -> list[Any]:
+    """``n`` cycles of :func:`cycle`, the clock moving ``seconds`` after each."""
+    return [cycle(clock, seconds) for _ in range(n)]
+
+
 def small_queue_scenario(clock: Any, *, finish: bool = True) -> tuple[Job, Job]:
     """``holder`` (4 CPUs, 10 s) fills queue ``small``; ``waiter`` (2 x 2 CPUs) waits, and starts after it."""
     builders.make_queue("small", capability={"cpu": "4", "memory": "64Gi"}, allowed=("team-a",))

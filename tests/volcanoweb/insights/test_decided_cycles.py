@@ -9,22 +9,11 @@ from typing import Any
 from django.utils import timezone
 
 from tests.volcanoweb.clusters.helpers import make_gang
+from tests.volcanoweb.insights.scenario import cycles
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.insights import services as insights
 from volcanoweb.insights.models import CycleDecision, CycleInput, CycleSnapshot
-from volcanoweb.scheduling.models import RunStatus
-from volcanoweb.scheduling.services import run_cycle
 from volcanoweb.tenancy.access import SYSTEM
-
-
-def _cycles(clock: Any, n: int) -> list[Any]:
-    runs = []
-    for _ in range(n):
-        runs.append(run_cycle())
-        clock.advance(5)
-        cluster_services.sync_from_backend()
-    assert all(r is not None and r.status == RunStatus.SUCCEEDED for r in runs), [r.error for r in runs if r]
-    return runs
 
 
 def _kept() -> list[int]:
@@ -36,7 +25,7 @@ def test_a_cycle_that_decided_is_kept_for_the_retention_and_then_pruned(cluster:
     make_gang("fits", 3, tenant=cast.team_a, cpu=6000)
     make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)  # no 9-CPU node: a verdict
     cluster_services.sync_from_backend()
-    first, *quiet = _cycles(clock, 4)
+    first, *quiet = cycles(clock, 4)
     decided = {(d.kind, d.job, d.pods) for d in CycleDecision.objects.filter(run_id=first.pk)}
     assert decided == {("bind", "team-a/fits", 3), ("unschedulable", "team-b/too-big", 0)}
     assert CycleInput.objects.get(run_id=first.pk).decided
@@ -55,7 +44,7 @@ def test_the_cycle_list_filters_by_job_queue_and_decision(cluster: Any, cast: An
     make_gang("fits", 3, tenant=cast.team_a, cpu=6000)
     make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)
     cluster_services.sync_from_backend()
-    first, *_ = _cycles(clock, 3)
+    first, *_ = cycles(clock, 3)
     every = insights.list_cycles(SYSTEM)
     assert len(every) == 3
     by = insights.cycle_filter
@@ -79,9 +68,9 @@ def test_the_first_cycle_after_a_queue_change_is_kept_for_its_effects(cluster: A
     _backend, clock = cluster
     make_gang("fits", 1, tenant=cast.team_a, cpu=1000)
     cluster_services.sync_from_backend()
-    _cycles(clock, 2)  # binds, then quiet
+    cycles(clock, 2)  # binds, then quiet
     queue_services.update_queue_spec(SYSTEM, "default", {"weight": 3}, source="test")
-    after, *_later = _cycles(clock, 3)  # quiet cycles: nothing decided
+    after, *_later = cycles(clock, 3)  # quiet cycles: nothing decided
     assert not CycleInput.objects.get(run_id=after.pk).decided
     settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1
     insights.prune()

@@ -16,6 +16,7 @@ from django.utils import timezone
 from scheduler.replay import encode_snapshot, load_cycle_input
 from scheduler.result import CycleResult, JobReason, ReasonKind
 from tests.volcanoweb.clusters.helpers import make_gang
+from tests.volcanoweb.insights.scenario import cycles
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.insights import recording
 from volcanoweb.insights import services as insights
@@ -27,16 +28,6 @@ from volcanoweb.scheduling.services import run_cycle
 from volcanoweb.scheduling.snapshots import Memo, build_snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _cycles(clock: Any, n: int) -> list[Any]:
-    runs = []
-    for _ in range(n):
-        runs.append(run_cycle())
-        clock.advance(5)
-        cluster_services.sync_from_backend()
-    assert all(r is not None and r.status == RunStatus.SUCCEEDED for r in runs), [r.error for r in runs if r]
-    return runs
 
 
 def _open_waits() -> dict[str, tuple[int, str, str]]:
@@ -64,13 +55,13 @@ def test_quiet_cycles_share_one_snapshot_text_and_keep_their_own_clock(
     make_gang("fits", 3, tenant=cast.team_a, cpu=6000)
     make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)  # never fits: a reason each cycle
     cluster_services.sync_from_backend()
-    _cycles(clock, 2)  # binds, then sees the pods running
+    cycles(clock, 2)  # binds, then sees the pods running
     scans: list[set[str]] = []
     real_scan = recording._TaskScan.scan
     monkeypatch.setattr(
         recording._TaskScan, "scan", lambda self, queues: (scans.append(queues), real_scan(self, queues))
     )
-    quiet = _cycles(clock, 3)
+    quiet = cycles(clock, 3)
     assert (
         len(scans) <= 1
     )  # the first quiet cycle's samples may differ from the busy one's; then none passes over the pods
@@ -104,7 +95,7 @@ def test_a_pruned_shared_snapshot_is_stored_again(cluster: Any, cast: Any, setti
     _backend, clock = cluster
     make_gang("too-big", 2, tenant=cast.team_b, namespace="team-b", cpu=9000)
     cluster_services.sync_from_backend()
-    first = _cycles(clock, 2)
+    first = cycles(clock, 2)
     settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1
     settings.INSIGHTS_DECIDED_CYCLE_RETENTION = 1e-6  # the first cycle's verdict is not kept beyond the last one
     insights.prune()  # keeps the last input and its snapshot only
@@ -113,7 +104,7 @@ def test_a_pruned_shared_snapshot_is_stored_again(cluster: Any, cast: Any, setti
     settings.INSIGHTS_KEEP_CYCLE_INPUTS = 0
     assert insights.prune()["snapshots"] == 1  # no input left: no snapshot used
     settings.INSIGHTS_KEEP_CYCLE_INPUTS = 5
-    run = _cycles(clock, 1)[0]  # the same objects as before the prune: the text is stored again
+    run = cycles(clock, 1)[0]  # the same objects as before the prune: the text is stored again
     row = CycleInput.objects.get(run_id=run.pk)
     assert CycleSnapshot.objects.filter(pk=row.snapshot_id).exists()
     _replays(input_text(row), tmp_path)

@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from tests.volcanoweb import builders
+from tests.volcanoweb.scheduling.cycling import cycle_and_sync
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Job, Pod, PodGroup
 from volcanoweb.runtime import services as runtime
 from volcanoweb.scheduling import services as scheduling_services
-from volcanoweb.scheduling.models import RunStatus
-from volcanoweb.scheduling.services import run_cycle
 from volcanoweb.tenancy.access import SYSTEM
 
 PACKING = """\
@@ -75,18 +74,6 @@ def _submit(
     runtime.on_job_submitted(Job.objects.get(namespace="team-a", name=name).pk)
 
 
-def _cycle(now: float | None = None) -> None:
-    """One scheduling cycle, then the cluster mirrored and the job controller run (an admitted
-    gang gets its pods; the tests' transactions never commit, so no worker is woken)."""
-    run = run_cycle(now=now)
-    assert run is not None
-    assert run.status == RunStatus.SUCCEEDED, run.error
-    cluster_services.sync_from_backend()
-    for job_id in Job.objects.values_list("pk", flat=True):
-        runtime.sync_job(job_id)
-    cluster_services.sync_from_backend()
-
-
 def _nodes(job: str) -> list[str]:
     return sorted(
         Pod.objects.filter(namespace="team-a", name__startswith=f"{job}-").values_list("node_name", flat=True)
@@ -98,14 +85,14 @@ def test_required_anti_affinity_on_hostname_spreads_a_jobs_pods(sim: Any, cast: 
     cluster_services.sync_from_backend()
     _submit("packed", 3)
     for _ in range(3):
-        _cycle()
+        cycle_and_sync()
     packed = _nodes("packed")
     assert all(packed)
     assert len(set(packed)) == 1  # binpack packs the three 1-CPU pods onto one 8-CPU node
 
     _submit("spread", 3, affinity=ANTI_AFFINITY)
     for _ in range(3):
-        _cycle()
+        cycle_and_sync()
     spread = _nodes("spread")
     assert all(spread)
     assert len(set(spread)) == 3  # one pod per node: each pod's term selects its siblings (app=web)
@@ -117,7 +104,7 @@ def test_anti_affinity_leaves_pods_pending_when_nodes_run_out(sim: Any, cast: An
     cluster_services.sync_from_backend()
     _submit("many", 5, affinity=ANTI_AFFINITY, minAvailable=4)  # 4 sim nodes
     for _ in range(3):
-        _cycle()
+        cycle_and_sync()
     nodes = _nodes("many")
     placed = [n for n in nodes if n]
     assert len(placed) == 4
@@ -134,12 +121,12 @@ def test_sla_waiting_time_admits_a_podgroup_once_it_has_waited(sim: Any, cast: A
     created = groups["urgent"].created_at.timestamp()
     assert groups["urgent"].annotations["sla-waiting-time"] == "1m"
 
-    _cycle(now=created + 59)
+    cycle_and_sync(now=created + 59)
     assert _phases() == {"late": "Pending", "urgent": "Pending"}
 
-    _cycle(now=created + 61)
+    cycle_and_sync(now=created + 61)
     assert _phases() == {"late": "Pending", "urgent": "Inqueue"}  # only the job with a waiting time
-    _cycle(now=created + 62)
+    cycle_and_sync(now=created + 62)
     assert len([n for n in _nodes("urgent") if n]) == 0  # admitted, yet the queue's capability still binds
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from tests.volcanoweb import builders
 from tests.volcanoweb.clusters.helpers import make_sim
+from tests.volcanoweb.scheduling.cycling import cycle_and_sync
 from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.clusters.backends.base import Container, PodSpec
@@ -17,7 +18,6 @@ from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Job, Pod
 from volcanoweb.runtime import services as runtime
 from volcanoweb.scheduling import services as scheduling_services
-from volcanoweb.scheduling.models import RunStatus
 from volcanoweb.scheduling.services import run_cycle
 from volcanoweb.tenancy.access import SYSTEM
 
@@ -52,16 +52,6 @@ def _submit(name: str, replicas: int, **requests: str) -> None:
     runtime.on_job_submitted(Job.objects.get(namespace="team-a", name=name).pk)
 
 
-def _cycle() -> None:
-    run = run_cycle()
-    assert run is not None
-    assert run.status == RunStatus.SUCCEEDED, run.error
-    cluster_services.sync_from_backend()
-    for job_id in Job.objects.values_list("pk", flat=True):
-        runtime.sync_job(job_id)
-    cluster_services.sync_from_backend()
-
-
 @pytest.mark.parametrize("pool_sim", ["gpu:1x16c64Gi2gpu(gpumem=1000)"], indirect=True)
 def test_deviceshare_cards_are_written_on_the_pods(pool_sim: Any, cast: Any) -> None:
     backend, _clock = pool_sim
@@ -69,7 +59,7 @@ def test_deviceshare_cards_are_written_on_the_pods(pool_sim: Any, cast: Any) -> 
     cluster_services.sync_from_backend()
     _submit("share", 2, **{"volcano.sh/gpu-memory": "600"})
     for _ in range(3):
-        _cycle()
+        cycle_and_sync()
     pods = {p.name: p for p in Pod.objects.filter(namespace="team-a")}
     assert sorted(p.annotations.get("volcano.sh/gpu-index") for p in pods.values()) == ["0", "1"]
     for name, pod in pods.items():
@@ -98,7 +88,7 @@ def test_usage_keeps_a_pod_off_a_node_the_usage_model_reports_hot(
     assert cluster_services.record_node_usage() == 2
     _submit("light", 1)
     for _ in range(3):
-        _cycle()
+        cycle_and_sync()
     assert list(Pod.objects.filter(namespace="team-a").values_list("node_name", flat=True)) == [node]
 
 
@@ -129,10 +119,10 @@ def test_numa_aware_keeps_a_pod_that_would_span_numa_nodes_pending(pool_sim: Any
     cluster_services.sync_from_backend()
     _submit_pinned("big", 2, "3")
     for _ in range(3):
-        _cycle()
+        cycle_and_sync()
     _submit_pinned("small", 1, "2")
     for _ in range(3):
-        _cycle()
+        cycle_and_sync()
     nodes = dict(Pod.objects.filter(namespace="team-a").values_list("name", "node_name"))
     assert sorted(n for p, n in nodes.items() if p.startswith("big-")) == ["numa-0", "numa-0"]
     assert [n for p, n in nodes.items() if p.startswith("small-")] == [""]
@@ -160,7 +150,7 @@ def test_rescheduling_evicts_from_a_node_the_usage_model_reports_hot(pool_sim: A
     cluster_services.sync_from_backend()
     _submit("packed", 8)
     for _ in range(3):
-        _cycle()
+        cycle_and_sync()
     placed = set(Pod.objects.filter(namespace="team-a").values_list("node_name", flat=True))
     assert len(placed) == 1
     assert cluster_services.record_node_usage() == 2
