@@ -8,7 +8,8 @@ from typing import Any
 import yaml
 
 from tests.volcanoweb.conftest import post_yaml
-from tests.volcanoweb.scheduling.test_fidelity_cycles import _cycle, _phases, _submit
+from tests.volcanoweb.scheduling.cycling import cycle_and_sync
+from tests.volcanoweb.scheduling.test_fidelity_cycles import _phases, _submit
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.jobs.models import Event, PodGroup, ResourceQuota
 from volcanoweb.scheduling import services as scheduling_services
@@ -84,7 +85,7 @@ def test_the_snapshot_carries_quotas_with_used_summed_from_pods(sim: Any, cast: 
     cluster_services.sync_from_backend()
     assert post_yaml(client_for(cast.alice), URL, quota(**{"requests.cpu": "4", "memory": "8Gi"})).status_code == 201
     _submit("small", 2)  # 2 x 1 CPU, 1 GiB
-    _cycle()
+    cycle_and_sync()
     both = quota("both", **{"cpu": "5", "requests.cpu": "3", "limits.memory": "1Gi"})
     assert post_yaml(client_for(cast.alice), URL, both).status_code == 201
     q, other = sorted(build_snapshot().snapshot.resource_quotas, key=lambda x: x.name != "compute")
@@ -117,10 +118,10 @@ def test_a_job_over_its_namespace_quota_stays_pending_with_the_plugins_reason(
     assert post_yaml(client_for(cast.alice), URL, quota(**{"requests.cpu": "3", "limits.cpu": "1"})).status_code == 201
     _submit("fits", 2)  # minResources 2 CPUs: within the 3-CPU quota
     for _ in range(2):
-        _cycle()
+        cycle_and_sync()
     _submit("over", 2)  # another 2 CPUs: 2 used + 2 > 3
     for _ in range(3):
-        _cycle()
+        cycle_and_sync()
     assert _phases() == {"fits": "Running", "over": "Pending"}
     over = next(g for g in PodGroup.objects.all() if g.name.startswith("over-"))
     reason = over.status["unschedulableReason"]
@@ -131,5 +132,5 @@ def test_a_job_over_its_namespace_quota_stays_pending_with_the_plugins_reason(
 
     # Deleting the quota lets the job in.
     assert client_for(cast.alice).delete(f"{URL}/compute").status_code == 200
-    _cycle()
+    cycle_and_sync()
     assert _phases()["over"] in ("Inqueue", "Running")
