@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,19 @@ def _free_gpus_on_the_nodes_page(page: Any) -> float:
     return free
 
 
+def _wait_until_inqueue(name: str, timeout: float = 60.0) -> None:
+    """Wait for the embedded server's scheduler to admit the job (a fixed pause raced the cycle on a loaded CI)."""
+    from volcanoweb.jobs.models import PodGroup, PodGroupPhase
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        phase = PodGroup.objects.filter(job__namespace="ml", job__name=name).values_list("phase", flat=True)
+        if PodGroupPhase.INQUEUE in phase:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"ml/{name} was not admitted (Inqueue) within {timeout:.0f} s: {list(phase)}")
+
+
 def test_the_blocked_jobs_page_names_the_blocker_and_the_deciding_sum(browser: Any, tmp_path: Path) -> None:
     from scheduler.config import DEFAULT_CONFIG_YAML
     from volcanoweb.demo.services import seed_demo
@@ -43,7 +57,7 @@ def test_the_blocked_jobs_page_names_the_blocker_and_the_deciding_sum(browser: A
             login(page, "alice", PASSWORD)
             verdict = _submit(page, "blocker", 1, 8)
             assert verdict.startswith("Can never run: each pod of task trainer asks 8 GPU (the largest node has 4)")
-            page.wait_for_timeout(2000)  # admitted by Volcano's enqueue: it holds 8 GPU of admission room
+            _wait_until_inqueue("blocker")  # admitted by Volcano's enqueue: it holds 8 GPU of admission room
             _submit(page, "twelve", 3, 4)
             free = _free_gpus_on_the_nodes_page(page)
             assert free == 16
