@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 WITH_SERVICES := scripts/with-services.sh
+# pytest-xdist processes per pytest run of `make test` (each with its own test database and Redis database,
+# tests/conftest.py); `make test PYTEST_WORKERS=0` runs each pass in one process.
+PYTEST_WORKERS ?= auto
+XDIST := -n $(PYTEST_WORKERS)
 
 .PHONY: help install run stack test test-browser test-sqlite test-fast check lint fmt type test-scheduler test-web bench bench-smoke bench-peer worker beat web up clean
 
@@ -64,7 +68,7 @@ test: $(STAMP)  ## everything: checks, the whole pytest suite on PostgreSQL and 
 	scripts/ensure-kubectl.sh
 	scripts/ensure-slurm.sh
 	$(MAKE) --no-print-directory check
-	$(WITH_SERVICES) $(BIN)/pytest -m "not browser"
+	$(WITH_SERVICES) $(BIN)/pytest $(XDIST) -m "not browser"
 	$(MAKE) --no-print-directory test-browser
 	$(MAKE) --no-print-directory test-sqlite
 
@@ -72,16 +76,16 @@ test: $(STAMP)  ## everything: checks, the whole pytest suite on PostgreSQL and 
 # that the fork never inherits locks held by threads that earlier tests left running (a watch's thread,
 # a live server), which made the forked server's WebSocket hang after the rest of the suite.
 test-browser: $(STAMP)  ## the headless-Chromium tests alone
-	$(WITH_SERVICES) $(BIN)/pytest -m browser
+	$(WITH_SERVICES) $(BIN)/pytest $(XDIST) -m browser
 
 # The tests marked both_databases (tests/cli, tests/volcanoweb, or the marker) again, on a SQLite file with
 # the options `make run` uses (see tests/conftest.py); the embedded e2e test covers `make run` itself.
 test-sqlite: $(STAMP)  ## the both-database tests again on SQLite, the embedded default
 	@tmp="$$(mktemp -d /tmp/volcanoweb-sqlite.XXXXXX)"; trap 'rm -rf "$$tmp"' EXIT; \
-	DATABASE_URL="sqlite:///$$tmp/db.sqlite3" $(WITH_SERVICES) $(BIN)/pytest -m "both_databases and not e2e and not browser"
+	DATABASE_URL="sqlite:///$$tmp/db.sqlite3" $(WITH_SERVICES) $(BIN)/pytest $(XDIST) -m "both_databases and not e2e and not browser"
 
 test-fast: $(STAMP)  ## the pytest suite without the end-to-end and browser tests
-	$(WITH_SERVICES) $(BIN)/pytest -m "not e2e and not browser"
+	$(WITH_SERVICES) $(BIN)/pytest $(XDIST) -m "not e2e and not browser"
 
 test-scheduler: $(STAMP)  ## the scheduling core alone (no Django, no services)
 	$(BIN)/pytest tests/scheduler -p no:django -W ignore::pytest.PytestConfigWarning

@@ -15,6 +15,7 @@ A test of one backend's own implementation says so with ``@pytest.mark.postgresq
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Playwright's sync API keeps an event loop running in the main thread, which
     # breaks asyncio tests that run after it: move browser tests to the end.
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+def worker_redis_url(url: str, index: int) -> str:
+    """The Redis database of xdist worker ``index``: the run's database number plus ``index + 1`` (of 16)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    base = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(base + index + 1) % 16}"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
+    """Each pytest-xdist worker gets a Redis database of its own, as pytest-django gives it a test database
+    of its own (``test_<name>_gw<N>``): the real Celery workers and channel layers its end-to-end tests start
+    must never take another worker's tasks or messages. Set in the worker's environment before it starts, so
+    its settings and the processes it starts read it."""
+    url = os.environ.get("REDIS_URL", "")
+    if not url:
+        return
+    for index, spec in enumerate(specs):
+        spec.env["REDIS_URL"] = worker_redis_url(url, index)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
