@@ -117,30 +117,9 @@ def apply_documents(
             notify.discard()
             raise
     runs = dict(_job_runs(documents, kinds, default_namespace)) if bulk else {}
-    total = len(documents)
-    outcomes: list[Outcome] = []
     try:
         with transaction.atomic():
-            index = 0
-            while index < total:
-                end = runs.get(index)
-                if end is not None:
-                    outcomes.extend(
-                        jobs.apply_jobs(
-                            access,
-                            documents[index:end],
-                            default_namespace,
-                            label=_labeller(index, total),
-                        )
-                    )
-                    index = end
-                    continue
-                try:
-                    outcomes.append(apply_object(access, documents[index], default_namespace))
-                except ApiError as exc:
-                    _label(exc, index, total)
-                    raise
-                index += 1
+            outcomes = _apply_in_order(access, documents, default_namespace, runs)
             if dry_run:
                 transaction.set_rollback(True)
     except Exception:
@@ -148,4 +127,34 @@ def apply_documents(
         raise
     if dry_run:
         notify.discard()
+    return outcomes
+
+
+def _apply_in_order(
+    access: Access, documents: list[dict[str, Any]], default_namespace: str | None, runs: dict[int, int]
+) -> list[Outcome]:
+    """Apply the documents in order, each run of Job documents (``runs``: start to end) in bulk, the others
+    one by one; a failure names its document."""
+    total = len(documents)
+    outcomes: list[Outcome] = []
+    index = 0
+    while index < total:
+        end = runs.get(index)
+        if end is not None:
+            outcomes.extend(
+                jobs.apply_jobs(
+                    access,
+                    documents[index:end],
+                    default_namespace,
+                    label=_labeller(index, total),
+                )
+            )
+            index = end
+            continue
+        try:
+            outcomes.append(apply_object(access, documents[index], default_namespace))
+        except ApiError as exc:
+            _label(exc, index, total)
+            raise
+        index += 1
     return outcomes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.quantity import parse_duration
@@ -131,70 +132,94 @@ def default_job_spec(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+@dataclass
+class _PolicyTally:
+    """What :func:`validate_policies` has seen in the policies checked so far."""
+
+    events: set[str] = field(default_factory=set)
+    codes: set[int] = field(default_factory=set)
+    any_event: bool = False
+    event_count: int = 0
+
+
 def validate_policies(errors: Errors, policies: list[Any], path: str) -> None:
     """Volcano's policy rules; checks stop at the first failing policy."""
     if len(policies) > MAX_POLICIES:
         errors.add(path, f"Too many: {len(policies)}: must have at most {MAX_POLICIES} items", "FieldValueTooMany")
         return
-    seen_events: set[str] = set()
-    seen_codes: set[int] = set()
-    any_event = False
-    event_count = 0
+    tally = _PolicyTally()
     for i, policy in enumerate(policies):
-        ppath = f"{path}[{i}]"
-        if not expect(errors, ppath, policy, dict, "object"):
+        if not _check_policy(errors, policy, f"{path}[{i}]", tally):
             return
-        events: list[Any] = []
-        if policy.get("event"):
-            events.append(policy["event"])
-        if policy.get("events") is not None:
-            if not isinstance(policy["events"], list):
-                expect(errors, f"{ppath}.events", policy["events"], list, "array")
-                return
-            events.extend(policy["events"])
-        exit_code = policy.get("exitCode")
-        if exit_code is not None and not expect(errors, f"{ppath}.exitCode", exit_code, int, "integer"):
-            return
-        timeout = policy.get("timeout")
-        if timeout is not None and not _is_duration(timeout):
-            errors.add(f"{ppath}.timeout", f"Invalid value: {show(timeout)}: must be a duration such as 10m or 1h30m")
-            return
-        if events and exit_code is not None:
-            errors.add(ppath, "must not specify event and exitCode simultaneously" + _VALID_SUFFIX)
-            return
-        if not events and exit_code is None:
-            errors.add(ppath, "either event and exitCode should be specified" + _VALID_SUFFIX)
-            return
-        action = policy.get("action")
-        if action not in USER_ACTIONS:
-            errors.add(
-                f"{ppath}.action",
-                f"{ppath}.action: Invalid value: {show(action)}: invalid policy action" + _VALID_SUFFIX,
-            )
-            return
-        for event in events:
-            if event not in USER_EVENTS:
-                errors.add(
-                    f"{ppath}.event",
-                    f"{ppath}.event: Invalid value: {show(event)}: invalid policy event" + _VALID_SUFFIX,
-                )
-                return
-            if event in seen_events:
-                errors.add(f"{ppath}.event", f"duplicate event {event}  across different policy" + _VALID_SUFFIX)
-                return
-            seen_events.add(event)
-            event_count += 1
-            any_event = any_event or event == "*"
-        if exit_code is not None:
-            if exit_code == 0:
-                errors.add(f"{ppath}.exitCode", "0 is not a valid error code" + _VALID_SUFFIX)
-                return
-            if exit_code in seen_codes:
-                errors.add(f"{ppath}.exitCode", f"duplicate exitCode {exit_code}" + _VALID_SUFFIX)
-                return
-            seen_codes.add(exit_code)
-    if any_event and event_count > 1:
+    if tally.any_event and tally.event_count > 1:
         errors.add(path, "if there's * here, no other policy should be here")
+
+
+def _check_policy(errors: Errors, policy: Any, ppath: str, tally: _PolicyTally) -> bool:
+    """Check one policy against its own rules and the policies before it (``tally``, updated); False when it
+    fails (the checks stop there)."""
+    if not expect(errors, ppath, policy, dict, "object"):
+        return False
+    events: list[Any] = []
+    if policy.get("event"):
+        events.append(policy["event"])
+    if policy.get("events") is not None:
+        if not isinstance(policy["events"], list):
+            expect(errors, f"{ppath}.events", policy["events"], list, "array")
+            return False
+        events.extend(policy["events"])
+    exit_code = policy.get("exitCode")
+    if exit_code is not None and not expect(errors, f"{ppath}.exitCode", exit_code, int, "integer"):
+        return False
+    timeout = policy.get("timeout")
+    if timeout is not None and not _is_duration(timeout):
+        errors.add(f"{ppath}.timeout", f"Invalid value: {show(timeout)}: must be a duration such as 10m or 1h30m")
+        return False
+    if events and exit_code is not None:
+        errors.add(ppath, "must not specify event and exitCode simultaneously" + _VALID_SUFFIX)
+        return False
+    if not events and exit_code is None:
+        errors.add(ppath, "either event and exitCode should be specified" + _VALID_SUFFIX)
+        return False
+    action = policy.get("action")
+    if action not in USER_ACTIONS:
+        errors.add(
+            f"{ppath}.action",
+            f"{ppath}.action: Invalid value: {show(action)}: invalid policy action" + _VALID_SUFFIX,
+        )
+        return False
+    return _tally_events(errors, events, ppath, tally) and _tally_exit_code(errors, exit_code, ppath, tally)
+
+
+def _tally_events(errors: Errors, events: list[Any], ppath: str, tally: _PolicyTally) -> bool:
+    """A policy's events are known ones, not named by an earlier policy; False at the first that fails."""
+    for event in events:
+        if event not in USER_EVENTS:
+            errors.add(
+                f"{ppath}.event",
+                f"{ppath}.event: Invalid value: {show(event)}: invalid policy event" + _VALID_SUFFIX,
+            )
+            return False
+        if event in tally.events:
+            errors.add(f"{ppath}.event", f"duplicate event {event}  across different policy" + _VALID_SUFFIX)
+            return False
+        tally.events.add(event)
+        tally.event_count += 1
+        tally.any_event = tally.any_event or event == "*"
+    return True
+
+
+def _tally_exit_code(errors: Errors, exit_code: Any, ppath: str, tally: _PolicyTally) -> bool:
+    """A policy's exit code (if any) is not 0 and not named by an earlier policy; False when it fails."""
+    if exit_code is not None:
+        if exit_code == 0:
+            errors.add(f"{ppath}.exitCode", "0 is not a valid error code" + _VALID_SUFFIX)
+            return False
+        if exit_code in tally.codes:
+            errors.add(f"{ppath}.exitCode", f"duplicate exitCode {exit_code}" + _VALID_SUFFIX)
+            return False
+        tally.codes.add(exit_code)
+    return True
 
 
 def _is_dag(tasks: list[dict[str, Any]]) -> bool:
@@ -328,23 +353,15 @@ def _check_task(errors: Errors, task: dict[str, Any], i: int, job_name: str) -> 
     _check_partition(errors, task, path, job_name)
 
 
-def check_job_spec(errors: Errors, spec: Any, name: str) -> dict[str, Any] | None:
-    """Return the defaulted spec after Volcano's CREATE checks that need no database, recording failures.
-
-    The order is Kubernetes': schema types first, then the mutating defaults, then the validating
-    webhook (its messages, and those of the ValidatingAdmissionPolicies that repeat its checks).
-    """
-    if spec is None:
-        errors.required("spec")
-        return None
-    if not expect(errors, "spec", spec, dict, "object"):
-        return None
+def _check_before_defaults(errors: Errors, spec: dict[str, Any]) -> bool:
+    """The checks before Volcano's defaults: the schema's types, then at least one task and no negative
+    counts. False when any failed."""
     _check_types(errors, spec)
     if errors:
-        return None
+        return False
     if not spec.get("tasks"):
         errors.add("spec.tasks", "No task specified in job spec", "FieldValueRequired")
-        return None
+        return False
     for key, message in (
         ("minAvailable", "job 'minAvailable' must be >= 0"),
         ("maxRetry", "'maxRetry' cannot be less than zero"),
@@ -352,24 +369,23 @@ def check_job_spec(errors: Errors, spec: Any, name: str) -> dict[str, Any] | Non
     ):
         if (spec.get(key) or 0) < 0:
             errors.add(f"spec.{key}", message)
-    if errors:
-        return None
-    spec = defaulted = default_job_spec(spec)  # `spec` is Any (the input); `defaulted` is the typed result
-    plugins = spec.get("plugins") or {}
-    if "mpi" in plugins:
-        master = "master"
-        for arg in plugins.get("mpi") or []:
-            if arg.startswith("--master="):
-                master = arg.split("=", 1)[1]
-        if master not in {task["name"] for task in spec["tasks"]}:
-            errors.add("spec.plugins.mpi", "The specified mpi master task was not found")
-            return None
-    topology = spec.get("networkTopology") or {}
-    if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
-        errors.add(
-            "spec.networkTopology",
-            "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously",
-        )
+    return not errors
+
+
+def _check_mpi_master(errors: Errors, plugins: dict[str, Any], tasks: list[dict[str, Any]]) -> bool:
+    """The mpi plugin's master task (``--master=``, by default ``master``) is one of the job's tasks."""
+    master = "master"
+    for arg in plugins.get("mpi") or []:
+        if arg.startswith("--master="):
+            master = arg.split("=", 1)[1]
+    if master not in {task["name"] for task in tasks}:
+        errors.add("spec.plugins.mpi", "The specified mpi master task was not found")
+        return False
+    return True
+
+
+def _check_tasks(errors: Errors, spec: dict[str, Any], name: str) -> None:
+    """Each task of a defaulted spec (its name, unique, and its own checks), then the replicas in total."""
     seen: set[str] = set()
     total_replicas = 0
     for i, task in enumerate(spec["tasks"]):
@@ -387,6 +403,32 @@ def check_job_spec(errors: Errors, spec: Any, name: str) -> dict[str, Any] | Non
         )
     if total_replicas < spec["minAvailable"]:
         errors.add("spec.minAvailable", "job 'minAvailable' should not be greater than total replicas in tasks;")
+
+
+def check_job_spec(errors: Errors, spec: Any, name: str) -> dict[str, Any] | None:
+    """Return the defaulted spec after Volcano's CREATE checks that need no database, recording failures.
+
+    The order is Kubernetes': schema types first, then the mutating defaults, then the validating
+    webhook (its messages, and those of the ValidatingAdmissionPolicies that repeat its checks).
+    """
+    if spec is None:
+        errors.required("spec")
+        return None
+    if not expect(errors, "spec", spec, dict, "object"):
+        return None
+    if not _check_before_defaults(errors, spec):
+        return None
+    spec = defaulted = default_job_spec(spec)  # `spec` is Any (the input); `defaulted` is the typed result
+    plugins = spec.get("plugins") or {}
+    if "mpi" in plugins and not _check_mpi_master(errors, plugins, spec["tasks"]):
+        return None
+    topology = spec.get("networkTopology") or {}
+    if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
+        errors.add(
+            "spec.networkTopology",
+            "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously",
+        )
+    _check_tasks(errors, spec, name)
     validate_policies(errors, spec.get("policies") or [], "spec.policies")
     for plugin in plugins:
         if plugin not in JOB_PLUGINS:

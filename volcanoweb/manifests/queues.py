@@ -69,6 +69,24 @@ def check_queue_spec(
         spec = {}
     if not expect(errors, "spec", spec, dict, "object"):
         return None
+    parent, capability, deserved, guarantee = _check_queue_fields(errors, spec, status, creating=creating)
+    _check_hierarchy_annotations(errors, annotations)
+    if errors:
+        return None
+    _check_resource_order(errors, spec, capability, deserved, guarantee)
+    if parent == name and name:
+        errors.add("spec.parent", f"queue {name} cannot use itself as parent")
+    if errors:
+        return None
+    defaulted = _default_queue_spec(name, spec)
+    return QueueSpec(defaulted, defaulted.get("parent", ""), capability, deserved, guarantee)
+
+
+def _check_queue_fields(
+    errors: Errors, spec: dict[str, Any], status: Any, *, creating: bool
+) -> tuple[str, dict[str, int], dict[str, int], dict[str, int]]:
+    """Check each field of a Queue's spec (and a new queue's status state) on its own; return the parent's
+    name and the capability, deserved and guarantee vectors (scheduler units)."""
     weight = get_int(errors, spec, "weight", "spec.weight")
     if weight is not None and not 0 <= weight <= 65535:
         errors.add("spec.weight", f"Invalid value: {weight}: spec.weight in body should be between 1 and 65535")
@@ -88,9 +106,17 @@ def check_queue_spec(
     guarantee = check_resource_list(errors, "spec.guarantee.resource", guarantee_obj.get("resource"))
     if creating and isinstance(status, dict) and status.get("state") not in (None, "", "Open", "Closed"):
         errors.add("status.state", f"Invalid value: {show(status.get('state'))}: queue state must be in [Open Closed]")
-    _check_hierarchy_annotations(errors, annotations)
-    if errors:
-        return None
+    return parent, capability, deserved, guarantee
+
+
+def _check_resource_order(
+    errors: Errors,
+    spec: dict[str, Any],
+    capability: dict[str, int],
+    deserved: dict[str, int],
+    guarantee: dict[str, int],
+) -> None:
+    """Volcano's order of a queue's own resources: guarantee <= deserved <= capability."""
     for resource, amount in guarantee.items():
         if resource in deserved and deserved[resource] < amount:
             errors.add(
@@ -116,10 +142,10 @@ def check_queue_spec(
                 f"deserved[{resource}]={spec['deserved'][resource]} must be <= "
                 f"capability[{resource}]={spec['capability'][resource]}",
             )
-    if parent == name and name:
-        errors.add("spec.parent", f"queue {name} cannot use itself as parent")
-    if errors:
-        return None
+
+
+def _default_queue_spec(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """Volcano's defaults of a valid Queue spec: weight 1, reclaimable (except root), parent root."""
     defaulted = copy.deepcopy(spec)
     if not defaulted.get("weight"):
         defaulted["weight"] = 1
@@ -127,7 +153,7 @@ def check_queue_spec(
         defaulted["reclaimable"] = name != "root"
     if name != "root" and not defaulted.get("parent"):
         defaulted["parent"] = "root"
-    return QueueSpec(defaulted, defaulted.get("parent", ""), capability, deserved, guarantee)
+    return defaulted
 
 
 def default_hierarchy_annotations(annotations: dict[str, str]) -> dict[str, str]:
@@ -202,7 +228,15 @@ def check_hierarchy(
     if len(ancestors) > MAX_QUEUE_DEPTH:
         errors.add("spec.parent", f"queue {queue.name} exceeds the maximum allowed depth of {MAX_QUEUE_DEPTH}")
         return
-    below_root = [a for a in ancestors if a.name != "root"]
+    _check_within_ancestors(errors, queue, [a for a in ancestors if a.name != "root"])
+    _check_sum_of_siblings(errors, queue, ancestors[0] if ancestors else None, siblings)
+    if children:
+        _check_children(errors, queue, children, subtree_capabilities)
+
+
+def _check_within_ancestors(errors: Errors, queue: QueueNode, below_root: list[QueueNode]) -> None:
+    """The queue's capability and guarantee within the capability of the nearest ancestor (below root) that
+    sets it, resource by resource."""
     for resource, amount in sorted(queue.capability.items()):
         holder = next((a for a in below_root if resource in a.capability), None)
         if holder is not None and amount > holder.capability[resource]:
@@ -218,7 +252,13 @@ def check_hierarchy(
                 f"spec.guarantee.resource[{resource}]",
                 f"queue {queue.name} guarantee[{resource}] exceeds the capability of its ancestor queue {holder.name}",
             )
-    parent = ancestors[0] if ancestors else None
+
+
+def _check_sum_of_siblings(
+    errors: Errors, queue: QueueNode, parent: QueueNode | None, siblings: list[QueueNode]
+) -> None:
+    """The guarantees (and the deserved) of a parent's children, the queue's included, add up to at most the
+    parent's (not checked under root)."""
     if parent is not None and parent.name != "root":
         for label, attr, path in (
             ("guarantee", "guarantee", "spec.guarantee.resource"),
@@ -231,26 +271,30 @@ def check_hierarchy(
                     f"the sum of {label} of the child queues of {parent.name} {_fmt(total)} exceeds "
                     f"the {label} of {parent.name} {_fmt(getattr(parent, attr))}",
                 )
-    if children:
-        for child in children:
-            worst = subtree_capabilities.get(child.name, {})
-            exceeded = next(
-                (r for r in sorted(worst) if r in queue.capability and worst[r] > queue.capability[r]), None
+
+
+def _check_children(
+    errors: Errors, queue: QueueNode, children: list[QueueNode], subtree_capabilities: dict[str, dict[str, int]]
+) -> None:
+    """The queue's capability covers its descendants' capabilities, and its guarantee and deserved the sums
+    of its children's."""
+    for child in children:
+        worst = subtree_capabilities.get(child.name, {})
+        exceeded = next((r for r in sorted(worst) if r in queue.capability and worst[r] > queue.capability[r]), None)
+        if exceeded is not None:
+            errors.add(
+                "spec.capability",
+                f"queue {queue.name} capability[{exceeded}] is less than the capability of its "
+                f"descendant in the subtree of {child.name}",
             )
-            if exceeded is not None:
-                errors.add(
-                    "spec.capability",
-                    f"queue {queue.name} capability[{exceeded}] is less than the capability of its "
-                    f"descendant in the subtree of {child.name}",
-                )
-        for label, attr, path in (
-            ("guarantee", "guarantee", "spec.guarantee.resource"),
-            ("deserved", "deserved", "spec.deserved"),
-        ):
-            total = _sum([getattr(c, attr) for c in children])
-            if total and _exceeds(total, getattr(queue, attr)):
-                errors.add(
-                    path,
-                    f"the sum of {label} of the child queues of {queue.name} {_fmt(total)} exceeds "
-                    f"its {label} {_fmt(getattr(queue, attr))}",
-                )
+    for label, attr, path in (
+        ("guarantee", "guarantee", "spec.guarantee.resource"),
+        ("deserved", "deserved", "spec.deserved"),
+    ):
+        total = _sum([getattr(c, attr) for c in children])
+        if total and _exceeds(total, getattr(queue, attr)):
+            errors.add(
+                path,
+                f"the sum of {label} of the child queues of {queue.name} {_fmt(total)} exceeds "
+                f"its {label} {_fmt(getattr(queue, attr))}",
+            )

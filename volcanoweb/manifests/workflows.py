@@ -81,6 +81,26 @@ def check_jobflow(errors: Errors, spec: Any) -> dict[str, Any] | None:
     policy = spec.get("jobRetainPolicy")
     if policy not in (None, ""):
         check_enum(errors, "spec.jobRetainPolicy", policy, ("retain", "delete"))
+    graph = _flow_graph(errors, flows)
+    if errors:
+        return None
+    for node, targets in graph.items():
+        for target in targets:
+            if target not in graph:
+                errors.add("spec.flows", f"jobflow Flow is not DAG: vertex is not defined: {target}")
+                return None
+        if node in targets:
+            errors.add("spec.flows", "jobflow Flow is not DAG")
+            return None
+    if _has_cycle(graph):
+        errors.add("spec.flows", "jobflow Flow is not DAG")
+        return None
+    checked: dict[str, Any] = copy.deepcopy(spec)
+    return checked
+
+
+def _flow_graph(errors: Errors, flows: list[Any]) -> dict[str, list[str]]:
+    """Check each flow (its name, unique, and its dependsOn targets); return the flows' dependsOn graph."""
     graph: dict[str, list[str]] = {}
     for i, flow in enumerate(flows):
         path = f"spec.flows[{i}]"
@@ -111,21 +131,7 @@ def check_jobflow(errors: Errors, spec: Any) -> dict[str, Any] | None:
             )
             continue
         graph.setdefault(flow_name, []).extend(targets)
-    if errors:
-        return None
-    for node, targets in graph.items():
-        for target in targets:
-            if target not in graph:
-                errors.add("spec.flows", f"jobflow Flow is not DAG: vertex is not defined: {target}")
-                return None
-        if node in targets:
-            errors.add("spec.flows", "jobflow Flow is not DAG")
-            return None
-    if _has_cycle(graph):
-        errors.add("spec.flows", "jobflow Flow is not DAG")
-        return None
-    checked: dict[str, Any] = copy.deepcopy(spec)
-    return checked
+    return graph
 
 
 def _has_cycle(graph: dict[str, list[str]]) -> bool:

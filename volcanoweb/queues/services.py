@@ -12,6 +12,7 @@ from volcanoweb.core.errors import Cause, Conflict, Errors, Forbidden, Invalid, 
 from volcanoweb.jobs.models import Pod, PodGroup, PodPhase
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse, render
+from volcanoweb.manifests.fields import Metadata
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.queues import (
     HIERARCHY_ANNOTATION,
@@ -185,18 +186,7 @@ def _check_share(
         return
     top = _top_level(access, parent)
     if top is None:
-        if existing is None:
-            return  # _authorize refused it already
-        for field_name in SHARE_FIELDS:
-            if existing.spec.get(field_name) != checked.spec.get(field_name):
-                raise _share_forbidden(
-                    access, name, f"spec.{field_name} of top-level queue {name} is set by a platform admin"
-                )
-        for key in SHARE_ANNOTATIONS:
-            if existing.annotations.get(key) != annotations.get(key):
-                raise _share_forbidden(
-                    access, name, f"annotation {key} of top-level queue {name} is set by a platform admin"
-                )
+        _check_top_level_share(access, name, checked, annotations, existing)
         return
     assert parent is not None  # a top-level queue exists above
     moved = existing is None or existing.parent_id != parent.pk
@@ -206,21 +196,7 @@ def _check_share(
 
     weight = int(checked.spec.get("weight") or 1)
     if changed("weight"):
-        siblings = Queue.objects.filter(parent=parent).exclude(name=name)
-        total = weight + sum(q.weight for q in siblings)
-        if total > parent.weight:
-            raise _share_forbidden(
-                access,
-                name,
-                f"the weights of the child queues of {parent.name} would add up to {total}, "
-                f"more than the weight of {parent.name} ({parent.weight})",
-            )
-        if existing is not None:
-            below = sum(q.weight for q in existing.children.all())
-            if below > weight:
-                raise _share_forbidden(
-                    access, name, f"spec.weight {weight} is less than the weights of its child queues ({below})"
-                )
+        _check_weights(access, name, weight, parent, existing)
     priority = int(checked.spec.get("priority") or 0)
     if changed("priority") and priority > top.priority:
         raise _share_forbidden(
@@ -232,6 +208,51 @@ def _check_share(
         raise _share_forbidden(
             access, name, f"spec.reclaimable must stay true below reclaimable top-level queue {top.name}"
         )
+    _check_hdrf_path(access, name, annotations, top, existing)
+
+
+def _check_top_level_share(
+    access: Access, name: str, checked: QueueSpec, annotations: dict[str, str], existing: Queue | None
+) -> None:
+    """A tenant admin's top-level queue: its share fields and hierarchy annotations stay as they are."""
+    if existing is None:
+        return  # _authorize refused it already
+    for field_name in SHARE_FIELDS:
+        if existing.spec.get(field_name) != checked.spec.get(field_name):
+            raise _share_forbidden(
+                access, name, f"spec.{field_name} of top-level queue {name} is set by a platform admin"
+            )
+    for key in SHARE_ANNOTATIONS:
+        if existing.annotations.get(key) != annotations.get(key):
+            raise _share_forbidden(
+                access, name, f"annotation {key} of top-level queue {name} is set by a platform admin"
+            )
+
+
+def _check_weights(access: Access, name: str, weight: int, parent: Queue, existing: Queue | None) -> None:
+    """The weights of ``parent``'s children add up to at most its weight, and the queue's children's to at
+    most the queue's."""
+    siblings = Queue.objects.filter(parent=parent).exclude(name=name)
+    total = weight + sum(q.weight for q in siblings)
+    if total > parent.weight:
+        raise _share_forbidden(
+            access,
+            name,
+            f"the weights of the child queues of {parent.name} would add up to {total}, "
+            f"more than the weight of {parent.name} ({parent.weight})",
+        )
+    if existing is not None:
+        below = sum(q.weight for q in existing.children.all())
+        if below > weight:
+            raise _share_forbidden(
+                access, name, f"spec.weight {weight} is less than the weights of its child queues ({below})"
+            )
+
+
+def _check_hdrf_path(
+    access: Access, name: str, annotations: dict[str, str], top: Queue, existing: Queue | None
+) -> None:
+    """A new or changed hdrf hierarchy (path and weights annotations) extends the top-level queue's."""
     path, weights = annotations.get(HIERARCHY_ANNOTATION), annotations.get(HIERARCHY_WEIGHTS_ANNOTATION)
     before = (
         (existing.annotations.get(HIERARCHY_ANNOTATION), existing.annotations.get(HIERARCHY_WEIGHTS_ANNOTATION))
@@ -293,6 +314,48 @@ def _admit(errors: Errors, name: str, checked: QueueSpec, parent: Queue | None, 
         _check_tree(errors, name, checked, parent, existing)
 
 
+def _queue_fields(
+    meta: Metadata, checked: QueueSpec, parent: Queue | None, owner: Tenant | None, annotations: dict[str, str]
+) -> dict[str, Any]:
+    """The Queue row's fields for an admitted manifest."""
+    return {
+        "parent": parent,
+        "tenant": owner,
+        "weight": checked.spec["weight"],
+        "capability": checked.spec.get("capability") or {},
+        "deserved": checked.spec.get("deserved") or {},
+        "guarantee": (checked.spec.get("guarantee") or {}).get("resource") or {},
+        "reclaimable": checked.spec["reclaimable"],
+        "priority": checked.spec.get("priority") or 0,
+        "spec": checked.spec,
+        "labels": meta.labels,
+        "annotations": annotations,
+    }
+
+
+def _create_queue(
+    access: Access,
+    name: str,
+    doc: dict[str, Any],
+    fields: dict[str, Any],
+    owner: Tenant | None,
+    allowed: list[Tenant],
+    source: str,
+) -> Outcome:
+    """The create half of :func:`apply_queue`: Open unless the manifest's status says Closed."""
+    state = (
+        QueueState.CLOSED
+        if isinstance(doc.get("status"), dict) and doc["status"].get("state") == "Closed"
+        else QueueState.OPEN
+    )
+    queue = Queue.objects.create(name=name, state=state, **fields)
+    queue.allowed_tenants.set(allowed)
+    after = render.queue(queue)
+    audit.record(access.user, "create", INFO.kind, name, tenant=owner, after=after, source=source)
+    notify.changed(INFO.kind, queue, "create")
+    return Outcome("created", INFO.kind, name, None, after)
+
+
 @transaction.atomic
 def apply_queue(
     access: Access,
@@ -324,19 +387,7 @@ def apply_queue(
     _check_share(access, meta.name, checked, annotations, parent, existing)
     _admit(errors, meta.name, checked, parent, existing)
     raise_if(errors, INFO, meta.name)
-    fields: dict[str, Any] = {
-        "parent": parent,
-        "tenant": owner,
-        "weight": checked.spec["weight"],
-        "capability": checked.spec.get("capability") or {},
-        "deserved": checked.spec.get("deserved") or {},
-        "guarantee": (checked.spec.get("guarantee") or {}).get("resource") or {},
-        "reclaimable": checked.spec["reclaimable"],
-        "priority": checked.spec.get("priority") or 0,
-        "spec": checked.spec,
-        "labels": meta.labels,
-        "annotations": annotations,
-    }
+    fields = _queue_fields(meta, checked, parent, owner, annotations)
     if existing is not None:
         if (existing.spec, existing.labels, existing.annotations, existing.tenant_id) == (
             checked.spec,
@@ -357,17 +408,7 @@ def apply_queue(
         )
         notify.changed(INFO.kind, existing, "update")
         return Outcome("configured", INFO.kind, meta.name, None, after)
-    state = (
-        QueueState.CLOSED
-        if isinstance(doc.get("status"), dict) and doc["status"].get("state") == "Closed"
-        else QueueState.OPEN
-    )
-    queue = Queue.objects.create(name=meta.name, state=state, **fields)
-    queue.allowed_tenants.set(allowed)
-    after = render.queue(queue)
-    audit.record(access.user, "create", INFO.kind, meta.name, tenant=owner, after=after, source=source)
-    notify.changed(INFO.kind, queue, "create")
-    return Outcome("created", INFO.kind, meta.name, None, after)
+    return _create_queue(access, meta.name, doc, fields, owner, allowed, source)
 
 
 def get_visible_queue(access: Access, name: str, *, for_update: bool = False) -> Queue:

@@ -1,0 +1,51 @@
+"""Writes for Events: the runtime's observations about objects (no audit entry)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from volcanoweb.jobs.models import Event
+
+
+def record_event(
+    involved: Any, kind: str, type_: str, reason: str, message: str, *, source: str = "volcanoweb"
+) -> Event:
+    """Record an event about an object; a repeat of the last (reason, message) bumps its count instead.
+
+    Called by the runtime's services inside their transactions; no audit entry (events are observations).
+    """
+    namespace = getattr(involved, "namespace", "") or ""
+    now = timezone.now()
+    last = (
+        Event.objects.select_for_update()
+        .filter(
+            involved_kind=kind,
+            involved_namespace=namespace,
+            involved_name=involved.name,
+            reason=reason,
+            message=message,
+        )
+        .order_by("-last_timestamp")
+        .first()
+    )
+    if last is not None:
+        last.count += 1
+        last.last_timestamp = now
+        last.save(update_fields=["count", "last_timestamp"])
+        return last
+    return Event.objects.create(
+        namespace=namespace,
+        tenant_id=getattr(involved, "tenant_id", None),
+        involved_kind=kind,
+        involved_namespace=namespace,
+        involved_name=involved.name,
+        involved_uid=getattr(involved, "uid", None),
+        type=type_,
+        reason=reason,
+        message=message,
+        source=source,
+        first_timestamp=now,
+        last_timestamp=now,
+    )
