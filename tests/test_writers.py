@@ -20,7 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Modules that may write models. Every app's ``services.py`` (user-initiated changes: transaction, audit
 #: entry, live notification) is allowed by name; these are the others, each with its reason.
 WRITERS = {
-    "volcanoweb/runtime/controller.py": "the job controller reconciles job, pod and podgroup status",
+    "volcanoweb/runtime/controllers/job.py": "the job controller's armed actions (timers)",
+    "volcanoweb/runtime/controllers/job_actions.py": "the job controller's kills drop the job's PodGroup",
+    "volcanoweb/runtime/controllers/job_base.py": "the job controller's record of a job",
+    "volcanoweb/runtime/controllers/job_events.py": "the job controller's pod records, cluster-deleted pods, timers",
+    "volcanoweb/runtime/controllers/job_pods.py": "the job controller's pod rows (created, deleted) and records",
+    "volcanoweb/runtime/controllers/job_writes.py": "the job controller's batched job, task, record and pod rows",
     "volcanoweb/runtime/podgroups.py": "the podgroup controller's status writes",
     "volcanoweb/runtime/queuecontrol.py": "the queue controller's status writes",
     "volcanoweb/scheduling/cycles.py": "the scheduling cycle applies its decisions and records its run",

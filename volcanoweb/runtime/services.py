@@ -27,7 +27,9 @@ from volcanoweb.queues.models import Queue
 from volcanoweb.runtime import policies as P
 from volcanoweb.runtime import queuecontrol
 from volcanoweb.runtime import state as S
-from volcanoweb.runtime.controller import ControllerError, JobController, Prefetched, Writes
+from volcanoweb.runtime.controllers.job import JobController
+from volcanoweb.runtime.controllers.job_base import ControllerError
+from volcanoweb.runtime.controllers.job_writes import Prefetched, Writes
 from volcanoweb.runtime.models import ArmedAction, JobRecord, PodRecord
 from volcanoweb.runtime.podgroups import group_bare_pod
 
@@ -130,7 +132,7 @@ def sync_jobs(
     records, tasks, PodGroups, pods, pod records, armed timers and unconsumed commands are read with one
     query per kind for all of them; each job is reconciled in Python, and what they write (job and task
     status, records, new pod rows) is written at the end with one statement per kind, the new pods created
-    in the cluster with one ``create_pods`` call (:class:`~volcanoweb.runtime.controller.Writes`).
+    in the cluster with one ``create_pods`` call (:class:`~volcanoweb.runtime.controllers.job_writes.Writes`).
 
     If anything unexpected happens (a job's reconcile raises, or the cluster answers a creation in a way
     the deferred rows do not model), the batch is rolled back and redone the per-job way: immediate writes,
