@@ -25,13 +25,13 @@ from volcanoweb.jobs.models import Command, EventType, Job, Pod, PodGroup, PodGr
 from volcanoweb.jobs.services import record_event
 from volcanoweb.queues.models import Queue
 from volcanoweb.runtime import policies as P
-from volcanoweb.runtime import queuecontrol
 from volcanoweb.runtime import state as S
+from volcanoweb.runtime.controllers import queue as queue_controller
 from volcanoweb.runtime.controllers.job import JobController
 from volcanoweb.runtime.controllers.job_base import ControllerError
 from volcanoweb.runtime.controllers.job_writes import Prefetched, Writes
+from volcanoweb.runtime.controllers.podgroup import group_bare_pod
 from volcanoweb.runtime.models import ArmedAction, JobRecord, PodRecord
-from volcanoweb.runtime.podgroups import group_bare_pod
 
 log = logging.getLogger(__name__)
 IDLE_PHASES = (*S.FINISHED, S.ABORTED)
@@ -381,7 +381,7 @@ def _optional_backend() -> ClusterBackend | None:
 
 def sync_queues(names: list[str] | None = None) -> dict[str, str]:
     """Run the queue controller (Open/Closing/Closed, PodGroup counts, queue commands); return states."""
-    return queuecontrol.sync_queues(names)
+    return queue_controller.sync_queues(names)
 
 
 def due_job_ids(now: datetime) -> set[int]:

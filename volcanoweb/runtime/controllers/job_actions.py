@@ -15,8 +15,8 @@ from volcanoweb.runtime import policies as P
 from volcanoweb.runtime import state as S
 from volcanoweb.runtime.controllers.job_base import ControllerError
 from volcanoweb.runtime.controllers.job_pods import JobPods, is_ready
+from volcanoweb.runtime.controllers.podgroup import ensure_job_podgroup
 from volcanoweb.runtime.podbuild import OUT_OF_SYNC, PARTITION_ID, pod_name
-from volcanoweb.runtime.podgroups import ensure_job_podgroup
 
 COUNTERS = ("pending", "running", "succeeded", "failed", "terminating", "unknown")
 PHASE_COUNTER = {"Pending": "pending", "Running": "running", "Succeeded": "succeeded", "Failed": "failed"}
