@@ -79,7 +79,7 @@ class JobPods(JobBase):
             predicted = str(uuid.uuid4())
             fresh = PodInfo(namespace=spec.namespace, name=spec.name, uid=predicted)
             pod = self._mirror_created(task, index, built, fresh, podgroup, insert=False)
-            self.writes.creations.append(PodCreation(self, pod, spec, predicted))
+            self.writes.creations.append(PodCreation(pod, spec, predicted))
             return pod
         try:
             info = self.backend.create_pod(spec)

@@ -8,15 +8,11 @@ per job) and makes what their controllers write with one statement per kind at t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend, Conflict, PodInfo, PodSpec
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.jobs.models import Job, Pod, PodGroup, PriorityClass, Task
 from volcanoweb.runtime.models import ArmedAction, JobRecord, PodRecord
-
-if TYPE_CHECKING:
-    from volcanoweb.runtime.controllers.job_pods import JobPods
 
 
 @dataclass
@@ -41,7 +37,6 @@ class Redo(Exception):
 class PodCreation:
     """A pod whose row is built and whose cluster creation waits for the batch's flush."""
 
-    controller: JobPods
     pod: Pod
     spec: PodSpec
     predicted_uid: str
