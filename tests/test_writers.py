@@ -21,11 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 #: (user-initiated changes: transaction, audit entry, live notification), is allowed by name; these are the
 #: others, each with its reason.
 WRITERS = {
-    "volcanoweb/runtime/controller.py": "the job controller reconciles job, pod and podgroup status",
-    "volcanoweb/runtime/podgroups.py": "the podgroup controller's status writes",
-    "volcanoweb/runtime/queuecontrol.py": "the queue controller's status writes",
+    "volcanoweb/runtime/controllers/job.py": "the job controller's armed actions (timers)",
+    "volcanoweb/runtime/controllers/job_actions.py": "the job controller's kills drop the job's PodGroup",
+    "volcanoweb/runtime/controllers/job_base.py": "the job controller's record of a job",
+    "volcanoweb/runtime/controllers/job_events.py": "the job controller's pod records, cluster-deleted pods, timers",
+    "volcanoweb/runtime/controllers/job_pods.py": "the job controller's pod rows (created, deleted) and records",
+    "volcanoweb/runtime/controllers/job_writes.py": "the job controller's batched job, task, record and pod rows",
+    "volcanoweb/runtime/controllers/podgroup.py": "the podgroup controller's status writes",
+    "volcanoweb/runtime/controllers/queue.py": "the queue controller's status writes",
     "volcanoweb/scheduling/cycles.py": "the scheduling cycle applies its decisions and records its run",
-    "volcanoweb/workflows/controllers.py": "the CronJob and JobFlow controllers' status writes",
+    "volcanoweb/workflows/controllers/cronjob.py": "the CronJob controller's status writes",
+    "volcanoweb/workflows/controllers/jobflow.py": "the JobFlow and JobTemplate controllers' status writes",
     "volcanoweb/insights/recording.py": "observation rows (samples, waits, inputs) and the run's record_ms",
     "volcanoweb/clusters/simdb.py": "the simulated cluster's database store",
     "volcanoweb/queues/builtin.py": "the built-in root and default queues at start",

@@ -33,7 +33,7 @@ from volcanoweb.api.simcycle import SimulationFailed, SimulationTimeout, merge, 
 from volcanoweb.apply import apply_documents
 from volcanoweb.core.errors import BadRequest, Cause, ServiceUnavailable, TooLarge, TooManyRequests
 from volcanoweb.jobs.models import Job
-from volcanoweb.runtime.podgroups import job_podgroup_fields
+from volcanoweb.runtime.controllers.podgroup import job_podgroup_fields
 from volcanoweb.scheduling.cycles import active_config
 from volcanoweb.scheduling.snapshots import build_snapshot
 from volcanoweb.tenancy.access import Access

@@ -1,6 +1,6 @@
 """Which job commands a job's phase accepts, and what each one does, in words a user can confirm.
 
-The table follows the job controller's state machine (``runtime/controller.py``, Volcano's
+The table follows the job controller's state machine (``runtime/controllers/job.py``, Volcano's
 ``pkg/controllers/job/state``): Pending and Running accept AbortJob (suspend) and RestartJob; Aborting
 and Aborted accept ResumeJob, which restarts the job and counts one retry (as Volcano does); every other
 phase ignores commands (the controller only re-kills the job), so the dashboard does not offer them and

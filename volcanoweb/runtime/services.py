@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,11 +26,13 @@ from volcanoweb.jobs.models import Command, EventType, Job, Pod, PodGroup, PodGr
 from volcanoweb.jobs.services import record_event
 from volcanoweb.queues.models import Queue
 from volcanoweb.runtime import policies as P
-from volcanoweb.runtime import queuecontrol
 from volcanoweb.runtime import state as S
-from volcanoweb.runtime.controller import ControllerError, JobController, Prefetched, Writes
+from volcanoweb.runtime.controllers import queue as queue_controller
+from volcanoweb.runtime.controllers.job import JobController
+from volcanoweb.runtime.controllers.job_base import ControllerError
+from volcanoweb.runtime.controllers.job_writes import Prefetched, Writes
+from volcanoweb.runtime.controllers.podgroup import group_bare_pod
 from volcanoweb.runtime.models import ArmedAction, JobRecord, PodRecord
-from volcanoweb.runtime.podgroups import group_bare_pod
 
 log = logging.getLogger(__name__)
 IDLE_PHASES = (*S.FINISHED, S.ABORTED)
@@ -130,7 +133,7 @@ def sync_jobs(
     records, tasks, PodGroups, pods, pod records, armed timers and unconsumed commands are read with one
     query per kind for all of them; each job is reconciled in Python, and what they write (job and task
     status, records, new pod rows) is written at the end with one statement per kind, the new pods created
-    in the cluster with one ``create_pods`` call (:class:`~volcanoweb.runtime.controller.Writes`).
+    in the cluster with one ``create_pods`` call (:class:`~volcanoweb.runtime.controllers.job_writes.Writes`).
 
     If anything unexpected happens (a job's reconcile raises, or the cluster answers a creation in a way
     the deferred rows do not model), the batch is rolled back and redone the per-job way: immediate writes,
@@ -155,13 +158,38 @@ def sync_jobs(
         return _sync_batch(ids, jobs, backend, now, deferred=False)
 
 
-def _sync_batch(
-    ids: list[int], jobs: dict[int, Job], backend: ClusterBackend, now: datetime, *, deferred: bool
-) -> dict[int, list[str]]:
-    """Read the batch's rows, reconcile each job; ``deferred``: write at the end (else at once, a savepoint each)."""
-    from volcanoweb.live import broadcast
+@dataclass
+class _BatchRows:
+    """The rows of a batch's locked jobs, read with one query per kind and keyed by job (or record) id."""
 
-    out: dict[int, list[str]] = {}
+    records: dict[int, JobRecord]
+    groups: dict[int | None, PodGroup]
+    pods: dict[int, list[Pod]]
+    tasks: dict[int, list[Task]]
+    pod_records: dict[int, list[PodRecord]]
+    armed: dict[int, list[ArmedAction]]
+    with_armed: set[int]
+    commands: dict[int, list[Command]]
+    queues: set[str]
+
+    def prefetched(self, job_id: int, job: Job) -> Prefetched:
+        """One job's rows, as its controller takes them."""
+        record = self.records.get(job_id)
+        return Prefetched(
+            record=record,
+            podgroup=self.groups.get(job_id),
+            pods=self.pods.get(job_id, []),
+            pod_records=self.pod_records.get(record.pk, []) if record is not None else [],
+            armed_due=self.armed.get(record.pk, []) if record is not None else [],
+            queue_exists=job.queue_name in self.queues,
+            tasks=self.tasks.get(job_id, []),
+            has_armed=record is not None and record.pk in self.with_armed,
+        )
+
+
+def _read_batch(jobs: dict[int, Job], now: datetime) -> _BatchRows:
+    """Read the locked jobs' records, PodGroups, pods, tasks, pod records, armed timers (those due at ``now``),
+    unconsumed commands (locked too) and queues."""
     job_ids = list(jobs)
     records = {r.job_id: r for r in JobRecord.objects.filter(job_id__in=job_ids)}
     record_ids = [r.pk for r in records.values()]
@@ -186,6 +214,17 @@ def _sync_batch(
     for command in pending.order_by("id"):
         commands.setdefault(command.job_id or 0, []).append(command)
     queues = set(Queue.objects.filter(name__in={j.queue_name for j in jobs.values()}).values_list("name", flat=True))
+    return _BatchRows(records, groups, pods, tasks, pod_records, armed, with_armed, commands, queues)
+
+
+def _sync_batch(
+    ids: list[int], jobs: dict[int, Job], backend: ClusterBackend, now: datetime, *, deferred: bool
+) -> dict[int, list[str]]:
+    """Read the batch's rows, reconcile each job; ``deferred``: write at the end (else at once, a savepoint each)."""
+    from volcanoweb.live import broadcast
+
+    out: dict[int, list[str]] = {}
+    rows = _read_batch(jobs, now)
     writes = Writes(backend, deferred=deferred)
     for job_id in ids:
         job = jobs.get(job_id)
@@ -197,18 +236,8 @@ def _sync_batch(
                     _cleanup_records(JobRecord.objects.filter(job_id=job_id), backend)
                     out[job_id] = []
                     continue
-                record = records.get(job_id)
-                prefetched = Prefetched(
-                    record=record,
-                    podgroup=groups.get(job_id),
-                    pods=pods.get(job_id, []),
-                    pod_records=pod_records.get(record.pk, []) if record is not None else [],
-                    armed_due=armed.get(record.pk, []) if record is not None else [],
-                    queue_exists=job.queue_name in queues,
-                    tasks=tasks.get(job_id, []),
-                    has_armed=record is not None and record.pk in with_armed,
-                )
-                out[job_id] = _reconcile_locked(job, backend, now, prefetched, commands.get(job_id, []), writes)
+                prefetched = rows.prefetched(job_id, job)
+                out[job_id] = _reconcile_locked(job, backend, now, prefetched, rows.commands.get(job_id, []), writes)
         except Exception:
             if deferred:
                 raise  # the caller redoes the batch job by job
@@ -379,7 +408,7 @@ def _optional_backend() -> ClusterBackend | None:
 
 def sync_queues(names: list[str] | None = None) -> dict[str, str]:
     """Run the queue controller (Open/Closing/Closed, PodGroup counts, queue commands); return states."""
-    return queuecontrol.sync_queues(names)
+    return queue_controller.sync_queues(names)
 
 
 def due_job_ids(now: datetime) -> set[int]:

@@ -20,7 +20,7 @@ from volcanoweb.manifests.admission import check_submission_queue
 from volcanoweb.manifests.objects import Outcome, bump, check_existence, check_version, prepare, raise_if
 from volcanoweb.manifests.workflows import check_cronjob, check_jobflow, check_jobtemplate
 from volcanoweb.tenancy.access import Access, resolve_namespace
-from volcanoweb.workflows.controllers import CRONJOB_SOURCE, cronjob_job_manifest, job_ref
+from volcanoweb.workflows.controllers.cronjob import CRONJOB_SOURCE, cronjob_job_manifest, job_ref
 from volcanoweb.workflows.models import CronJob, JobFlow, JobTemplate
 
 Checker = Callable[[Errors, str, Any], "dict[str, Any] | None"]

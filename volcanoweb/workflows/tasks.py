@@ -15,7 +15,7 @@ from typing import Any
 from celery import shared_task
 from django.utils import timezone
 
-from volcanoweb.workflows import controllers
+from volcanoweb.workflows.controllers import cronjob, jobflow
 from volcanoweb.workflows.models import CronJob, JobFlow, JobFlowPhase
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ def run_cronjobs(cronjob_ids: Iterable[int] | None = None) -> dict[str, Any]:
     failed: list[int] = []
     for cronjob_id in ids:
         try:
-            result = controllers.sync_cronjob(cronjob_id, now)
+            result = cronjob.sync_cronjob(cronjob_id, now)
         except Exception:
             log.exception("CronJob %s: sync failed", cronjob_id)
             failed.append(cronjob_id)
@@ -52,7 +52,7 @@ def run_jobflows(jobflow_ids: Iterable[int] | None = None) -> dict[str, Any]:
     failed: list[int] = []
     for jobflow_id in ids:
         try:
-            result = controllers.sync_jobflow(jobflow_id, now)
+            result = jobflow.sync_jobflow(jobflow_id, now)
         except Exception:
             log.exception("JobFlow %s: sync failed", jobflow_id)
             failed.append(jobflow_id)

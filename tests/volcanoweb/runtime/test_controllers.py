@@ -11,8 +11,8 @@ from volcanoweb.jobs.models import Command, Job, Pod, PodGroup
 from volcanoweb.queues import services as queue_services
 from volcanoweb.queues.models import Queue
 from volcanoweb.runtime import hooks, services
+from volcanoweb.runtime.controllers.podgroup import min_resources
 from volcanoweb.runtime.models import JobRecord
-from volcanoweb.runtime.podgroups import min_resources
 from volcanoweb.tenancy.access import SYSTEM
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from volcanoweb.core.errors import ApiError
 from volcanoweb.jobs.models import Event, Job, JobPhase
 from volcanoweb.tenancy.access import SYSTEM, access_for
 from volcanoweb.workflows import services as workflows
-from volcanoweb.workflows.controllers import SCHEDULED_TIMESTAMP_ANNOTATION, sync_cronjob
+from volcanoweb.workflows.controllers.cronjob import SCHEDULED_TIMESTAMP_ANNOTATION, sync_cronjob
 from volcanoweb.workflows.cron import job_name_suffix
 from volcanoweb.workflows.models import CronJob
 

@@ -14,7 +14,7 @@ import pytest
 from volcanoweb.jobs.models import Event, Job, JobPhase
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.workflows import services as workflows
-from volcanoweb.workflows.controllers import SCHEDULED_TIMESTAMP_ANNOTATION, sync_cronjob
+from volcanoweb.workflows.controllers.cronjob import SCHEDULED_TIMESTAMP_ANNOTATION, sync_cronjob
 from volcanoweb.workflows.cron import job_name_suffix
 from volcanoweb.workflows.models import CronJob
 

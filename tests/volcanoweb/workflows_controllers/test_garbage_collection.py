@@ -13,7 +13,7 @@ from tests.volcanoweb.builders import task
 from volcanoweb.jobs.models import Job, Pod, PodGroup
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.workflows import services as workflows
-from volcanoweb.workflows.controllers import sync_cronjob
+from volcanoweb.workflows.controllers.cronjob import sync_cronjob
 from volcanoweb.workflows.models import CronJob, JobFlow
 
 from .conftest import NAMESPACE, cookbook_14, make_cronjob, owned_jobs, utc

@@ -12,7 +12,7 @@ import pytest
 from volcanoweb.jobs.models import Event, Job, JobPhase
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.workflows import services as workflows
-from volcanoweb.workflows.controllers import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE, sync_jobflow
+from volcanoweb.workflows.controllers.jobflow import CREATED_BY_JOBFLOW, CREATED_BY_JOBTEMPLATE, sync_jobflow
 from volcanoweb.workflows.models import JobFlow, JobTemplate
 
 from .conftest import NAMESPACE, owned_jobs, set_phase, utc

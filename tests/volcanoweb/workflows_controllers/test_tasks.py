@@ -49,7 +49,7 @@ def test_one_bad_cronjob_does_not_stop_the_others(namespace: object, monkeypatch
         calls.append(cronjob_id)
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(tasks.controllers, "sync_cronjob", boom)
+    monkeypatch.setattr(tasks.cronjob, "sync_cronjob", boom)
     result = tasks.run_cronjobs()
     assert result["failed"] == calls == list(CronJob.objects.values_list("pk", flat=True))
 

@@ -1,4 +1,4 @@
-"""PodGroups: the job's gang and groups for bare pods (Volcano's pg-controller)."""
+"""The podgroup controller (Volcano's pg-controller): the job's PodGroup (its gang) and groups for bare pods."""
 
 from __future__ import annotations
 
