@@ -108,7 +108,7 @@ class KubeconfigView(KubeView):
     """
 
     def post(self, request: Request) -> Response:
-        from volcanoweb.api.views import minting_token
+        from volcanoweb.api.tokens import minting_token
 
         name = clean_text(request.query_params.get("name"), "name", 100)
         new = request.query_params.get("newToken") in ("true", "1") or bool(name)

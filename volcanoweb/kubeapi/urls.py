@@ -11,7 +11,7 @@ from collections.abc import Callable
 from django.http import HttpResponseBase
 from django.urls import path
 
-from volcanoweb.api import views as rest
+from volcanoweb.api import events, namespaced, namespaces
 from volcanoweb.kubeapi import auth, discovery, dispatch, kubeconfig, logs, openapi_v2, openapi_v3, views
 
 app_name = "kubeapi"
@@ -41,20 +41,20 @@ urlpatterns = [
     # core v1, shared with the REST API
     path(
         "api/v1/namespaces",
-        _core("namespaces", rest.NamespaceListView.as_view()),
+        _core("namespaces", namespaces.NamespaceListView.as_view()),
         {"plural": "namespaces"},
         name="namespaces",
     ),
     path("api/v1/namespaces/<str:name>", resource, {"plural": "namespaces"}, name="namespace"),
     path(
         f"{_NS}/pods",
-        _core("pods", rest.NamespacedCollectionView.as_view(resource_name="pods")),
+        _core("pods", namespaced.NamespacedCollectionView.as_view(resource_name="pods")),
         {"plural": "pods"},
         name="pods",
     ),
     path(
         f"{_NS}/pods/<str:name>",
-        _core("pods", rest.NamespacedObjectView.as_view(resource_name="pods")),
+        _core("pods", namespaced.NamespacedObjectView.as_view(resource_name="pods")),
         {"plural": "pods"},
         name="pod",
     ),
@@ -62,7 +62,7 @@ urlpatterns = [
     path(f"{_NS}/pods/<str:name>/<str:subresource>", resource, {"plural": "pods"}, name="pod-subresource"),
     path(
         f"{_NS}/events",
-        _core("events", rest.NamespacedEventListView.as_view()),
+        _core("events", events.NamespacedEventListView.as_view()),
         {"plural": "events"},
         name="events",
     ),
@@ -71,8 +71,8 @@ urlpatterns = [
     path(f"{_NS}/services", resource, {"plural": "services"}, name="services"),
     path(f"{_NS}/services/<str:name>", resource, {"plural": "services"}, name="service"),
     path("api/v1/services", resource, {"plural": "services"}),
-    path("api/v1/pods", _core("pods", rest.AllNamespacesView.as_view(resource_name="pods")), {"plural": "pods"}),
-    path("api/v1/events", _core("events", rest.EventListView.as_view()), {"plural": "events"}),
+    path("api/v1/pods", _core("pods", namespaced.AllNamespacesView.as_view(resource_name="pods")), {"plural": "pods"}),
+    path("api/v1/events", _core("events", events.EventListView.as_view()), {"plural": "events"}),
     # kubectl auth can-i / whoami
     path(
         "apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
