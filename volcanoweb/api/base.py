@@ -1,4 +1,8 @@
-"""The base of every API view: JSON/YAML rendering, raw manifest bodies, the caller's access."""
+"""The base of every API view: JSON/YAML rendering, raw manifest bodies, the caller's access.
+
+The REST API's views (a module per resource under /api/v1/) parse, authorize, call one service or query and
+render: no writes in them.
+"""
 
 from __future__ import annotations
 
@@ -172,6 +176,18 @@ def check_preconditions(preconditions: Any, uid: str, resource_version: str, kin
                 kind=kind,
                 name=name,
             )
+
+
+def check_url_identity(doc: dict[str, Any], namespace: str | None, name: str | None) -> None:
+    """Refuse a body whose namespace or name is not the URL's; take the URL's name when it names none."""
+    given = doc.get("metadata")
+    meta: dict[str, Any] = given if isinstance(given, dict) else {}
+    if namespace and meta.get("namespace") not in (None, "", namespace):
+        raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+    if name and meta.get("name") not in (None, "", name):
+        raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+    if name and not meta.get("name"):
+        doc["metadata"] = {**meta, "name": name}
 
 
 class ApiView(APIView):

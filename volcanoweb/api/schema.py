@@ -1,4 +1,5 @@
-"""OpenAPI generation details: the Bearer token scheme and list-vs-get operation ids."""
+"""OpenAPI generation details: the Bearer token scheme, list-vs-get operation ids, and the bodies, error
+responses and list parameters the REST API's views declare."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 
 #: On every write: Kubernetes' ``fieldValidation`` (see volcanoweb/manifests/strict.py).
@@ -16,6 +18,25 @@ FIELD_VALIDATION = OpenApiParameter(
     description="unknown and duplicate fields: Strict (default) refuses them with a 400 naming each, "
     "Warn drops them and answers Warning headers, Ignore drops them",
 )
+
+MANIFEST_BODY = {"application/json": OpenApiTypes.OBJECT, "application/yaml": OpenApiTypes.STR}
+ERRORS: dict[int | str, Any] = {
+    400: OpenApiTypes.OBJECT,
+    401: OpenApiTypes.OBJECT,
+    403: OpenApiTypes.OBJECT,
+    404: OpenApiTypes.OBJECT,
+}
+LIST_PARAMS = [
+    OpenApiParameter("limit", int, description="page size (default 100, max 500)"),
+    OpenApiParameter("continue", str, description="token from metadata.continue of the previous page"),
+    OpenApiParameter("labelSelector", str, description="e.g. app=x,tier!=db,env in (a,b)"),
+    OpenApiParameter("q", str, description="text search in names"),
+    OpenApiParameter("ordering", str, description="comma-separated fields, - prefix to reverse"),
+]
+FILTER_PARAMS = [
+    OpenApiParameter("queue", str),
+    OpenApiParameter("phase", str),
+]
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

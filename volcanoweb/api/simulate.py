@@ -25,7 +25,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from scheduler import Snapshot
+from scheduler import Eviction, Snapshot, Task
+from scheduler import Job as CoreJob
 from scheduler.manifests import GROUP_ANNOTATION, ManifestError
 from volcanoweb.api.base import ApiView
 from volcanoweb.api.listing import clean_text
@@ -240,59 +241,67 @@ def _report(
     for job in sorted(extra.jobs, key=lambda j: j.key):
         kind, name = origins.get(job.key, ("PodGroup", job.name))
         tasks = sorted((t for t in extra.tasks if t.job == job.key), key=lambda t: t.key)
-        placements = []
-        for task in tasks:
-            if task.key in result.binds:
-                placements.append({"pod": task.name, "node": result.binds[task.key], "how": "bind"})
-            elif task.key in result.pipelined:
-                placements.append({"pod": task.name, "node": result.pipelined[task.key], "how": "pipelined"})
-        phase = str(result.podgroups.get(job.key) or job.phase)
-        bound = sum(1 for p in placements if p["how"] == "bind")
-        reason = result.unschedulable.get(job.key)
-        jobs.append(
-            {
-                "kind": kind,
-                "name": name,
-                "namespace": job.namespace,
-                "podgroup": job.name,
-                "queue": job.queue,
-                "minMember": job.min_member,
-                "pods": len(tasks),
-                "placed": bound,
-                "phase": phase,
-                "admitted": phase in ADMITTED_PHASES,
-                "scheduled": bool(tasks) and bound >= max(job.min_member, 1),
-                "placements": placements,
-                "reason": None
-                if reason is None
-                else {
-                    "kind": str(reason.kind),
-                    "message": reason.message,
-                    "plugin": reason.plugin,
-                    "fitErrors": dict(reason.fit_errors),
-                },
-            }
-        )
+        jobs.append({"kind": kind, "name": name, **_job_report(job, tasks, result)})
     visible = _visible_namespaces(access)
-    evictions = []
-    for eviction in result.evictions:
-        namespace = eviction.task.split("/", 1)[0]
-        shown = visible is None or namespace in visible
-        evictions.append(
-            {
-                "pod": eviction.task if shown else "(a pod of another tenant)",
-                "node": eviction.node,
-                "action": eviction.action,
-                "reason": eviction.reason,
-                "preemptor": eviction.preemptor
-                if visible is None or eviction.preemptor.split("/", 1)[0] in visible
-                else "(a pod of another tenant)",
-            }
-        )
+    evictions = [_eviction_report(eviction, visible) for eviction in result.evictions]
     return {
         "apiVersion": "v1",
         "kind": "SimulationResult",
         "schedulerConfigVersion": version,
         "jobs": jobs,
         "evictions": evictions,
+    }
+
+
+def _placements(tasks: list[Task], result: Any) -> list[dict[str, Any]]:
+    """Where the cycle put each of a job's pods: bound, or pipelined onto a node being freed."""
+    placements = []
+    for task in tasks:
+        if task.key in result.binds:
+            placements.append({"pod": task.name, "node": result.binds[task.key], "how": "bind"})
+        elif task.key in result.pipelined:
+            placements.append({"pod": task.name, "node": result.pipelined[task.key], "how": "pipelined"})
+    return placements
+
+
+def _job_report(job: CoreJob, tasks: list[Task], result: Any) -> dict[str, Any]:
+    """One job's entry after its kind and name: its PodGroup, phase, placements and why not."""
+    placements = _placements(tasks, result)
+    phase = str(result.podgroups.get(job.key) or job.phase)
+    bound = sum(1 for p in placements if p["how"] == "bind")
+    reason = result.unschedulable.get(job.key)
+    return {
+        "namespace": job.namespace,
+        "podgroup": job.name,
+        "queue": job.queue,
+        "minMember": job.min_member,
+        "pods": len(tasks),
+        "placed": bound,
+        "phase": phase,
+        "admitted": phase in ADMITTED_PHASES,
+        "scheduled": bool(tasks) and bound >= max(job.min_member, 1),
+        "placements": placements,
+        "reason": None
+        if reason is None
+        else {
+            "kind": str(reason.kind),
+            "message": reason.message,
+            "plugin": reason.plugin,
+            "fitErrors": dict(reason.fit_errors),
+        },
+    }
+
+
+def _eviction_report(eviction: Eviction, visible: set[str] | None) -> dict[str, Any]:
+    """One eviction, naming only the pods of the caller's namespaces (``visible``; None: every namespace)."""
+    namespace = eviction.task.split("/", 1)[0]
+    shown = visible is None or namespace in visible
+    return {
+        "pod": eviction.task if shown else "(a pod of another tenant)",
+        "node": eviction.node,
+        "action": eviction.action,
+        "reason": eviction.reason,
+        "preemptor": eviction.preemptor
+        if visible is None or eviction.preemptor.split("/", 1)[0] in visible
+        else "(a pod of another tenant)",
     }

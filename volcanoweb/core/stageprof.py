@@ -109,7 +109,7 @@ def install() -> bool:
 
     import scheduler
     from volcanoweb import apply as apply_module
-    from volcanoweb.api import views as api_views
+    from volcanoweb.api import apply as api_apply
     from volcanoweb.clusters import services as cluster_services
     from volcanoweb.clusters.backends import simengine
     from volcanoweb.insights import recorder
@@ -119,7 +119,7 @@ def install() -> bool:
 
     _patch(APIView, "dispatch", "api request")
     _patch(apply_module, "apply_documents", "api apply (manifests)")
-    _patch(api_views, "apply_documents", "api apply (manifests)")
+    _patch(api_apply, "apply_documents", "api apply (manifests)")
     _patch(runtime_services, "sync_jobs", "controller sync")
     _patch(runtime_services, "sync_job", "controller sync")
     _patch(cycles, "build_snapshot", "cycle snapshot")

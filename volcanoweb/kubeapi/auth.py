@@ -22,7 +22,8 @@ from rest_framework.response import Response
 
 from volcanoweb.api.base import RawBodyParser
 from volcanoweb.core.errors import BadRequest, Cause
-from volcanoweb.kubeapi import views, wire
+from volcanoweb.kubeapi import wire
+from volcanoweb.kubeapi.base import KubeView
 from volcanoweb.kubeapi.registry import RESOURCES, KubeResource
 from volcanoweb.manifests.parse import load_patch
 from volcanoweb.tenancy.access import Access
@@ -105,12 +106,12 @@ def _review(request: Request, kind: str, api_version: str) -> dict[str, Any]:
     return doc
 
 
-class SelfSubjectAccessReviewView(views.KubeView):
+class SelfSubjectAccessReviewView(KubeView):
     """``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews``: may I?"""
 
     read_only_post = True  # a review asks, it writes nothing: a read-only token may send it
 
-    parser_classes = [*views.KubeView.parser_classes, ProtobufParser]
+    parser_classes = [*KubeView.parser_classes, ProtobufParser]
 
     def post(self, request: Request) -> Response:
         review = _review(request, "SelfSubjectAccessReview", "authorization.k8s.io/v1")
@@ -135,12 +136,12 @@ class SelfSubjectAccessReviewView(views.KubeView):
 NON_RESOURCE_PATHS = frozenset({"/api", "/apis", "/version", "/healthz", "/livez", "/readyz", "/openapi/v2"})
 
 
-class SelfSubjectReviewView(views.KubeView):
+class SelfSubjectReviewView(KubeView):
     """``POST /apis/authentication.k8s.io/v1/selfsubjectreviews``: who am I (user name, uid, groups)?"""
 
     read_only_post = True  # a review asks, it writes nothing: a read-only token may send it
 
-    parser_classes = [*views.KubeView.parser_classes, ProtobufParser]
+    parser_classes = [*KubeView.parser_classes, ProtobufParser]
 
     def post(self, request: Request, version: str = "v1") -> Response:
         review = _review(request, "SelfSubjectReview", f"authentication.k8s.io/{version}")
@@ -154,7 +155,7 @@ class SelfSubjectReviewView(views.KubeView):
         return Response(review, status=status.HTTP_201_CREATED)
 
 
-class ClusterServicesView(views.KubeView):
+class ClusterServicesView(KubeView):
     """``GET /api/v1/namespaces/kube-system/services``: an empty ServiceList for every user.
 
     ``kubectl cluster-info`` lists kube-system's cluster services and prints the control plane's URL; this
@@ -165,13 +166,13 @@ class ClusterServicesView(views.KubeView):
         return Response({"kind": "ServiceList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []})
 
 
-class SelfSubjectRulesReviewView(views.KubeView):
+class SelfSubjectRulesReviewView(KubeView):
     """``POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`` (``kubectl auth can-i --list``): per
     served resource, the verbs :func:`decide` allows in ``spec.namespace``."""
 
     read_only_post = True  # a review asks, it writes nothing: a read-only token may send it
 
-    parser_classes = [*views.KubeView.parser_classes, ProtobufParser]
+    parser_classes = [*KubeView.parser_classes, ProtobufParser]
 
     def post(self, request: Request) -> Response:
         data: object = request.data

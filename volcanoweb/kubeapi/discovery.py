@@ -5,6 +5,7 @@ kubectl 1.30+ and client-go ask ``/api`` and ``/apis`` with an ``Accept`` that l
 a server that answers the aggregated document saves the client one request per group-version. The answer
 names its type in ``Content-Type`` (client-go checks it) and varies on ``Accept``. Every discovery path is
 also served with a trailing slash (``/apis/``, ``/apis/batch.volcano.sh/v1alpha1/``), as Go's router does.
+``/version`` (what ``kubectl version`` prints for the server) is here too.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import json
 from typing import Any
 
 from django.http import HttpResponse
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from volcanoweb.kubeapi import views
+from volcanoweb.core.errors import NotFound
+from volcanoweb.kubeapi.base import KubeView
 from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, KubeResource
 
 GROUP = "apidiscovery.k8s.io"
@@ -25,6 +28,17 @@ KIND = "APIGroupDiscoveryList"
 VERSIONS = ("v2", "v2beta1")
 #: Subresources that each writable kind with a model serves (``/status``, read-only here).
 STATUS_VERBS = ["get"]
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0-volcanoweb",
+    "gitCommit": "volcanoweb",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "python",
+    "compiler": "cpython",
+    "platform": "linux/amd64",
+}
 
 
 def _params(media_range: str) -> tuple[str, dict[str, str]]:
@@ -127,21 +141,115 @@ def _answer(request: Request, core: bool, legacy: Response) -> HttpResponse | Re
     return response
 
 
-class APIVersionsView(views.APIVersionsView):
+def _group_versions() -> list[tuple[str, str]]:
+    return sorted({key for key in BY_GROUP_VERSION if key[0]})
+
+
+def _group_body(group: str) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{g}/{v}", "version": v} for g, v in _group_versions() if g == group]
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": versions,
+        "preferredVersion": versions[0],
+    }
+
+
+def _resource_list(group: str, version: str) -> dict[str, Any]:
+    resources: list[dict[str, Any]] = []
+    for resource in BY_GROUP_VERSION[(group, version)].values():
+        entry: dict[str, Any] = {
+            "name": resource.plural,
+            "singularName": resource.singular,
+            "namespaced": resource.info.namespaced,
+            "kind": resource.info.kind,
+            "verbs": resource.verbs,
+        }
+        if resource.short_names:
+            entry["shortNames"] = list(resource.short_names)
+        if resource.categories:
+            entry["categories"] = list(resource.categories)
+        resources.append(entry)
+        if resource.model is not None and resource.plural not in ("events", "namespaces", "commands"):
+            resources.append(
+                {
+                    "name": f"{resource.plural}/status",
+                    "singularName": "",
+                    "namespaced": resource.info.namespaced,
+                    "kind": resource.info.kind,
+                    "verbs": ["get"],
+                }
+            )
+    group_version = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+class LegacyAPIVersionsView(KubeView):
+    """``/api``: the core group's versions."""
+
+    def get(self, request: Request) -> Response:
+        address = request.get_host()
+        return Response(
+            {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+            }
+        )
+
+
+class LegacyAPIGroupListView(KubeView):
+    """``/apis``: the Volcano groups and scheduling.k8s.io."""
+
+    def get(self, request: Request) -> Response:
+        groups = sorted({g for g, _ in _group_versions()})
+        return Response({"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_body(g) for g in groups]})
+
+
+class APIGroupView(KubeView):
+    """``/apis/{group}``."""
+
+    def get(self, request: Request, group: str) -> Response:
+        if not any(g == group for g, _ in _group_versions()):
+            raise NotFound(f"the server could not find the requested resource (group {group})")
+        return Response(_group_body(group))
+
+
+class LegacyAPIResourceListView(KubeView):
+    """``/api/v1`` and ``/apis/{group}/{version}``: the resources with verbs, short names and categories."""
+
+    def get(self, request: Request, version: str, group: str = "") -> Response:
+        if (group, version) not in BY_GROUP_VERSION:
+            raise NotFound(f"the server could not find the requested resource ({group}/{version})")
+        return Response(_resource_list(group, version))
+
+
+class VersionView(KubeView):
+    """``/version``: what ``kubectl version`` prints for the server (public, as on kube-apiserver, whose
+    ``system:public-info-viewer`` role lets anonymous callers read it)."""
+
+    permission_classes = [AllowAny]
+
+    def get(self, request: Request) -> Response:
+        return Response(SERVER_VERSION)
+
+
+class APIVersionsView(LegacyAPIVersionsView):
     """``/api``: ``APIVersions``, or the core group's aggregated discovery."""
 
     def get(self, request: Request) -> HttpResponse | Response:  # type: ignore[override]
         return _answer(request, True, super().get(request))
 
 
-class APIGroupListView(views.APIGroupListView):
+class APIGroupListView(LegacyAPIGroupListView):
     """``/apis``: ``APIGroupList``, or every group's aggregated discovery."""
 
     def get(self, request: Request) -> HttpResponse | Response:  # type: ignore[override]
         return _answer(request, False, super().get(request))
 
 
-class APIResourceListView(views.APIResourceListView):
+class APIResourceListView(LegacyAPIResourceListView):
     """``/api/v1`` and ``/apis/{group}/{version}``, with the ``pods/log`` subresource listed."""
 
     def get(self, request: Request, version: str, group: str = "") -> Response:

@@ -1,5 +1,6 @@
 """Generated kubeconfigs: the Kubernetes API's URL, the server certificate and a bearer token (the caller's
-own when it called with one, else a new one), named after the server and the user."""
+own when it called with one, else a new one), named after the server and the user; ``POST
+/api/v1/kubeconfig`` serves them (the dashboard's download builds them here too)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ from urllib.parse import urlsplit
 import yaml
 from django.conf import settings
 from django.http import HttpRequest
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
 
+from volcanoweb.api.listing import clean_text
+from volcanoweb.kubeapi.base import KubeView
 from volcanoweb.tenancy import services as tenancy
 from volcanoweb.tenancy.access import access_for
 from volcanoweb.tenancy.models import ApiToken
@@ -92,3 +98,24 @@ def dump(config: dict[str, Any], token: ApiToken | None = None) -> str:
 def latest_token(user: Any, name: str) -> ApiToken | None:
     """Return the user's newest token of that name (the one :func:`build` just created)."""
     return ApiToken.objects.filter(user=user, name=name).order_by("-created_at", "-pk").first()
+
+
+class KubeconfigView(KubeView):
+    """``POST /api/v1/kubeconfig``: a kubeconfig for the caller; JSON, or YAML with ``Accept: application/yaml``.
+
+    A caller that authenticated with a bearer token gets that token back (it is valid: it just worked);
+    ``?newToken=true``, ``?name=`` (the new token's name) or a session (the dashboard) mint a new one.
+    """
+
+    def post(self, request: Request) -> Response:
+        from volcanoweb.api.tokens import minting_token
+
+        name = clean_text(request.query_params.get("name"), "name", 100)
+        new = request.query_params.get("newToken") in ("true", "1") or bool(name)
+        held = None
+        if not new and request.auth is not None:
+            parts = request.headers.get("Authorization", "").split()
+            held = parts[1] if len(parts) == 2 and parts[0].lower() == "bearer" else None
+        parent = None if held else minting_token(self.token(request))
+        config, _ = build(request._request, request.user, token_name=name or "kubeconfig", token=held, parent=parent)
+        return Response(config, status=status.HTTP_201_CREATED)

@@ -20,7 +20,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from volcanoweb.kubeapi import openapi, views
+from volcanoweb.kubeapi import openapi
+from volcanoweb.kubeapi.base import KubeView
 
 #: What kubectl asks for; the answer's Content-Type spells it with a dot (``@`` is not a token character, so
 #: Go's ``mime.ParseMediaType`` would refuse the response), as kube-apiserver does.
@@ -212,7 +213,7 @@ def wants_protobuf(accept: str) -> bool:
     return False
 
 
-class OpenAPIV2View(views.OpenAPIV2View):
+class OpenAPIV2View(KubeView):
     """``/openapi/v2``: Swagger 2.0 as JSON, or as protobuf for ``Accept: application/com.github.proto-openapi...``."""
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
@@ -224,7 +225,7 @@ class OpenAPIV2View(views.OpenAPIV2View):
             renderer = JSONRenderer()  # for an error body; the document itself is written below
             return renderer, renderer.media_type
 
-    def get(self, request: Request) -> Response | HttpResponse:  # type: ignore[override]
+    def get(self, request: Request) -> Response | HttpResponse:
         doc = v2_for_swagger(openapi.v2_document())
         if wants_protobuf(request.headers.get("Accept", "")):
             response = HttpResponse(document(doc), content_type=PROTOBUF)

@@ -1,7 +1,7 @@
 """URLs of the Kubernetes-shaped API: /api, /api/v1 (core, shared with the REST API), /apis, /version, /openapi.
 
 Include this before the REST API's urlconf: the core paths the REST API also serves are dispatched per
-request (``views.core_dispatch``).
+request (``dispatch.core_dispatch``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Callable
 from django.http import HttpResponseBase
 from django.urls import path
 
-from volcanoweb.api import views as rest
-from volcanoweb.kubeapi import auth, discovery, logs, openapi_v2, views
+from volcanoweb.api import events, namespaced, namespaces
+from volcanoweb.kubeapi import auth, discovery, dispatch, kubeconfig, logs, openapi_v2, openapi_v3, views
 
 app_name = "kubeapi"
 
@@ -20,41 +20,41 @@ resource = views.ResourceView.as_view()
 
 
 def _core(plural: str, rest_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
-    return views.core_dispatch(resource, rest_view)
+    return dispatch.core_dispatch(resource, rest_view)
 
 
 _NS = "api/v1/namespaces/<str:namespace>"
 _G = "apis/<str:group>/<str:version>"
 
 urlpatterns = [
-    path("version", views.VersionView.as_view(), name="version"),
-    path("version/", views.VersionView.as_view()),
+    path("version", discovery.VersionView.as_view(), name="version"),
+    path("version/", discovery.VersionView.as_view()),
     path("openapi/v2", openapi_v2.OpenAPIV2View.as_view(), name="openapi-v2"),
-    path("openapi/v3", views.OpenAPIV3RootView.as_view(), name="openapi-v3"),
-    path("openapi/v3/api/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-core"),
-    path("openapi/v3/apis/<str:group>/<str:version>", views.OpenAPIV3GroupView.as_view(), name="openapi-v3-group"),
+    path("openapi/v3", openapi_v3.OpenAPIV3RootView.as_view(), name="openapi-v3"),
+    path("openapi/v3/api/<str:version>", openapi_v3.OpenAPIV3GroupView.as_view(), name="openapi-v3-core"),
+    path("openapi/v3/apis/<str:group>/<str:version>", openapi_v3.OpenAPIV3GroupView.as_view(), name="openapi-v3-group"),
     path("api", discovery.APIVersionsView.as_view(), name="api-versions"),
     path("api/", discovery.APIVersionsView.as_view()),
     path("api/v1", discovery.APIResourceListView.as_view(), {"version": "v1"}, name="core-resources"),
     path("api/v1/", discovery.APIResourceListView.as_view(), {"version": "v1"}),
-    path("api/v1/kubeconfig", views.KubeconfigView.as_view(), name="kubeconfig"),
+    path("api/v1/kubeconfig", kubeconfig.KubeconfigView.as_view(), name="kubeconfig"),
     # core v1, shared with the REST API
     path(
         "api/v1/namespaces",
-        _core("namespaces", rest.NamespaceListView.as_view()),
+        _core("namespaces", namespaces.NamespaceListView.as_view()),
         {"plural": "namespaces"},
         name="namespaces",
     ),
     path("api/v1/namespaces/<str:name>", resource, {"plural": "namespaces"}, name="namespace"),
     path(
         f"{_NS}/pods",
-        _core("pods", rest.NamespacedCollectionView.as_view(resource_name="pods")),
+        _core("pods", namespaced.NamespacedCollectionView.as_view(resource_name="pods")),
         {"plural": "pods"},
         name="pods",
     ),
     path(
         f"{_NS}/pods/<str:name>",
-        _core("pods", rest.NamespacedObjectView.as_view(resource_name="pods")),
+        _core("pods", namespaced.NamespacedObjectView.as_view(resource_name="pods")),
         {"plural": "pods"},
         name="pod",
     ),
@@ -62,7 +62,7 @@ urlpatterns = [
     path(f"{_NS}/pods/<str:name>/<str:subresource>", resource, {"plural": "pods"}, name="pod-subresource"),
     path(
         f"{_NS}/events",
-        _core("events", rest.NamespacedEventListView.as_view()),
+        _core("events", events.NamespacedEventListView.as_view()),
         {"plural": "events"},
         name="events",
     ),
@@ -71,8 +71,8 @@ urlpatterns = [
     path(f"{_NS}/services", resource, {"plural": "services"}, name="services"),
     path(f"{_NS}/services/<str:name>", resource, {"plural": "services"}, name="service"),
     path("api/v1/services", resource, {"plural": "services"}),
-    path("api/v1/pods", _core("pods", rest.AllNamespacesView.as_view(resource_name="pods")), {"plural": "pods"}),
-    path("api/v1/events", _core("events", rest.EventListView.as_view()), {"plural": "events"}),
+    path("api/v1/pods", _core("pods", namespaced.AllNamespacesView.as_view(resource_name="pods")), {"plural": "pods"}),
+    path("api/v1/events", _core("events", events.EventListView.as_view()), {"plural": "events"}),
     # kubectl auth can-i / whoami
     path(
         "apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
@@ -92,8 +92,8 @@ urlpatterns = [
     # API groups
     path("apis", discovery.APIGroupListView.as_view(), name="groups"),
     path("apis/", discovery.APIGroupListView.as_view()),
-    path("apis/<str:group>", views.APIGroupView.as_view(), name="group"),
-    path("apis/<str:group>/", views.APIGroupView.as_view()),
+    path("apis/<str:group>", discovery.APIGroupView.as_view(), name="group"),
+    path("apis/<str:group>/", discovery.APIGroupView.as_view()),
     path(_G, discovery.APIResourceListView.as_view(), name="group-resources"),
     path(f"{_G}/", discovery.APIResourceListView.as_view()),
     path(f"{_G}/namespaces/<str:namespace>/<str:plural>", resource, name="namespaced-collection"),

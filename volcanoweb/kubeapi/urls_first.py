@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.urls import path
 
 from volcanoweb.api import nodes as rest_nodes
-from volcanoweb.kubeapi import views
+from volcanoweb.kubeapi import dispatch, views
 
 app_name = "kubeapi-first"
 
@@ -15,13 +15,13 @@ resource = views.ResourceView.as_view()
 urlpatterns = [
     path(
         "api/v1/nodes",
-        views.core_dispatch(resource, rest_nodes.NodeCollectionView.as_view()),
+        dispatch.core_dispatch(resource, rest_nodes.NodeCollectionView.as_view()),
         {"plural": "nodes"},
         name="nodes",
     ),
     path(
         "api/v1/nodes/<str:name>",
-        views.core_dispatch(resource, rest_nodes.NodeObjectView.as_view()),
+        dispatch.core_dispatch(resource, rest_nodes.NodeObjectView.as_view()),
         {"plural": "nodes"},
         name="node",
     ),

@@ -15,7 +15,7 @@ from tests.volcanoweb.api.hostile.corpus import GENERIC, MANIFESTS, Hostile, raw
 from tests.volcanoweb.api.hostile.test_hostile_input import assert_refused, snapshot
 from tests.volcanoweb.conftest import Cast
 from volcanoweb.kubeapi.registry import RESOURCES, KubeResource
-from volcanoweb.kubeapi.views import MAX_JSON_PATCH_OPERATIONS
+from volcanoweb.kubeapi.verbs.patch import MAX_JSON_PATCH_OPERATIONS
 
 JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs"
 MERGE, JSON_PATCH, APPLY = "application/merge-patch+json", "application/json-patch+json", "application/apply-patch+yaml"

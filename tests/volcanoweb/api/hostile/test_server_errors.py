@@ -13,7 +13,7 @@ from drf_spectacular.views import SpectacularAPIView
 from rest_framework.test import APIClient
 
 from tests.volcanoweb.conftest import Cast
-from volcanoweb.api import views
+from volcanoweb.api import whoami
 from volcanoweb.api.errors import ApiErrorMiddleware
 
 
@@ -24,7 +24,7 @@ def _boom(*args: Any, **kwargs: Any) -> Any:
 @pytest.mark.parametrize("debug", [True, False])
 def test_a_crash_in_an_api_view_is_a_json_status(debug: bool, cast: Cast, settings: Any, monkeypatch: Any) -> None:
     settings.DEBUG = debug
-    monkeypatch.setattr(views.WhoAmIView, "get", _boom)
+    monkeypatch.setattr(whoami.WhoAmIView, "get", _boom)
     client = APIClient()
     client.force_authenticate(cast.alice)
     response = client.get("/api/v1/whoami")
