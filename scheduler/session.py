@@ -17,14 +17,9 @@ from scheduler import reasons
 from scheduler.framework import (
     Allocatable,
     AllocateHandler,
-    BoolArray,
     Capability,
-    ExtensionPoint,
-    Filter,
-    FloatArray,
     HyperNodeGradient,
     HyperNodeOrder,
-    IntArray,
     JobEnqueueable,
     JobEnqueued,
     JobOrder,
@@ -44,18 +39,18 @@ from scheduler.framework import (
     TaskOrder,
     VictimQueueOrder,
     VictimTasks,
-    Vote,
     intersect_victims,
 )
 from scheduler.info import JobInfo, QueueInfo, TaskInfo
 from scheduler.model import TaskStatus
 from scheduler.node_cache import CACHE_ENTRIES, NodeCache
+from scheduler.points import BoolArray, ExtensionPoint, Filter, FloatArray, IntArray, Vote
 from scheduler.result import CycleResult, JobReason
 from scheduler.session_state import SessionState
 
 if TYPE_CHECKING:
-    from scheduler.cache import Journal
-    from scheduler.config import SchedulerConfig
+    from scheduler.config_types import SchedulerConfig
+    from scheduler.journal import Journal
     from scheduler.registry import Registry
     from scheduler.snapshot import Snapshot
 

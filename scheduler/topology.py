@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.framework import IntArray
 from scheduler.model import HyperNode, HyperNodeMember, Job, Node
+from scheduler.points import IntArray
 
 __all__ = ["CLUSTER_TOP", "JobTopology", "Topology", "job_topology"]
 

@@ -23,7 +23,7 @@ from scheduler.statement import Statement
 from scheduler.topology import CLUSTER_TOP
 
 if TYPE_CHECKING:
-    from scheduler.session import Session
+    from scheduler.handle import SessionHandle
 
 __all__ = ["AllocateAction", "need_continue"]
 
@@ -91,7 +91,7 @@ class AllocateAction(Action):
         "minimumPercentageNodesToFind": ArgSpec("int", 5, "extension: --minimum-percentage-nodes-to-find"),
     }
 
-    def _sample(self, session: Session) -> int | None:
+    def _sample(self, session: SessionHandle) -> int | None:
         n = len(session.nodes)
         k = feasible_count(
             n,
@@ -101,7 +101,7 @@ class AllocateAction(Action):
         )
         return None if k >= n else k
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """Run allocation."""
         self.sample = self._sample(session)
         enqueue_configured = "enqueue" in session.config.actions
@@ -214,7 +214,7 @@ class AllocateAction(Action):
             queues.push(queue)
 
     @staticmethod
-    def _repeat_failure(session: Session, job: JobInfo, first: TaskInfo, errors: dict[str, int]) -> None:
+    def _repeat_failure(session: SessionHandle, job: JobInfo, first: TaskInfo, errors: dict[str, int]) -> None:
         """What :meth:`_allocate_tasks` does for a job that fails like an earlier one: its first
         task (all have one shape) finds no node, with the same fit errors; the others are skipped
         or fail alike; nothing is placed, so the statement is empty and discarded."""
@@ -222,7 +222,7 @@ class AllocateAction(Action):
         record_job_failure(session, job, 0)
 
     @staticmethod
-    def _overused(session: Session, queue: QueueInfo, jobs: PriorityQueue[JobInfo]) -> None:
+    def _overused(session: SessionHandle, queue: QueueInfo, jobs: PriorityQueue[JobInfo]) -> None:
         while jobs:
             job = jobs.pop()
             session.set_reason(
@@ -239,7 +239,7 @@ class AllocateAction(Action):
     # -- the HyperNode search (jobs with a hard network topology) ---------------------------------
 
     def _allocate_for_job(
-        self, session: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+        self, session: SessionHandle, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
     ) -> tuple[Statement, list[TaskInfo]] | None:
         """Volcano's ``allocateForJob`` for a job without sub-group policies (its one sub-job has
         the job's topology): the job's HyperNode gradients from the top HyperNode, lowest tier
@@ -282,7 +282,7 @@ class AllocateAction(Action):
 
     def _first_leaf(
         self,
-        session: Session,
+        session: SessionHandle,
         queue: QueueInfo,
         job: JobInfo,
         order: list[TaskInfo],
@@ -313,7 +313,7 @@ class AllocateAction(Action):
         return None
 
     def _allocate_for_subjob(
-        self, session: Session, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
+        self, session: SessionHandle, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
     ) -> tuple[float, str, Statement, list[TaskInfo]] | None:
         """Volcano's ``allocateForSubJob`` inside HyperNode ``hn``: the sub-job's gradients under
         ``hn``; in the first where a HyperNode takes its pods, the best by HyperNode order (the
@@ -347,7 +347,7 @@ class AllocateAction(Action):
         return None
 
     def _allocate_in(
-        self, session: Session, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
+        self, session: SessionHandle, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
     ) -> tuple[Statement, list[TaskInfo]] | None:
         """Volcano's ``allocateResourcesForTasks`` over the nodes of HyperNode ``hn``: tasks in
         order until the job is ready; the statement (applied) and the tasks not reached when the
@@ -398,7 +398,7 @@ class AllocateAction(Action):
         return None
 
     @staticmethod
-    def _topology_failure(session: Session, job: JobInfo, order: list[TaskInfo], tried: list[str]) -> None:
+    def _topology_failure(session: SessionHandle, job: JobInfo, order: list[TaskInfo], tried: list[str]) -> None:
         """Why no HyperNode took the gang: the tiers tried and, above them, the tiers its
         ``highestTierAllowed`` forbids."""
         topology = session.job_topology(job)
@@ -431,7 +431,7 @@ class AllocateAction(Action):
         )
 
     def _allocate_tasks(
-        self, session: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+        self, session: SessionHandle, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
     ) -> Statement | None:
         stmt = Statement(session, "allocate")
         failed_shapes: set[Any] = set()

@@ -11,7 +11,7 @@ from scheduler.info import TaskInfo
 from scheduler.model import TaskStatus
 
 if TYPE_CHECKING:
-    from scheduler.session import Session
+    from scheduler.handle import SessionHandle
 
 __all__ = ["BackfillAction"]
 
@@ -22,7 +22,7 @@ class BackfillAction(Action):
 
     name = "backfill"
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """Run backfill."""
         work: list[TaskInfo] = []
         for job in session.jobs.values():

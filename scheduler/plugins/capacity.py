@@ -20,7 +20,6 @@ from scheduler.framework import (
     QueueShares,
     Reclaimable,
     VictimQueueOrder,
-    Vote,
 )
 from scheduler.plugins.shares import (
     QueueAttr,
@@ -30,11 +29,12 @@ from scheduler.plugins.shares import (
     quota_refused,
     quota_reject,
 )
+from scheduler.points import Vote
 from scheduler.result import JobReason, ReasonKind
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, QueueInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["CapacityPlugin"]
 
@@ -92,7 +92,7 @@ class CapacityPlugin(
         """Return each queue's deserved vector as computed at session open."""
         return {name: attr.deserved for name, attr in self.attrs.items()}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.attrs: dict[str, QueueAttr] = {}
         self.parents: dict[str, str] = {}

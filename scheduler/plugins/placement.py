@@ -11,11 +11,6 @@ import numpy as np
 from scheduler.framework import (
     AllocateHandler,
     ArgSpec,
-    BoolArray,
-    ExtensionPoint,
-    Filter,
-    FloatArray,
-    IntArray,
     NodeOrder,
     Plugin,
     Predicate,
@@ -24,10 +19,11 @@ from scheduler.framework import (
     save_shared_state,
 )
 from scheduler.model import Taint, TaskStatus, TopologySpreadConstraint
+from scheduler.points import BoolArray, ExtensionPoint, Filter, FloatArray, IntArray
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["BinpackPlugin", "NodeOrderPlugin", "PredicatesPlugin"]
 
@@ -39,7 +35,7 @@ def _tolerated(task: TaskInfo, taint: Taint) -> bool:
     return any(t.tolerates(taint) for t in task.task.tolerations)
 
 
-def spread_counts(session: Session, task: TaskInfo, c: TopologySpreadConstraint) -> dict[str, int]:
+def spread_counts(session: SessionHandle, task: TaskInfo, c: TopologySpreadConstraint) -> dict[str, int]:
     """Pods the constraint selects per domain (value of its key), over the nodes the task's
     node selector and required node affinity allow (Kubernetes' PodTopologySpread); releasing
     pods do not count."""
@@ -88,7 +84,7 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         "predicate.resources": ArgSpec("str", "", "accepted, no effect")
     }
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         table = session.nodes
         nodes = table.nodes
@@ -104,7 +100,7 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
         self._open_anti(session)
 
-    def _open_anti(self, session: Session) -> None:
+    def _open_anti(self, session: SessionHandle) -> None:
         """Inter-pod affinity and anti-affinity: on when some pod of the snapshot has required
         terms. Their filter depends on pods in the whole topology domain, so node-local caching
         is off then, and so is allocate's skipping of a job that looks like one that failed
@@ -127,14 +123,14 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         return state
 
     def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+        self, session: SessionHandle, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
     ) -> Any:
         """Static filters depend only on the nodes; the pod-count filter is computed again."""
         out = dict(state)
         out["_pods_passed"] = session.nodes.pod_count < state["max_pods"]
         return out
 
-    def restore_open_state(self, session: Session, state: Any) -> None:
+    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
         """See :meth:`save_open_state`."""
         restore_shared_state(self, session, state)
         self._pods_passed = state["_pods_passed"].copy()
@@ -364,7 +360,7 @@ class NodeOrderPlugin(SharedOpenState, NodeOrder):
         "volumebinding.weight": ArgSpec("int", 1, "accepted, no effect"),
     }
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.w_least = float(self.args["leastrequested.weight"])
         self.w_most = float(self.args["mostrequested.weight"])
@@ -389,7 +385,7 @@ class NodeOrderPlugin(SharedOpenState, NodeOrder):
         self._taint_cache: dict[tuple[Any, ...], FloatArray] = {}
         self._open_pod_affinity(session)
 
-    def _open_pod_affinity(self, session: Session) -> None:
+    def _open_pod_affinity(self, session: SessionHandle) -> None:
         """Preferred inter-pod affinity is scored only when some pod of the snapshot has such
         terms (with Volcano's empty InterPodAffinityArgs, required terms of existing pods weigh 0)."""
         self.w_pod = float(self.args["podaffinity.weight"])
@@ -397,7 +393,7 @@ class NodeOrderPlugin(SharedOpenState, NodeOrder):
             t.preferred_pod_affinity or t.preferred_anti_affinity for t in session.snapshot.tasks
         )
 
-    def restore_open_state(self, session: Session, state: Any) -> None:
+    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
         """Shared from the last cycle (SessionCache); whether pods have preferred pod affinity depends on
         this snapshot's pods, so it is looked up again."""
         super().restore_open_state(session, state)
@@ -640,7 +636,7 @@ class BinpackPlugin(SharedOpenState, NodeOrder):
     }
     argument_prefixes: ClassVar[Mapping[str, ArgSpec]] = {"binpack.resources.": ArgSpec("int", 1)}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.weight = float(self.args["binpack.weight"])
         weights: dict[int, float] = {
