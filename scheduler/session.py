@@ -113,36 +113,9 @@ class Session(SessionState):
     def _open_plugins(self) -> None:
         self.tiers: list[list[Plugin]] = []
         self._points: dict[ExtensionPoint, list[list[Any]]] = {}
+        self._instantiate_plugins()
         handlers: list[AllocateHandler] = []
         closers: list[SessionClose] = []
-        saved = self._plugin_states
-        changed = self._changed_jobs
-        self._changed_jobs = None
-        flat: list[Plugin] = []
-        states: list[Any] = []
-        opened: list[int] = []
-        for tier in self.config.tiers:
-            plugins: list[Plugin] = []
-            for opt in tier.plugins:
-                cls = self.registry.plugins[opt.name]
-                plugin = cls(opt.arguments, opt.hierarchy)
-                state = saved[len(flat)] if saved is not None else None
-                if state is not None and changed is not None:
-                    state = plugin.refresh_open_state(self, state, changed[0], changed[1])
-                if state is not None:
-                    plugin.restore_open_state(self, state)
-                else:
-                    plugin.on_session_open(self)
-                    opened.append(len(flat))
-                plugins.append(plugin)
-                flat.append(plugin)
-                states.append(state)
-            self.tiers.append(plugins)
-        if self.journal is not None:
-            # Kept by a SessionCache: the next cycle over this opened state restores these.
-            for k in opened:
-                states[k] = flat[k].save_open_state()
-            self._plugin_states = states
         for point, cap in _CAPABILITIES.items():
             tiers: list[list[Any]] = []
             for tier, plugins in zip(self.config.tiers, self.tiers, strict=True):
@@ -175,6 +148,39 @@ class Session(SessionState):
         self._fit_cache: dict[Any, tuple[int, dict[str, int], list[Filter]]] = {}
         #: Parts of reason messages by what they are made of (see job_fit_error).
         self._texts: dict[tuple[Any, ...], str] = {}
+
+    def _instantiate_plugins(self) -> None:
+        """Append to ``tiers`` a fresh instance of every configured plugin, tier by tier, each
+        opened on this session: from its saved open state (refreshed for the jobs that changed)
+        when the session is kept by a ``SessionCache`` and reopened, else by ``on_session_open``."""
+        saved = self._plugin_states
+        changed = self._changed_jobs
+        self._changed_jobs = None
+        flat: list[Plugin] = []
+        states: list[Any] = []
+        opened: list[int] = []
+        for tier in self.config.tiers:
+            plugins: list[Plugin] = []
+            for opt in tier.plugins:
+                cls = self.registry.plugins[opt.name]
+                plugin = cls(opt.arguments, opt.hierarchy)
+                state = saved[len(flat)] if saved is not None else None
+                if state is not None and changed is not None:
+                    state = plugin.refresh_open_state(self, state, changed[0], changed[1])
+                if state is not None:
+                    plugin.restore_open_state(self, state)
+                else:
+                    plugin.on_session_open(self)
+                    opened.append(len(flat))
+                plugins.append(plugin)
+                flat.append(plugin)
+                states.append(state)
+            self.tiers.append(plugins)
+        if self.journal is not None:
+            # Kept by a SessionCache: the next cycle over this opened state restores these.
+            for k in opened:
+                states[k] = flat[k].save_open_state()
+            self._plugin_states = states
 
     def _job_key_fn(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
         plugins = self._flat[ExtensionPoint.JOB_ORDER]

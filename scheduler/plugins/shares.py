@@ -388,6 +388,33 @@ def quota_refused(
     )
 
 
+def _updated_sums(
+    saved: Mapping[str, QueueAttr], removed: Sequence[JobInfo], added: Sequence[JobInfo], n: int
+) -> dict[str, list[list[float]]]:
+    """Per queue, its saved sums (allocated, request, inqueue, elastic) less those of the jobs
+    ``removed`` and plus those of the jobs ``added`` (proportion's ``refresh_open_state``)."""
+    parts: list[dict[str, QueueAttr]] = [{}, {}]
+    for acc, jobs in zip(parts, (removed, added), strict=True):
+        for job in jobs:
+            attr = acc.get(job.queue)
+            if attr is None:
+                attr = acc[job.queue] = QueueAttr(job.queue, n)
+            account_job(attr, job, n)
+    sums: dict[str, list[list[float]]] = {}
+    for name, a in saved.items():
+        sums[name] = [list(a.allocated), list(a.request), list(a.inqueue), list(a.elastic)]
+    for sign, acc in zip((-1.0, 1.0), parts, strict=True):
+        for name, a in acc.items():
+            total = sums.get(name)
+            if total is None:
+                total = sums[name] = [[0.0] * n for _ in range(4)]
+            for t, v in zip(total, (a.allocated, a.request, a.inqueue, a.elastic), strict=True):
+                for i, x in enumerate(v):
+                    if x:
+                        t[i] += sign * x
+    return sums
+
+
 class ProportionPlugin(
     Plugin,
     QueueOrder,
@@ -441,26 +468,7 @@ class ProportionPlugin(
         shares computed again; None to open again (SessionCache)."""
         if not session.whole_requests:
             return None
-        n = session.ndims
-        parts: list[dict[str, QueueAttr]] = [{}, {}]
-        for acc, jobs in zip(parts, (removed, added), strict=True):
-            for job in jobs:
-                attr = acc.get(job.queue)
-                if attr is None:
-                    attr = acc[job.queue] = QueueAttr(job.queue, n)
-                account_job(attr, job, n)
-        sums: dict[str, list[list[float]]] = {}
-        for name, a in state[1].items():
-            sums[name] = [list(a.allocated), list(a.request), list(a.inqueue), list(a.elastic)]
-        for sign, acc in zip((-1.0, 1.0), parts, strict=True):
-            for name, a in acc.items():
-                total = sums.get(name)
-                if total is None:
-                    total = sums[name] = [[0.0] * n for _ in range(4)]
-                for t, v in zip(total, (a.allocated, a.request, a.inqueue, a.elastic), strict=True):
-                    for i, x in enumerate(v):
-                        if x:
-                            t[i] += sign * x
+        sums = _updated_sums(state[1], removed, added, session.ndims)
         if not vec.below_exact_limit(
             v for a in state[1].values() for v in (a.allocated, a.request, a.inqueue, a.elastic)
         ):
