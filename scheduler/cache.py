@@ -154,4 +154,4 @@ class SessionCache:
         if journal.abandoned:
             self.clear()
         else:
-            journal.rollback(session)
+            journal.rollback(session.nodes, session.jobs.values())

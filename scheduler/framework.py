@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -34,6 +34,7 @@ __all__ = [
     "NodeOrder",
     "Overused",
     "Plugin",
+    "PluginClasses",
     "Predicate",
     "Preemptable",
     "Preemptive",
@@ -458,6 +459,15 @@ class SharedOpenState(Plugin):
     ) -> Any:
         """Nothing depends on the jobs (SessionCache)."""
         return state
+
+
+class PluginClasses(Protocol):
+    """Where a session finds the class of each configured plugin, by name: a
+    :class:`scheduler.registry.Registry`, which whoever builds the session passes in (the
+    registry is assembled from the built-in plugins above the session, which never imports it)."""
+
+    @property
+    def plugins(self) -> Mapping[str, type[Plugin]]: ...
 
 
 class Action(ABC):

@@ -7,12 +7,12 @@ Its own module, below the session: the session records into it at every state ch
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scheduler.info import JobInfo, TaskInfo
     from scheduler.nodes import NodeTable
-    from scheduler.session_state import SessionState
 
 __all__ = ["Journal"]
 
@@ -62,8 +62,9 @@ class Journal:
         if node >= 0 and node not in nodes:
             nodes[node] = table.tasks[node].copy()
 
-    def rollback(self, session: SessionState) -> None:
-        """Undo every change recorded since the session was opened."""
+    def rollback(self, table: NodeTable, jobs: Iterable[JobInfo]) -> None:
+        """Undo every change recorded since the session was opened (``table`` and ``jobs``: the
+        session's node table and jobs)."""
         for task, status, node in self.tasks.values():
             task.status = status
             task.node = node
@@ -73,10 +74,9 @@ class Journal:
             job.allocated = allocated
             job.ready = ready
             job.be_pending = be_pending
-        table = session.nodes
         for i, tasks in self.nodes.items():
             table.tasks[i] = tasks
-        for job in session.jobs.values():
+        for job in jobs:
             job.phase = job.job.phase
             job.reason = None
             if job.fit_errors:

@@ -30,6 +30,7 @@ from scheduler.framework import (
     NodeOrder,
     Overused,
     Plugin,
+    PluginClasses,
     Predicate,
     Preemptable,
     Preemptive,
@@ -51,7 +52,6 @@ from scheduler.session_state import SessionState
 if TYPE_CHECKING:
     from scheduler.config_types import SchedulerConfig
     from scheduler.journal import Journal
-    from scheduler.registry import Registry
     from scheduler.snapshot import Snapshot
 
 __all__ = ["Session"]
@@ -91,7 +91,7 @@ class Session(SessionState):
     """
 
     def __init__(
-        self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry, journal: Journal | None = None
+        self, snapshot: Snapshot, config: SchedulerConfig, registry: PluginClasses, journal: Journal | None = None
     ) -> None:
         self.config = config
         self.registry = registry
