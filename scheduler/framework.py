@@ -1,4 +1,8 @@
-"""Plugin and action bases, capability classes (extension points), votes and fit results."""
+"""Plugin and action bases and the capability classes (one per extension point).
+
+They name the session by the narrow handle plugins and actions see (:mod:`scheduler.handle`);
+the values they exchange (extension point names, votes, fits, filters) are :mod:`scheduler.points`.
+"""
 
 from __future__ import annotations
 
