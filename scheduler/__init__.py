@@ -8,15 +8,8 @@ Public API: :func:`run_cycle`, :class:`Snapshot`, :class:`SchedulerConfig`,
 from __future__ import annotations
 
 from scheduler.cache import SessionCache
-from scheduler.config import (
-    DEFAULT_CONFIG,
-    ConfigError,
-    PluginOption,
-    SchedulerConfig,
-    Tier,
-    dump_config,
-    parse_config,
-)
+from scheduler.config import DEFAULT_CONFIG, ConfigError, dump_config, parse_config
+from scheduler.config_types import PluginOption, SchedulerConfig, Tier
 from scheduler.cycle import run_cycle
 from scheduler.model import (
     Job,

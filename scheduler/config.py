@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from scheduler.framework import ArgSpec, ExtensionPoint
+from scheduler.config_types import PluginOption, SchedulerConfig, Tier
+from scheduler.framework import ArgSpec
+from scheduler.points import ExtensionPoint
 
 if TYPE_CHECKING:
     from scheduler.registry import Registry
@@ -20,9 +21,6 @@ __all__ = [
     "PRODUCT_CONFIG_YAML",
     "SWITCHES",
     "ConfigError",
-    "PluginOption",
-    "SchedulerConfig",
-    "Tier",
     "dump_config",
     "parse_config",
 ]
@@ -70,43 +68,6 @@ _POINT_TO_SWITCH = {p: k for k, ps in SWITCHES.items() for p in ps}
 
 #: Plugins that can run in hierarchical mode (``enableHierarchy: true``).
 HIERARCHICAL_PLUGINS = frozenset({"drf", "capacity", "nodegroup"})
-
-
-@dataclass(frozen=True, slots=True)
-class PluginOption:
-    """One plugin of a tier: name, switched-off extension points, hierarchy flag, arguments."""
-
-    name: str
-    disabled: frozenset[ExtensionPoint] = frozenset()
-    hierarchy: bool = False
-    arguments: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-
-    def enabled(self, point: ExtensionPoint) -> bool:
-        """Return whether ``point`` is enabled for this plugin."""
-        return point not in self.disabled
-
-
-@dataclass(frozen=True, slots=True)
-class Tier:
-    """A tier of plugins, consulted in order."""
-
-    plugins: tuple[PluginOption, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerConfig:
-    """A validated scheduler configuration."""
-
-    actions: tuple[str, ...]
-    tiers: tuple[Tier, ...]
-    action_args: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
-    #: Values Volcano would log and ignore (an argument with ``ArgSpec.lenient``), each with its path:
-    #: the configuration loads without them, and the dashboard and API show these lines.
-    warnings: tuple[str, ...] = ()
-
-    def plugin_names(self) -> tuple[str, ...]:
-        """Return every configured plugin name in tier order."""
-        return tuple(p.name for t in self.tiers for p in t.plugins)
 
 
 def _check_arg(value: Any, spec: ArgSpec, path: str) -> Any:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scheduler.cache import SessionCache
-from scheduler.config import DEFAULT_CONFIG, ConfigError, SchedulerConfig
+from scheduler.config import DEFAULT_CONFIG, ConfigError
+from scheduler.config_types import SchedulerConfig
 from scheduler.gc_pause import GcPause
 from scheduler.registry import Registry, default_registry
 from scheduler.result import CycleResult

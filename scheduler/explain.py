@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.config import SchedulerConfig
+from scheduler.config_types import SchedulerConfig
 from scheduler.info import JobInfo, TaskInfo
 from scheduler.model import JobPhase, TaskStatus
 from scheduler.pq import PriorityQueue

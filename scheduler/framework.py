@@ -1,19 +1,23 @@
-"""Plugin and action bases, capability classes (extension points), votes and fit results."""
+"""Plugin and action bases and the capability classes (one per extension point).
+
+They name the session by the narrow handle plugins and actions see (:mod:`scheduler.handle`);
+the values they exchange (extension point names, votes, fits, filters) are :mod:`scheduler.points`.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum, StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
-import numpy.typing as npt
+
+from scheduler.points import ExtensionPoint, Filter, Fit, FloatArray, IntArray, Vote
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, QueueInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = [
     "Action",
@@ -21,9 +25,6 @@ __all__ = [
     "AllocateHandler",
     "ArgSpec",
     "Capability",
-    "ExtensionPoint",
-    "Filter",
-    "Fit",
     "GangEvictable",
     "HyperNodeGradient",
     "HyperNodeOrder",
@@ -37,6 +38,7 @@ __all__ = [
     "NodeOrder",
     "Overused",
     "Plugin",
+    "PluginClasses",
     "Predicate",
     "Preemptable",
     "Preemptive",
@@ -46,80 +48,7 @@ __all__ = [
     "TaskOrder",
     "VictimQueueOrder",
     "VictimTasks",
-    "Vote",
 ]
-
-BoolArray = npt.NDArray[np.bool_]
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.intp]
-
-
-class Vote(IntEnum):
-    """A plugin's vote on jobEnqueueable / jobPipelined."""
-
-    REJECT = -1
-    ABSTAIN = 0
-    PERMIT = 1
-
-
-class ExtensionPoint(StrEnum):
-    """Extension points; the values are the names used in ``disabled:`` lists."""
-
-    QUEUE_ORDER = "queue_order"
-    VICTIM_QUEUE_ORDER = "victim_queue_order"
-    JOB_ORDER = "job_order"
-    TASK_ORDER = "task_order"
-    JOB_VALID = "job_valid"
-    JOB_ENQUEUEABLE = "job_enqueueable"
-    JOB_ENQUEUED = "job_enqueued"
-    JOB_READY = "job_ready"
-    JOB_PIPELINED = "job_pipelined"
-    JOB_STARVING = "job_starving"
-    PREDICATE = "predicate"
-    NODE_ORDER = "node_order"
-    BEST_NODE = "best_node"
-    PREEMPTABLE = "preemptable"
-    RECLAIMABLE = "reclaimable"
-    PREEMPTIVE = "preemptive"
-    OVERUSED = "overused"
-    ALLOCATABLE = "allocatable"
-    VICTIM_TASKS = "victim_tasks"
-    TARGET_JOB = "target_job"
-    RESERVED_NODES = "reserved_nodes"
-    HYPERNODE_ORDER = "hypernode_order"
-    HYPERNODE_GRADIENT = "hypernode_gradient"
-
-
-@dataclass(frozen=True, slots=True)
-class Fit:
-    """A failed check: which plugin said no, a machine ``reason`` code and a human message."""
-
-    plugin: str
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class Filter:
-    """One predicate's verdict for a task over **all** session nodes.
-
-    ``passed[i]`` is whether node ``i`` passes. ``reason`` is the Kubernetes-style message for
-    failing nodes (e.g. ``node(s) didn't match Pod's node affinity/selector``); ``reasons``
-    optionally gives a per-node message (overrides ``reason``). ``unresolvable`` marks
-    UnschedulableAndUnresolvable failures, the only ones preempt and reclaim honour.
-    """
-
-    plugin: str
-    passed: BoolArray
-    reason: str
-    unresolvable: bool = True
-    reasons: Sequence[str] | None = None
-
-    def reason_at(self, index: int) -> str:
-        """Return the failure message for node ``index``."""
-        if self.reasons is not None:
-            return self.reasons[index]
-        return self.reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,7 +348,7 @@ class SessionClose(ABC):
     """``on_session_close(session)``: called once when the session closes."""
 
     @abstractmethod
-    def on_session_close(self, session: Session) -> None: ...
+    def on_session_close(self, session: SessionHandle) -> None: ...
 
 
 class Plugin:
@@ -451,7 +380,7 @@ class Plugin:
         self.args: Mapping[str, Any] = merged
         self.hierarchy = hierarchy
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         """Build per-session state. The default does nothing."""
 
     def save_open_state(self) -> Any:
@@ -459,13 +388,13 @@ class Plugin:
         default: the plugin is simply opened again each cycle). Must not be modified later."""
         return None
 
-    def restore_open_state(self, session: Session, state: Any) -> None:
+    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
         """Become exactly as after ``on_session_open`` over ``session``, given what
         :meth:`save_open_state` returned for a session with the same opened state."""
         raise NotImplementedError
 
     def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+        self, session: SessionHandle, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
     ) -> Any:
         """Return the open state for ``session`` (for :meth:`restore_open_state`), given ``state``
         saved over the previous opened state, or None (the default) to be opened again.
@@ -509,7 +438,7 @@ def save_shared_state(plugin: Plugin) -> dict[str, Any]:
     return dict(vars(plugin))
 
 
-def restore_shared_state(plugin: Plugin, session: Session, state: dict[str, Any]) -> None:
+def restore_shared_state(plugin: Plugin, session: SessionHandle, state: dict[str, Any]) -> None:
     """``restore_open_state`` counterpart of :func:`save_shared_state`."""
     plugin.__dict__.update(state)
     plugin.__dict__["session"] = session
@@ -525,15 +454,24 @@ class SharedOpenState(Plugin):
         """The plugin's attributes, shared (SessionCache)."""
         return save_shared_state(self)
 
-    def restore_open_state(self, session: Session, state: Any) -> None:
+    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
         """See :meth:`save_open_state`."""
         restore_shared_state(self, session, state)
 
     def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+        self, session: SessionHandle, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
     ) -> Any:
         """Nothing depends on the jobs (SessionCache)."""
         return state
+
+
+class PluginClasses(Protocol):
+    """Where a session finds the class of each configured plugin, by name: a
+    :class:`scheduler.registry.Registry`, which whoever builds the session passes in (the
+    registry is assembled from the built-in plugins above the session, which never imports it)."""
+
+    @property
+    def plugins(self) -> Mapping[str, type[Plugin]]: ...
 
 
 class Action(ABC):
@@ -548,7 +486,7 @@ class Action(ABC):
         self.args: Mapping[str, Any] = merged
 
     @abstractmethod
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """Run the action over ``session``."""
 
 

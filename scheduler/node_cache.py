@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from scheduler.framework import BoolArray, FloatArray, IntArray
+from scheduler.points import BoolArray, FloatArray, IntArray
 
 if TYPE_CHECKING:
     from scheduler.nodes import NodeTable

@@ -4,24 +4,40 @@ the fit-error histograms and texts the actions record on jobs that found no node
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from scheduler import vec
-from scheduler.framework import Filter, IntArray, QueueShares
+from scheduler.framework import QueueShares
+from scheduler.handle import SessionHandle
 from scheduler.model import JobPhase, TaskStatus
 from scheduler.node_cache import CACHE_ENTRIES
+from scheduler.points import BoolArray, Filter, IntArray
 from scheduler.result import CycleResult, JobReason, ReasonKind
 
 if TYPE_CHECKING:
     from scheduler.info import JobInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["build_result", "fit_errors", "format_fit_errors", "job_fit_error"]
 
 
-def fit_errors(ssn: Session, task: TaskInfo, nodes: IntArray | None = None) -> dict[str, int]:
+class SessionInternals(SessionHandle, Protocol):
+    """The session as its reason builder reads it: the handle, and the session's own caches and
+    queue sums that only this module fills and reads (see ``Session._open_plugins``). A protocol
+    rather than :class:`scheduler.session.Session`, which calls this module: the session's module
+    stays above it."""
+
+    _fit_cache: dict[Any, tuple[int, dict[str, int], list[Filter]]]
+    _groups: dict[int, tuple[Filter, BoolArray, list[tuple[str, IntArray]]]]
+    _texts: dict[tuple[Any, ...], str]
+    _open_totals: dict[str, list[float]] | None
+
+    def _add_to_queues(self, totals: dict[str, list[float]], queue: str, v: Sequence[float], sign: float) -> None: ...
+
+
+def fit_errors(ssn: SessionInternals, task: TaskInfo, nodes: IntArray | None = None) -> dict[str, int]:
     """Return ``{reason: node count}`` for why ``task`` fits on none of ``nodes`` (all).
 
     Over all nodes the answer is remembered per task shape until a node changes (filters
@@ -41,7 +57,7 @@ def fit_errors(ssn: Session, task: TaskInfo, nodes: IntArray | None = None) -> d
     return counts
 
 
-def _fit_errors(ssn: Session, task: TaskInfo, nodes: IntArray | None) -> dict[str, int]:
+def _fit_errors(ssn: SessionInternals, task: TaskInfo, nodes: IntArray | None) -> dict[str, int]:
     table = ssn.nodes
     idx = np.arange(len(table)) if nodes is None else nodes
     remaining = np.ones(len(idx), dtype=np.bool_)
@@ -82,7 +98,7 @@ def _fit_errors(ssn: Session, task: TaskInfo, nodes: IntArray | None) -> dict[st
     return counts
 
 
-def _reason_groups(ssn: Session, f: Filter) -> list[tuple[str, IntArray]]:
+def _reason_groups(ssn: SessionInternals, f: Filter) -> list[tuple[str, IntArray]]:
     """The failing nodes of a per-node-reason filter grouped by reason (cached per filter)."""
     entry = ssn._groups.get(id(f))
     if entry is None or entry[0] is not f or not np.array_equal(entry[1], f.passed):
@@ -95,7 +111,7 @@ def _reason_groups(ssn: Session, f: Filter) -> list[tuple[str, IntArray]]:
     return entry[2]
 
 
-def build_result(ssn: Session, timings: dict[str, float]) -> CycleResult:
+def build_result(ssn: SessionInternals, timings: dict[str, float]) -> CycleResult:
     """The closed session's result: PodGroup phases and reasons, binds, evictions, queue totals."""
     podgroups: dict[str, str] = {}
     reasons: dict[str, JobReason] = dict(ssn.dropped)
@@ -146,7 +162,7 @@ def build_result(ssn: Session, timings: dict[str, float]) -> CycleResult:
     )
 
 
-def _queue_deserved(ssn: Session) -> dict[str, dict[str, int]]:
+def _queue_deserved(ssn: SessionInternals) -> dict[str, dict[str, int]]:
     for plugins in ssn.tiers:
         for p in plugins:
             if isinstance(p, QueueShares):
@@ -154,7 +170,7 @@ def _queue_deserved(ssn: Session) -> dict[str, dict[str, int]]:
     return {}
 
 
-def _phase(ssn: Session, job: JobInfo) -> JobPhase:
+def _phase(ssn: SessionInternals, job: JobInfo) -> JobPhase:
     c = job.counts
     if c[TaskStatus.RUNNING] > 0 and job.key in ssn.unschedulable_jobs:
         return JobPhase.UNKNOWN
@@ -169,7 +185,7 @@ def _phase(ssn: Session, job: JobInfo) -> JobPhase:
     return JobPhase.INQUEUE
 
 
-def _queue_allocated(ssn: Session) -> dict[str, dict[str, int]]:
+def _queue_allocated(ssn: SessionInternals) -> dict[str, dict[str, int]]:
     journal = ssn.journal
     if journal is None or journal.abandoned or not ssn.whole_requests:
         totals = {name: [0.0] * ssn.ndims for name in ssn.queues}
@@ -200,7 +216,7 @@ def _queue_allocated(ssn: Session) -> dict[str, dict[str, int]]:
     return {name: ssn.to_dict(v) for name, v in totals.items()}
 
 
-def job_fit_error(ssn: Session, job: JobInfo) -> str:
+def job_fit_error(ssn: SessionInternals, job: JobInfo) -> str:
     """Return Volcano's job fit error text (status histogram and first node fit error).
 
     Both parts are remembered for the session by what they are made of (many pending jobs
@@ -226,7 +242,7 @@ def job_fit_error(ssn: Session, job: JobInfo) -> str:
     return msg
 
 
-def _job_reason(ssn: Session, job: JobInfo) -> JobReason | None:
+def _job_reason(ssn: SessionInternals, job: JobInfo) -> JobReason | None:
     c = job.counts
     waiting = c[TaskStatus.PENDING] + c[TaskStatus.PIPELINED] + c[TaskStatus.ALLOCATED]
     if waiting == 0 and not job.is_pending():

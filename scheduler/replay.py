@@ -23,7 +23,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.config import SchedulerConfig, dump_config, parse_config
+from scheduler.config import dump_config, parse_config
+from scheduler.config_types import SchedulerConfig
 from scheduler.model import (
     HyperNode,
     HyperNodeMember,

@@ -17,14 +17,9 @@ from scheduler import reasons
 from scheduler.framework import (
     Allocatable,
     AllocateHandler,
-    BoolArray,
     Capability,
-    ExtensionPoint,
-    Filter,
-    FloatArray,
     HyperNodeGradient,
     HyperNodeOrder,
-    IntArray,
     JobEnqueueable,
     JobEnqueued,
     JobOrder,
@@ -35,6 +30,7 @@ from scheduler.framework import (
     NodeOrder,
     Overused,
     Plugin,
+    PluginClasses,
     Predicate,
     Preemptable,
     Preemptive,
@@ -44,19 +40,18 @@ from scheduler.framework import (
     TaskOrder,
     VictimQueueOrder,
     VictimTasks,
-    Vote,
     intersect_victims,
 )
 from scheduler.info import JobInfo, QueueInfo, TaskInfo
 from scheduler.model import TaskStatus
 from scheduler.node_cache import CACHE_ENTRIES, NodeCache
+from scheduler.points import BoolArray, ExtensionPoint, Filter, FloatArray, IntArray, Vote
 from scheduler.result import CycleResult, JobReason
 from scheduler.session_state import SessionState
 
 if TYPE_CHECKING:
-    from scheduler.cache import Journal
-    from scheduler.config import SchedulerConfig
-    from scheduler.registry import Registry
+    from scheduler.config_types import SchedulerConfig
+    from scheduler.journal import Journal
     from scheduler.snapshot import Snapshot
 
 __all__ = ["Session"]
@@ -96,7 +91,7 @@ class Session(SessionState):
     """
 
     def __init__(
-        self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry, journal: Journal | None = None
+        self, snapshot: Snapshot, config: SchedulerConfig, registry: PluginClasses, journal: Journal | None = None
     ) -> None:
         self.config = config
         self.registry = registry
@@ -118,36 +113,9 @@ class Session(SessionState):
     def _open_plugins(self) -> None:
         self.tiers: list[list[Plugin]] = []
         self._points: dict[ExtensionPoint, list[list[Any]]] = {}
+        self._instantiate_plugins()
         handlers: list[AllocateHandler] = []
         closers: list[SessionClose] = []
-        saved = self._plugin_states
-        changed = self._changed_jobs
-        self._changed_jobs = None
-        flat: list[Plugin] = []
-        states: list[Any] = []
-        opened: list[int] = []
-        for tier in self.config.tiers:
-            plugins: list[Plugin] = []
-            for opt in tier.plugins:
-                cls = self.registry.plugins[opt.name]
-                plugin = cls(opt.arguments, opt.hierarchy)
-                state = saved[len(flat)] if saved is not None else None
-                if state is not None and changed is not None:
-                    state = plugin.refresh_open_state(self, state, changed[0], changed[1])
-                if state is not None:
-                    plugin.restore_open_state(self, state)
-                else:
-                    plugin.on_session_open(self)
-                    opened.append(len(flat))
-                plugins.append(plugin)
-                flat.append(plugin)
-                states.append(state)
-            self.tiers.append(plugins)
-        if self.journal is not None:
-            # Kept by a SessionCache: the next cycle over this opened state restores these.
-            for k in opened:
-                states[k] = flat[k].save_open_state()
-            self._plugin_states = states
         for point, cap in _CAPABILITIES.items():
             tiers: list[list[Any]] = []
             for tier, plugins in zip(self.config.tiers, self.tiers, strict=True):
@@ -180,6 +148,39 @@ class Session(SessionState):
         self._fit_cache: dict[Any, tuple[int, dict[str, int], list[Filter]]] = {}
         #: Parts of reason messages by what they are made of (see job_fit_error).
         self._texts: dict[tuple[Any, ...], str] = {}
+
+    def _instantiate_plugins(self) -> None:
+        """Append to ``tiers`` a fresh instance of every configured plugin, tier by tier, each
+        opened on this session: from its saved open state (refreshed for the jobs that changed)
+        when the session is kept by a ``SessionCache`` and reopened, else by ``on_session_open``."""
+        saved = self._plugin_states
+        changed = self._changed_jobs
+        self._changed_jobs = None
+        flat: list[Plugin] = []
+        states: list[Any] = []
+        opened: list[int] = []
+        for tier in self.config.tiers:
+            plugins: list[Plugin] = []
+            for opt in tier.plugins:
+                cls = self.registry.plugins[opt.name]
+                plugin = cls(opt.arguments, opt.hierarchy)
+                state = saved[len(flat)] if saved is not None else None
+                if state is not None and changed is not None:
+                    state = plugin.refresh_open_state(self, state, changed[0], changed[1])
+                if state is not None:
+                    plugin.restore_open_state(self, state)
+                else:
+                    plugin.on_session_open(self)
+                    opened.append(len(flat))
+                plugins.append(plugin)
+                flat.append(plugin)
+                states.append(state)
+            self.tiers.append(plugins)
+        if self.journal is not None:
+            # Kept by a SessionCache: the next cycle over this opened state restores these.
+            for k in opened:
+                states[k] = flat[k].save_open_state()
+            self._plugin_states = states
 
     def _job_key_fn(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
         plugins = self._flat[ExtensionPoint.JOB_ORDER]

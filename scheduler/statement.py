@@ -8,8 +8,8 @@ from scheduler.model import TaskStatus
 from scheduler.result import Eviction
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["Statement"]
 
@@ -28,7 +28,7 @@ class Statement:
 
     __slots__ = ("_ops", "action", "session")
 
-    def __init__(self, session: Session, action: str) -> None:
+    def __init__(self, session: SessionHandle, action: str) -> None:
         self.session = session
         self.action = action
         self._ops: list[tuple[str, TaskInfo, TaskStatus, str, TaskInfo | None]] = []

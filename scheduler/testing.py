@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from scheduler.config import DEFAULT_CONFIG, SchedulerConfig, parse_config
+from scheduler.config import DEFAULT_CONFIG, parse_config
+from scheduler.config_types import SchedulerConfig
 from scheduler.cycle import run_cycle
 from scheduler.model import (
     Job,

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.framework import IntArray
 from scheduler.model import HyperNode, HyperNodeMember, Job, Node
+from scheduler.points import IntArray
 
 __all__ = ["CLUSTER_TOP", "JobTopology", "Topology", "job_topology"]
 
@@ -60,6 +60,30 @@ class Topology:
         self.parent: dict[str, str] = {}
         self.children: dict[str, list[str]] = {name: [] for name in specs}
         self.problem = ""
+        self._link(specs)
+        members = self._resolve_members(specs, nodes)
+        top_tier = max(self.tier.values(), default=0) + 1
+        self.top_tier = top_tier
+        self.tier[CLUSTER_TOP] = top_tier
+        roots = sorted(n for n in specs if n not in self.parent)
+        for n in roots:
+            self.parent[n] = CLUSTER_TOP
+        self.children[CLUSTER_TOP] = roots
+        self.nodes: dict[str, IntArray] = {n: np.array(sorted(v), dtype=np.intp) for n, v in members.items()}
+        self.nodes[CLUSTER_TOP] = np.arange(len(nodes), dtype=np.intp)
+        self.by_tier: dict[int, list[str]] = {}
+        for name, t in sorted(self.tier.items()):
+            self.by_tier.setdefault(t, []).append(name)
+        #: The tiers in ascending order (the top HyperNode's included), Volcano's ``HyperNodesTiers``.
+        self.tiers: list[int] = sorted(self.by_tier)
+        self.tier_names: dict[str, int] = {h.tier_name: h.tier for h in specs.values() if h.tier_name}
+        self.ready = not self.problem
+        self.nnodes = len(nodes)
+        self._index_nodes(len(nodes))
+
+    def _link(self, specs: Mapping[str, HyperNode]) -> None:
+        """Fill ``parent`` and ``children`` from the HyperNode members of the known HyperNodes (a
+        second parent is a ``problem`` and ignored)."""
         for name, h in specs.items():
             for m in h.members:
                 if m.type != "HyperNode" or not m.exact or m.exact not in specs:
@@ -73,6 +97,10 @@ class Topology:
                     self.children[name].append(m.exact)
         for kids in self.children.values():
             kids.sort()
+
+    def _resolve_members(self, specs: Mapping[str, HyperNode], nodes: Sequence[Node]) -> dict[str, set[int]]:
+        """The node indices under each HyperNode, through its HyperNode members (a cycle is a
+        ``problem`` unless one is already recorded, and resolves to no nodes)."""
         members: dict[str, set[int]] = {}
 
         def resolve(name: str, chain: tuple[str, ...]) -> set[int]:
@@ -93,26 +121,13 @@ class Topology:
 
         for name in specs:
             resolve(name, ())
-        top_tier = max(self.tier.values(), default=0) + 1
-        self.top_tier = top_tier
-        self.tier[CLUSTER_TOP] = top_tier
-        roots = sorted(n for n in specs if n not in self.parent)
-        for n in roots:
-            self.parent[n] = CLUSTER_TOP
-        self.children[CLUSTER_TOP] = roots
-        self.nodes: dict[str, IntArray] = {n: np.array(sorted(v), dtype=np.intp) for n, v in members.items()}
-        self.nodes[CLUSTER_TOP] = np.arange(len(nodes), dtype=np.intp)
-        self.by_tier: dict[int, list[str]] = {}
-        for name, t in sorted(self.tier.items()):
-            self.by_tier.setdefault(t, []).append(name)
-        #: The tiers in ascending order (the top HyperNode's included), Volcano's ``HyperNodesTiers``.
-        self.tiers: list[int] = sorted(self.by_tier)
-        self.tier_names: dict[str, int] = {h.tier_name: h.tier for h in specs.values() if h.tier_name}
-        self.ready = not self.problem
-        self.nnodes = len(nodes)
+        return members
+
+    def _index_nodes(self, nnodes: int) -> None:
+        """The per-node lookups: each node's lowest HyperNode, and every HyperNode holding it."""
         #: Per node, the first HyperNode of the lowest tier holding it ("" for none): Volcano's
         #: ``FindHyperNodeForNode``.
-        leaf = [""] * len(nodes)
+        leaf = [""] * nnodes
         for name in reversed(self.by_tier[self.tiers[0]]):
             for i in self.nodes[name]:
                 leaf[int(i)] = name
@@ -120,7 +135,7 @@ class Topology:
         self._masks: dict[str, np.ndarray] = {}
         self._ancestors: dict[str, list[str]] = {}
         #: Per node, the HyperNodes holding it (for the plugins' per-HyperNode accounting).
-        self.holding: list[list[str]] = [[] for _ in nodes]
+        self.holding: list[list[str]] = [[] for _ in range(nnodes)]
         for name in sorted(self.nodes):
             for i in self.nodes[name]:
                 self.holding[int(i)].append(name)

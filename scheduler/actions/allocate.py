@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scheduler.actions.common import (
@@ -23,7 +24,7 @@ from scheduler.statement import Statement
 from scheduler.topology import CLUSTER_TOP
 
 if TYPE_CHECKING:
-    from scheduler.session import Session
+    from scheduler.handle import SessionHandle
 
 __all__ = ["AllocateAction", "need_continue"]
 
@@ -79,6 +80,25 @@ def need_continue(job: JobInfo, failed_roles: set[str]) -> bool:
     return True
 
 
+@dataclass(slots=True)
+class _Work:
+    """What one allocate run serves: the queues in order, each queue's jobs, each job's pending
+    tasks, and the memo of failures for want of a node (see ``AllocateAction._collect``)."""
+
+    queues: PriorityQueue[QueueInfo]
+    #: Whether every plugin consulted fails a task the same way while no node changes.
+    repeatable: bool
+    jobs: dict[str, PriorityQueue[JobInfo]] = field(default_factory=dict)
+    tasks: dict[str, PriorityQueue[TaskInfo]] = field(default_factory=dict)
+    #: Per job whose pending tasks all have one shape, that shape.
+    shapes: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: The jobs with a hard network topology: the HyperNode search.
+    hard: set[str] = field(default_factory=set)
+    #: Per shape, the generation (``len(nodes.changes)``) of its last recorded failure.
+    failing: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    failures: dict[tuple[Any, ...], tuple[int, dict[str, int]]] = field(default_factory=dict)
+
+
 class AllocateAction(Action):
     """Places pending (non-BestEffort) tasks; a job's statement is committed once the gang is
     ready, kept (unbound) if only pipelined, and discarded otherwise."""
@@ -91,7 +111,7 @@ class AllocateAction(Action):
         "minimumPercentageNodesToFind": ArgSpec("int", 5, "extension: --minimum-percentage-nodes-to-find"),
     }
 
-    def _sample(self, session: Session) -> int | None:
+    def _sample(self, session: SessionHandle) -> int | None:
         n = len(session.nodes)
         k = feasible_count(
             n,
@@ -101,120 +121,132 @@ class AllocateAction(Action):
         )
         return None if k >= n else k
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """Run allocation."""
         self.sample = self._sample(session)
-        enqueue_configured = "enqueue" in session.config.actions
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(session.queue_less)
-        jobs: dict[str, PriorityQueue[JobInfo]] = {}
-        tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-        pending_status, pipelined_status, allocated_status = (
-            TaskStatus.PENDING,
-            TaskStatus.PIPELINED,
-            TaskStatus.ALLOCATED,
-        )
-        # A job whose pending tasks all have one shape and that fails only for want of a node
-        # fails the same way, with the same fit errors, as an earlier job with the same key (shape,
-        # queue, minAvailable, task count, status counts) when no node changed in between: its
-        # failure is then recorded without trying again (see _repeat_failure).
-        repeatable = session.failures_repeatable
-        shapes: dict[str, tuple[Any, ...]] = {}
-        hard: set[str] = set()  # jobs with a hard network topology: the HyperNode search
-        for job in session.jobs.values():
-            if job.is_pending():
-                if enqueue_configured:
-                    continue
-                job.phase = JobPhase.INQUEUE
-            counts = job.counts
-            if not (counts[pending_status] or counts[pipelined_status] or counts[allocated_status]):
-                # Nothing to place and, the job being admitted, no reason reported at close for
-                # it: job_valid (a pure vote) need not be asked.
-                continue
-            fit = session.job_valid(job)
-            if fit is not None:
-                session.set_reason(
-                    job, JobReason(ReasonKind.INVALID, fit.message, fit.plugin, {}, {"valid": job.valid_task_num()})
-                )
-                continue
-            if not counts[pending_status]:
-                continue
-            pending = [t for t in job.pending_tasks() if not t.best_effort]
-            if not pending:
-                continue
-            if job.job.network_topology is not None:
-                if not session.topology.ready:
-                    session.set_reason(
-                        job,
-                        JobReason(
-                            ReasonKind.TOPOLOGY,
-                            f"HyperNodes are not ready for scheduling: {session.topology.problem}",
-                            "network-topology-aware",
-                        ),
-                    )
-                    continue
-                topology = session.job_topology(job)
-                if topology is not None and topology.hard:
-                    hard.add(job.key)
-            tasks[job.key] = PriorityQueue(session.task_less, pending, key=session.task_key)
-            if repeatable and not job.task_min and job.key not in hard:
-                first = pending[0]
-                one = (first.req, first.sig, first.role)
-                if all((t.req, t.sig, t.role) == one and not t.task.nominated_node for t in pending):
-                    shapes[job.key] = one
-            if job.queue not in jobs:
-                jobs[job.queue] = PriorityQueue(session.job_less, key=session.job_key)
-                queues.push(session.queues[job.queue])
-            jobs[job.queue].push(job)
-        failing: dict[tuple[Any, ...], int] = {}  # shape -> generation of its last recorded failure
-        failures: dict[tuple[Any, ...], tuple[int, dict[str, int]]] = {}
+        work = self._collect(session)
         not_overused: dict[str, int] = {}  # queue -> generation it was last found not overused at
+        queues = work.queues
         while queues:
             queue = queues.pop()
-            pending_jobs = jobs[queue.name]
-            if not repeatable or not_overused.get(queue.name) != len(session.nodes.changes):
+            pending_jobs = work.jobs[queue.name]
+            if not work.repeatable or not_overused.get(queue.name) != len(session.nodes.changes):
                 if session.overused(queue):
                     self._overused(session, queue, pending_jobs)
                     continue
                 not_overused[queue.name] = len(session.nodes.changes)
             if not pending_jobs:
                 continue
-            job = pending_jobs.pop()
-            job_tasks = tasks[job.key]
-            shape = shapes.get(job.key) if job.reason is None and not job.fit_errors else None
-            if shape is not None:
-                generation = len(session.nodes.changes)
-                n_tasks = len(job_tasks)
-                if failing.get(shape) == generation:
-                    key = _failure_key(shape, queue.name, job, n_tasks)
-                    hit = failures.get(key)
-                    if hit is not None and hit[0] == generation:
-                        self._repeat_failure(session, job, job_tasks.pop(), hit[1])
-                        queues.push(queue)
-                        continue
-            if job.key in hard:
-                remaining = self._allocate_for_job(session, queue, job, job_tasks)
-                if remaining is not None and session.job_ready(job):
-                    remaining[0].commit()
-                    if remaining[1]:
-                        tasks[job.key] = PriorityQueue(session.task_less, remaining[1], key=session.task_key)
-                        pending_jobs.push(job)
-                queues.push(queue)
-                continue
-            stmt = self._allocate_tasks(session, queue, job, job_tasks)
-            if stmt is not None and session.job_ready(job):
-                stmt.commit()
-                if job_tasks:
-                    pending_jobs.push(job)
-            elif shape is not None and stmt is None and len(session.nodes.changes) == generation:
-                errors = _node_failure(job)
-                if errors is not None:
-                    key = _failure_key(shape, queue.name, job, n_tasks)
-                    failing[shape] = generation
-                    failures[key] = (generation, errors)
+            self._serve_job(session, work, queue, pending_jobs.pop())
             queues.push(queue)
 
+    def _collect(self, session: SessionHandle) -> _Work:
+        """The jobs to serve, by queue, with their pending tasks in order (an Inqueue job's, or,
+        without the enqueue action, a Pending one's, which is admitted here)."""
+        enqueue_configured = "enqueue" in session.config.actions
+        # A job whose pending tasks all have one shape and that fails only for want of a node
+        # fails the same way, with the same fit errors, as an earlier job with the same key (shape,
+        # queue, minAvailable, task count, status counts) when no node changed in between: its
+        # failure is then recorded without trying again (see _repeat_failure).
+        work = _Work(PriorityQueue(session.queue_less), session.failures_repeatable)
+        for job in session.jobs.values():
+            if job.is_pending():
+                if enqueue_configured:
+                    continue
+                job.phase = JobPhase.INQUEUE
+            pending = self._pending_tasks(session, job)
+            if pending is None:
+                continue
+            if job.job.network_topology is not None and self._topology_blocked(session, job, work.hard):
+                continue
+            work.tasks[job.key] = PriorityQueue(session.task_less, pending, key=session.task_key)
+            if work.repeatable and not job.task_min and job.key not in work.hard:
+                first = pending[0]
+                one = (first.req, first.sig, first.role)
+                if all((t.req, t.sig, t.role) == one and not t.task.nominated_node for t in pending):
+                    work.shapes[job.key] = one
+            if job.queue not in work.jobs:
+                work.jobs[job.queue] = PriorityQueue(session.job_less, key=session.job_key)
+                work.queues.push(session.queues[job.queue])
+            work.jobs[job.queue].push(job)
+        return work
+
     @staticmethod
-    def _repeat_failure(session: Session, job: JobInfo, first: TaskInfo, errors: dict[str, int]) -> None:
+    def _pending_tasks(session: SessionHandle, job: JobInfo) -> list[TaskInfo] | None:
+        """The job's pending tasks allocate places (not BestEffort), or None when there are none
+        or the job is not valid (its reason recorded)."""
+        counts = job.counts
+        if not (counts[TaskStatus.PENDING] or counts[TaskStatus.PIPELINED] or counts[TaskStatus.ALLOCATED]):
+            # Nothing to place and, the job being admitted, no reason reported at close for
+            # it: job_valid (a pure vote) need not be asked.
+            return None
+        fit = session.job_valid(job)
+        if fit is not None:
+            session.set_reason(
+                job, JobReason(ReasonKind.INVALID, fit.message, fit.plugin, {}, {"valid": job.valid_task_num()})
+            )
+            return None
+        if not counts[TaskStatus.PENDING]:
+            return None
+        pending = [t for t in job.pending_tasks() if not t.best_effort]
+        return pending or None
+
+    @staticmethod
+    def _topology_blocked(session: SessionHandle, job: JobInfo, hard: set[str]) -> bool:
+        """Whether a job with a network topology waits for the HyperNodes to be ready (its reason
+        recorded); else a job with a hard one joins ``hard`` (the HyperNode search)."""
+        if not session.topology.ready:
+            session.set_reason(
+                job,
+                JobReason(
+                    ReasonKind.TOPOLOGY,
+                    f"HyperNodes are not ready for scheduling: {session.topology.problem}",
+                    "network-topology-aware",
+                ),
+            )
+            return True
+        topology = session.job_topology(job)
+        if topology is not None and topology.hard:
+            hard.add(job.key)
+        return False
+
+    def _serve_job(self, session: SessionHandle, work: _Work, queue: QueueInfo, job: JobInfo) -> None:
+        """Place the tasks of ``job``, the next of ``queue``: commit its statement once the gang
+        is ready and serve it again later while tasks are left; remember a failure for want of a
+        node only, and repeat an identical one (see :meth:`_collect`)."""
+        pending_jobs = work.jobs[queue.name]
+        job_tasks = work.tasks[job.key]
+        shape = work.shapes.get(job.key) if job.reason is None and not job.fit_errors else None
+        generation = n_tasks = 0
+        if shape is not None:
+            generation = len(session.nodes.changes)
+            n_tasks = len(job_tasks)
+            if work.failing.get(shape) == generation:
+                hit = work.failures.get(_failure_key(shape, queue.name, job, n_tasks))
+                if hit is not None and hit[0] == generation:
+                    self._repeat_failure(session, job, job_tasks.pop(), hit[1])
+                    return
+        if job.key in work.hard:
+            remaining = self._allocate_for_job(session, queue, job, job_tasks)
+            if remaining is not None and session.job_ready(job):
+                remaining[0].commit()
+                if remaining[1]:
+                    work.tasks[job.key] = PriorityQueue(session.task_less, remaining[1], key=session.task_key)
+                    pending_jobs.push(job)
+            return
+        stmt = self._allocate_tasks(session, queue, job, job_tasks)
+        if stmt is not None and session.job_ready(job):
+            stmt.commit()
+            if job_tasks:
+                pending_jobs.push(job)
+        elif shape is not None and stmt is None and len(session.nodes.changes) == generation:
+            errors = _node_failure(job)
+            if errors is not None:
+                work.failing[shape] = generation
+                work.failures[_failure_key(shape, queue.name, job, n_tasks)] = (generation, errors)
+
+    @staticmethod
+    def _repeat_failure(session: SessionHandle, job: JobInfo, first: TaskInfo, errors: dict[str, int]) -> None:
         """What :meth:`_allocate_tasks` does for a job that fails like an earlier one: its first
         task (all have one shape) finds no node, with the same fit errors; the others are skipped
         or fail alike; nothing is placed, so the statement is empty and discarded."""
@@ -222,7 +254,7 @@ class AllocateAction(Action):
         record_job_failure(session, job, 0)
 
     @staticmethod
-    def _overused(session: Session, queue: QueueInfo, jobs: PriorityQueue[JobInfo]) -> None:
+    def _overused(session: SessionHandle, queue: QueueInfo, jobs: PriorityQueue[JobInfo]) -> None:
         while jobs:
             job = jobs.pop()
             session.set_reason(
@@ -239,7 +271,7 @@ class AllocateAction(Action):
     # -- the HyperNode search (jobs with a hard network topology) ---------------------------------
 
     def _allocate_for_job(
-        self, session: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+        self, session: SessionHandle, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
     ) -> tuple[Statement, list[TaskInfo]] | None:
         """Volcano's ``allocateForJob`` for a job without sub-group policies (its one sub-job has
         the job's topology): the job's HyperNode gradients from the top HyperNode, lowest tier
@@ -282,7 +314,7 @@ class AllocateAction(Action):
 
     def _first_leaf(
         self,
-        session: Session,
+        session: SessionHandle,
         queue: QueueInfo,
         job: JobInfo,
         order: list[TaskInfo],
@@ -313,7 +345,7 @@ class AllocateAction(Action):
         return None
 
     def _allocate_for_subjob(
-        self, session: Session, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
+        self, session: SessionHandle, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
     ) -> tuple[float, str, Statement, list[TaskInfo]] | None:
         """Volcano's ``allocateForSubJob`` inside HyperNode ``hn``: the sub-job's gradients under
         ``hn``; in the first where a HyperNode takes its pods, the best by HyperNode order (the
@@ -347,7 +379,7 @@ class AllocateAction(Action):
         return None
 
     def _allocate_in(
-        self, session: Session, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
+        self, session: SessionHandle, queue: QueueInfo, job: JobInfo, order: list[TaskInfo], hn: str, allocated: str
     ) -> tuple[Statement, list[TaskInfo]] | None:
         """Volcano's ``allocateResourcesForTasks`` over the nodes of HyperNode ``hn``: tasks in
         order until the job is ready; the statement (applied) and the tasks not reached when the
@@ -398,7 +430,7 @@ class AllocateAction(Action):
         return None
 
     @staticmethod
-    def _topology_failure(session: Session, job: JobInfo, order: list[TaskInfo], tried: list[str]) -> None:
+    def _topology_failure(session: SessionHandle, job: JobInfo, order: list[TaskInfo], tried: list[str]) -> None:
         """Why no HyperNode took the gang: the tiers tried and, above them, the tiers its
         ``highestTierAllowed`` forbids."""
         topology = session.job_topology(job)
@@ -431,7 +463,7 @@ class AllocateAction(Action):
         )
 
     def _allocate_tasks(
-        self, session: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+        self, session: SessionHandle, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
     ) -> Statement | None:
         stmt = Statement(session, "allocate")
         failed_shapes: set[Any] = set()

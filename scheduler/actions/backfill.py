@@ -11,7 +11,7 @@ from scheduler.info import TaskInfo
 from scheduler.model import TaskStatus
 
 if TYPE_CHECKING:
-    from scheduler.session import Session
+    from scheduler.handle import SessionHandle
 
 __all__ = ["BackfillAction"]
 
@@ -22,20 +22,9 @@ class BackfillAction(Action):
 
     name = "backfill"
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """Run backfill."""
-        work: list[TaskInfo] = []
-        for job in session.jobs.values():
-            # job_valid is a pure vote: it is not asked for jobs without BestEffort tasks.
-            if job.is_pending() or not job.best_effort_tasks or session.job_valid(job) is not None:
-                continue
-            for t in list(job.tasks.values()):
-                if not t.best_effort or t.task.scheduling_gated:
-                    continue
-                if t.status == TaskStatus.PIPELINED:
-                    session.unplace(t)
-                if t.status == TaskStatus.PENDING:
-                    work.append(t)
+        work = self._pending_best_effort(session)
         if not work:
             return
 
@@ -61,3 +50,21 @@ class BackfillAction(Action):
                 for t in job.tasks.values():
                     if t.status == TaskStatus.ALLOCATED:
                         session.dispatch(t)
+
+    @staticmethod
+    def _pending_best_effort(session: SessionHandle) -> list[TaskInfo]:
+        """The BestEffort tasks to place, of admitted valid jobs: the pending ones, and the
+        pipelined ones, returned to pending first."""
+        work: list[TaskInfo] = []
+        for job in session.jobs.values():
+            # job_valid is a pure vote: it is not asked for jobs without BestEffort tasks.
+            if job.is_pending() or not job.best_effort_tasks or session.job_valid(job) is not None:
+                continue
+            for t in list(job.tasks.values()):
+                if not t.best_effort or t.task.scheduling_gated:
+                    continue
+                if t.status == TaskStatus.PIPELINED:
+                    session.unplace(t)
+                if t.status == TaskStatus.PENDING:
+                    work.append(t)
+        return work

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scheduler.framework import BoolArray, IntArray
 from scheduler.model import TaskStatus
+from scheduler.points import BoolArray, IntArray
 from scheduler.result import JobReason, ReasonKind
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["feasible_count", "prioritize", "record_fit_error", "resource_mask", "select_node"]
 
@@ -27,7 +27,7 @@ def feasible_count(n: int, minimum: int, percentage: int, minimum_percentage: in
     return max(n * p // 100, minimum)
 
 
-def resource_mask(ssn: Session, task: TaskInfo, which: str = "future") -> BoolArray:
+def resource_mask(ssn: SessionHandle, task: TaskInfo, which: str = "future") -> BoolArray:
     """Nodes where the task's request fits ``future`` (or ``idle``) on its requested dims."""
     table = ssn.nodes
     m = table.future if which == "future" else table.idle
@@ -38,7 +38,7 @@ def resource_mask(ssn: Session, task: TaskInfo, which: str = "future") -> BoolAr
     return mask
 
 
-def record_fit_error(ssn: Session, task: TaskInfo) -> dict[str, int]:
+def record_fit_error(ssn: SessionHandle, task: TaskInfo) -> dict[str, int]:
     """Remember why ``task`` fits no node (first failing task of the job keeps the origin)."""
     errors = ssn.fit_errors(task)
     job = task.job
@@ -63,7 +63,7 @@ def fit_key(task: TaskInfo) -> tuple[tuple[int, float], ...]:
 _FIT_KEYS: dict[tuple[float, ...], tuple[tuple[int, float], ...]] = {}
 
 
-def feasible_mask(ssn: Session, task: TaskInfo) -> BoolArray:
+def feasible_mask(ssn: SessionHandle, task: TaskInfo) -> BoolArray:
     """Nodes passing every predicate where the request fits future idle (do not modify)."""
     if not ssn.node_local_filters:
         mask = ssn.predicate_mask(task)
@@ -89,7 +89,7 @@ def feasible_mask(ssn: Session, task: TaskInfo) -> BoolArray:
     return ssn.mask_cache.get(key, compute, at, keep=passed)
 
 
-def idle_mask(ssn: Session, task: TaskInfo) -> BoolArray:
+def idle_mask(ssn: SessionHandle, task: TaskInfo) -> BoolArray:
     """Nodes where the request fits idle (do not modify)."""
     rkey = fit_key(task)
     idle = ssn.nodes.idle
@@ -100,7 +100,7 @@ def idle_mask(ssn: Session, task: TaskInfo) -> BoolArray:
     return ssn.mask_cache.get(("idle", rkey), lambda: resource_mask(ssn, task, "idle"), at)
 
 
-def select_node(ssn: Session, task: TaskInfo, sample: int | None) -> tuple[int, bool] | None:
+def select_node(ssn: SessionHandle, task: TaskInfo, sample: int | None) -> tuple[int, bool] | None:
     """Return ``(node index, fits idle)`` for ``task`` or None when no node fits.
 
     Scans from the session's rotating offset and keeps the first ``sample`` feasible nodes
@@ -133,13 +133,13 @@ def select_node(ssn: Session, task: TaskInfo, sample: int | None) -> tuple[int, 
     return _prioritize(ssn, task, window)
 
 
-def prioritize(ssn: Session, task: TaskInfo, nodes: IntArray) -> tuple[int, bool]:
+def prioritize(ssn: SessionHandle, task: TaskInfo, nodes: IntArray) -> tuple[int, bool]:
     """Among ``nodes`` (where the task fits future idle): the idle-fit gradient if any, else all
     of them; the highest node-order score, the first on ties. Returns ``(node, fits idle)``."""
     return _prioritize(ssn, task, nodes)
 
 
-def _prioritize(ssn: Session, task: TaskInfo, nodes: IntArray) -> tuple[int, bool]:
+def _prioritize(ssn: SessionHandle, task: TaskInfo, nodes: IntArray) -> tuple[int, bool]:
     idle_ok = idle_mask(ssn, task)[nodes]
     fits_idle = bool(idle_ok.any())
     grad = nodes[idle_ok] if fits_idle else nodes
@@ -149,7 +149,7 @@ def _prioritize(ssn: Session, task: TaskInfo, nodes: IntArray) -> tuple[int, boo
     return int(grad[int(np.argmax(scores))]), fits_idle
 
 
-def gang_message(ssn: Session, job: JobInfo) -> str:
+def gang_message(ssn: SessionHandle, job: JobInfo) -> str:
     """Return Volcano's ``"<k>/<n> tasks in gang unschedulable: <fit error>"``."""
     short = job.min_available - job.ready_num
     total = len(job.tasks)
@@ -159,7 +159,7 @@ def gang_message(ssn: Session, job: JobInfo) -> str:
     return f"{short}/{total} tasks in gang unschedulable: {ssn.job_fit_error(job)}"
 
 
-def record_job_failure(ssn: Session, job: JobInfo, placed: int) -> None:
+def record_job_failure(ssn: SessionHandle, job: JobInfo, placed: int) -> None:
     """Record the job's structured reason after its tasks failed to place."""
     errors: dict[str, int] = {}
     if job.fit_errors:

@@ -10,7 +10,7 @@ from scheduler.model import JobPhase
 from scheduler.pq import PriorityQueue
 
 if TYPE_CHECKING:
-    from scheduler.session import Session
+    from scheduler.handle import SessionHandle
 
 __all__ = ["EnqueueAction"]
 
@@ -21,7 +21,7 @@ class EnqueueAction(Action):
 
     name = "enqueue"
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """Run admission."""
         queues: PriorityQueue[QueueInfo] = PriorityQueue(session.queue_less)
         jobs: dict[str, PriorityQueue[JobInfo]] = {}

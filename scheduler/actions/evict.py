@@ -8,28 +8,29 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from scheduler import vec
-from scheduler.framework import Action, ArgSpec, BoolArray, IntArray
+from scheduler.framework import Action, ArgSpec
 from scheduler.info import JobInfo, QueueInfo, TaskInfo
 from scheduler.model import TaskStatus
+from scheduler.points import BoolArray, IntArray
 from scheduler.pq import PriorityQueue
 from scheduler.statement import Statement
 
 if TYPE_CHECKING:
-    from scheduler.session import Session
+    from scheduler.handle import SessionHandle
 
 __all__ = ["PreemptAction", "ReclaimAction", "collect_starving"]
 
 _VICTIM_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING)
 
 
-def _fits_with(ssn: Session, task: TaskInfo, node: int, victims: list[TaskInfo]) -> bool:
+def _fits_with(ssn: SessionHandle, task: TaskInfo, node: int, victims: list[TaskInfo]) -> bool:
     avail = ssn.nodes.future_of(node)
     for v in victims:
         vec.iadd(avail, v.req)
     return vec.fits(task.req, avail)
 
 
-def _candidates(ssn: Session, task: TaskInfo, scored: bool) -> list[int]:
+def _candidates(ssn: SessionHandle, task: TaskInfo, scored: bool) -> list[int]:
     mask = ssn.predicate_mask(task, unresolvable_only=True)
     nodes = np.flatnonzero(mask)
     may = _may_fit(ssn, task, nodes)
@@ -44,7 +45,7 @@ def _candidates(ssn: Session, task: TaskInfo, scored: bool) -> list[int]:
     return ranked
 
 
-def _place_without_victims(ssn: Session, stmt: Statement, task: TaskInfo, candidates: list[int]) -> bool:
+def _place_without_victims(ssn: SessionHandle, stmt: Statement, task: TaskInfo, candidates: list[int]) -> bool:
     """Pipeline ``task`` on the first candidate where it already fits (idle or being released).
 
     A deviation from Volcano, which scans nodes in order and evicts on the first node holding
@@ -57,7 +58,7 @@ def _place_without_victims(ssn: Session, stmt: Statement, task: TaskInfo, candid
     return False
 
 
-def _may_fit(ssn: Session, task: TaskInfo, nodes: IntArray) -> BoolArray:
+def _may_fit(ssn: SessionHandle, task: TaskInfo, nodes: IntArray) -> BoolArray:
     """Nodes where the task could fit if every pod holding resources there were evicted.
 
     Victims are a subset of the node's Bound/Running pods, whose requests sum to at most
@@ -74,7 +75,7 @@ def _may_fit(ssn: Session, task: TaskInfo, nodes: IntArray) -> BoolArray:
 
 
 def _collect(
-    ssn: Session,
+    ssn: SessionHandle,
 ) -> tuple[
     PriorityQueue[QueueInfo],
     dict[str, PriorityQueue[JobInfo]],
@@ -107,7 +108,7 @@ def _collect(
     return queues, preemptors, tasks, starving, all_queues
 
 
-def collect_starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
+def collect_starving(ssn: SessionHandle) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
     """The queues of admitted, valid jobs (queue order) and each queue's starving jobs (job
     order), as preempt and reclaim collect them."""
     queues, preemptors, _, _, _ = _collect(ssn)
@@ -127,7 +128,7 @@ class PreemptAction(Action):
         "maxCandidateNodesAbsolute": ArgSpec("int", 100, "accepted, no effect"),
     }
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """Run preemption."""
         queues, preemptors, tasks, starving, _ = _collect(session)
         while queues:
@@ -164,7 +165,9 @@ class PreemptAction(Action):
     def _within_job(self, t: TaskInfo, job: JobInfo) -> Callable[[TaskInfo], bool]:
         return lambda v: self._base(t, v) and v.job is job
 
-    def _preempt(self, ssn: Session, stmt: Statement, preemptor: TaskInfo, allowed: Callable[[TaskInfo], bool]) -> bool:
+    def _preempt(
+        self, ssn: SessionHandle, stmt: Statement, preemptor: TaskInfo, allowed: Callable[[TaskInfo], bool]
+    ) -> bool:
         if preemptor.task.preemption_policy == "Never":
             return False
         if self.args["enableTopologyAwarePreemption"]:
@@ -193,7 +196,7 @@ class PreemptAction(Action):
 
     @staticmethod
     def _dry_run(
-        ssn: Session, preemptor: TaskInfo, node: int, allowed: Callable[[TaskInfo], bool]
+        ssn: SessionHandle, preemptor: TaskInfo, node: int, allowed: Callable[[TaskInfo], bool]
     ) -> list[TaskInfo] | None:
         """Volcano's ``SelectVictimsOnNode``: remove victims (victim order) until the preemptor
         fits (queue allocatable, future idle, predicates without them), then reprieve them from
@@ -233,7 +236,7 @@ class PreemptAction(Action):
         return chosen
 
     def _topology_aware(
-        self, ssn: Session, stmt: Statement, preemptor: TaskInfo, allowed: Callable[[TaskInfo], bool]
+        self, ssn: SessionHandle, stmt: Statement, preemptor: TaskInfo, allowed: Callable[[TaskInfo], bool]
     ) -> bool:
         """Dry-run every candidate node, pick the one whose victims matter least (lowest highest
         priority, then lowest priority sum, then fewest victims, then node order), evict them and
@@ -270,7 +273,7 @@ class ReclaimAction(Action):
 
     name = "reclaim"
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """Run reclaim."""
         queues, preemptors, tasks, _, _ = _collect(session)
         while queues:
@@ -297,7 +300,7 @@ class ReclaimAction(Action):
                     stmt.discard()
 
     @staticmethod
-    def _reclaim(ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
+    def _reclaim(ssn: SessionHandle, stmt: Statement, task: TaskInfo, job: JobInfo) -> bool:
         table = ssn.nodes
         candidates = _candidates(ssn, task, scored=False)
         if _place_without_victims(ssn, stmt, task, candidates):

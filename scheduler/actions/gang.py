@@ -40,7 +40,7 @@ from scheduler.statement import Statement
 from scheduler.topology import CLUSTER_TOP
 
 if TYPE_CHECKING:
-    from scheduler.session import Session
+    from scheduler.handle import SessionHandle
 
 __all__ = ["GangPreemptAction", "GangReclaimAction", "gang_evictable", "pick_domains"]
 
@@ -83,7 +83,7 @@ def pick_domains(gradients: Sequence[Sequence[str]], max_domains: int, fallback:
     return out
 
 
-def gang_evictable(ssn: Session, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+def gang_evictable(ssn: SessionHandle, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
     """Volcano's ``UnifiedEvictable``: the preemptable combine rule over the configured plugins
     implementing :class:`GangEvictable` (no switch), tier by tier."""
     return intersect_victims(
@@ -91,7 +91,7 @@ def gang_evictable(ssn: Session, action: str, job: JobInfo, candidates: list[Tas
     )
 
 
-def _pending(ssn: Session, job: JobInfo) -> list[TaskInfo]:
+def _pending(ssn: SessionHandle, job: JobInfo) -> list[TaskInfo]:
     """The job's pending, non-gated pods that request something, in task order."""
     tasks = [t for t in job.pending_tasks() if not t.best_effort]
     order = PriorityQueue(ssn.task_less, tasks, key=ssn.task_key)
@@ -197,7 +197,7 @@ class _GangEviction(Action):
         if cast(int, self.args["maxDomains"]) <= 0:  # Volcano falls back to its default
             self.args = {**self.args, "maxDomains": _DEFAULT_MAX_DOMAINS}
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """For each queue in queue order, for each starving job in job order: find victims and
         keep the plan if the job is then pipelined."""
         queues, preemptors = collect_starving(session)
@@ -215,19 +215,19 @@ class _GangEviction(Action):
                 else:
                     stmt.discard()
 
-    def _skip_queue(self, ssn: Session, queue: QueueInfo) -> bool:
+    def _skip_queue(self, ssn: SessionHandle, queue: QueueInfo) -> bool:
         return False
 
-    def _may_evict(self, ssn: Session, queue: QueueInfo, pending: list[TaskInfo]) -> bool:
+    def _may_evict(self, ssn: SessionHandle, queue: QueueInfo, pending: list[TaskInfo]) -> bool:
         return True
 
-    def _candidate(self, ssn: Session, job: JobInfo, v: TaskInfo) -> bool:
+    def _candidate(self, ssn: SessionHandle, job: JobInfo, v: TaskInfo) -> bool:
         raise NotImplementedError
 
-    def _victim_first(self, ssn: Session, job: JobInfo) -> Callable[[_Bundle, _Bundle], bool]:
+    def _victim_first(self, ssn: SessionHandle, job: JobInfo) -> Callable[[_Bundle, _Bundle], bool]:
         raise NotImplementedError
 
-    def _bundles(self, ssn: Session, job: JobInfo, need: Sequence[float], nodes: Sequence[int]) -> list[_Bundle]:
+    def _bundles(self, ssn: SessionHandle, job: JobInfo, need: Sequence[float], nodes: Sequence[int]) -> list[_Bundle]:
         """The victim bundles on ``nodes``, best first, that the plugins allow."""
         by_job: dict[str, list[TaskInfo]] = {}
         table = ssn.nodes
@@ -249,7 +249,7 @@ class _GangEviction(Action):
             valid = [b for b in valid if b.kind != _WHOLE]
         return valid
 
-    def _evict_for(self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo) -> None:
+    def _evict_for(self, ssn: SessionHandle, stmt: Statement, queue: QueueInfo, job: JobInfo) -> None:
         pending = _pending(ssn, job)
         if not pending or not self._may_evict(ssn, queue, pending):
             return
@@ -281,7 +281,7 @@ class _GangEviction(Action):
                 if self._plan_in(ssn, stmt, queue, job, victims, domain, need):
                     return
 
-    def _domains(self, ssn: Session, job: JobInfo) -> list[str]:
+    def _domains(self, ssn: SessionHandle, job: JobInfo) -> list[str]:
         """Volcano's ``GetCandidateDomains``: the job's eviction gradients from the top HyperNode,
         the first ``maxDomains``; the top HyperNode for a job without a hard topology."""
         topology = ssn.job_topology(job)
@@ -295,7 +295,7 @@ class _GangEviction(Action):
 
     def _plan_in(
         self,
-        ssn: Session,
+        ssn: SessionHandle,
         stmt: Statement,
         queue: QueueInfo,
         job: JobInfo,
@@ -319,7 +319,7 @@ class _GangEviction(Action):
 
     def _plan(
         self,
-        ssn: Session,
+        ssn: SessionHandle,
         stmt: Statement,
         queue: QueueInfo,
         job: JobInfo,
@@ -361,7 +361,7 @@ class GangPreemptAction(_GangEviction):
 
     name = "gangpreempt"
 
-    def _candidate(self, ssn: Session, job: JobInfo, v: TaskInfo) -> bool:
+    def _candidate(self, ssn: SessionHandle, job: JobInfo, v: TaskInfo) -> bool:
         # Unlike preempt, a BestEffort preemptor may take any victim (the plugins decide).
         return (
             v.status in (TaskStatus.BOUND, TaskStatus.RUNNING)
@@ -370,7 +370,7 @@ class GangPreemptAction(_GangEviction):
             and v.job.priority < job.priority
         )
 
-    def _victim_first(self, ssn: Session, job: JobInfo) -> Callable[[_Bundle, _Bundle], bool]:
+    def _victim_first(self, ssn: SessionHandle, job: JobInfo) -> Callable[[_Bundle, _Bundle], bool]:
         # The job that job order serves later gives its pods first.
         return lambda a, b: a.job is not b.job and not ssn.job_less(a.job, b.job)
 
@@ -381,19 +381,19 @@ class GangReclaimAction(_GangEviction):
 
     name = "gangreclaim"
 
-    def _skip_queue(self, ssn: Session, queue: QueueInfo) -> bool:
+    def _skip_queue(self, ssn: SessionHandle, queue: QueueInfo) -> bool:
         return ssn.overused(queue)
 
-    def _may_evict(self, ssn: Session, queue: QueueInfo, pending: list[TaskInfo]) -> bool:
+    def _may_evict(self, ssn: SessionHandle, queue: QueueInfo, pending: list[TaskInfo]) -> bool:
         return ssn.preemptive(queue, _Demand.of(pending))
 
-    def _candidate(self, ssn: Session, job: JobInfo, v: TaskInfo) -> bool:
+    def _candidate(self, ssn: SessionHandle, job: JobInfo, v: TaskInfo) -> bool:
         if v.status != TaskStatus.RUNNING or not v.preemptable or v.job.queue == job.queue:
             return False
         queue = ssn.queues.get(v.job.queue)
         return queue is not None and queue.reclaimable
 
-    def _victim_first(self, ssn: Session, job: JobInfo) -> Callable[[_Bundle, _Bundle], bool]:
+    def _victim_first(self, ssn: SessionHandle, job: JobInfo) -> Callable[[_Bundle, _Bundle], bool]:
         mine = ssn.queues.get(job.queue)
 
         def first(a: _Bundle, b: _Bundle) -> bool:

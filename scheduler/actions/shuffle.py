@@ -15,7 +15,7 @@ from scheduler.model import TaskStatus
 from scheduler.statement import Statement
 
 if TYPE_CHECKING:
-    from scheduler.session import Session
+    from scheduler.handle import SessionHandle
 
 __all__ = ["ShuffleAction"]
 
@@ -25,7 +25,7 @@ class ShuffleAction(Action):
 
     name = "shuffle"
 
-    def execute(self, session: Session) -> None:
+    def execute(self, session: SessionHandle) -> None:
         """Offer every Running pod, evict the victims."""
         running = [t for job in session.jobs.values() for t in job.tasks.values() if t.status == TaskStatus.RUNNING]
         victims = session.victim_tasks(running)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduler.framework import Plugin
 from scheduler.plugins.basic import ConformancePlugin, GangPlugin, PriorityPlugin
+from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.capacity import CapacityPlugin
 from scheduler.plugins.cdp import CdpPlugin
 from scheduler.plugins.deviceshare import DeviceSharePlugin
@@ -11,9 +12,10 @@ from scheduler.plugins.enqueuegate import EnqueueGatePlugin
 from scheduler.plugins.extender import ExtenderPlugin
 from scheduler.plugins.network_topology import NetworkTopologyAwarePlugin
 from scheduler.plugins.nodegroup import NodeGroupPlugin
+from scheduler.plugins.nodeorder import NodeOrderPlugin
 from scheduler.plugins.numaaware import NumaAwarePlugin
 from scheduler.plugins.pdb import PdbPlugin
-from scheduler.plugins.placement import BinpackPlugin, NodeOrderPlugin, PredicatesPlugin
+from scheduler.plugins.predicates import PredicatesPlugin
 from scheduler.plugins.rescheduling import ReschedulingPlugin
 from scheduler.plugins.resource_strategy_fit import ResourceStrategyFitPlugin
 from scheduler.plugins.resourcequota import ResourceQuotaPlugin

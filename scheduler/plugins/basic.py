@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler.framework import (
-    Fit,
     GangEvictable,
     JobOrder,
     JobPipelined,
@@ -17,13 +16,13 @@ from scheduler.framework import (
     SessionClose,
     SharedOpenState,
     TaskOrder,
-    Vote,
 )
 from scheduler.model import TaskStatus
+from scheduler.points import Fit, Vote
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["ConformancePlugin", "GangPlugin", "PriorityPlugin"]
 
@@ -39,7 +38,7 @@ class PriorityPlugin(SharedOpenState, TaskOrder, JobOrder, Preemptable, GangEvic
     has_job_order_key = True
     has_task_order_key = True
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
 
     def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
@@ -102,7 +101,7 @@ class GangPlugin(
     has_job_order_key = True
     failures_repeatable = True
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
 
     def job_valid(self, job: JobInfo) -> Fit | None:
@@ -172,7 +171,7 @@ class GangPlugin(
         """Fewer ready + pipelined tasks than minMember."""
         return job.is_starving()
 
-    def on_session_close(self, session: Session) -> None:
+    def on_session_close(self, session: SessionHandle) -> None:
         """Mark jobs whose gang is not ready as unschedulable (drives the Unknown phase)."""
         for job in session.jobs.values():
             if job.tasks and not self.job_ready(job) and not _gang_kept_by_releasing(job):

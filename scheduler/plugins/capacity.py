@@ -20,7 +20,6 @@ from scheduler.framework import (
     QueueShares,
     Reclaimable,
     VictimQueueOrder,
-    Vote,
 )
 from scheduler.plugins.shares import (
     QueueAttr,
@@ -30,11 +29,12 @@ from scheduler.plugins.shares import (
     quota_refused,
     quota_reject,
 )
+from scheduler.points import Vote
 from scheduler.result import JobReason, ReasonKind
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, QueueInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["CapacityPlugin"]
 
@@ -92,7 +92,7 @@ class CapacityPlugin(
         """Return each queue's deserved vector as computed at session open."""
         return {name: attr.deserved for name, attr in self.attrs.items()}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.attrs: dict[str, QueueAttr] = {}
         self.parents: dict[str, str] = {}
@@ -419,34 +419,40 @@ class CapacityPlugin(
                     continue
             elif not _over_deserved(attr.deserved, alloc, c.req):
                 continue
-            # ancestorReclaimLevel: each of the victim's ancestors up to that level which is not
-            # also the reclaimer's ancestor at the same level (nor the root) must be above its
-            # deserved on a dimension the victim uses (or deserve none of them).
-            checked: list[list[float]] = []
-            eligible = True
-            for depth in range(level):
-                theirs_at = self._ancestors(attr.name)
-                if depth >= len(theirs_at) or theirs_at[depth] == "root":
-                    continue
-                ancestor = theirs_at[depth]
-                mine_at = self._ancestors(reclaimer.job.queue)
-                if depth < len(mine_at) and mine_at[depth] == ancestor:
-                    continue
-                a = self.attrs[ancestor]
-                a_alloc = running.get(ancestor)
-                if a_alloc is None:
-                    a_alloc = running[ancestor] = list(a.allocated)
-                checked.append(a_alloc)
-                if _relevant_deserved(a, c.req) and not _over_deserved(a.deserved, a_alloc, c.req):
-                    eligible = False
-                    break
-            if not eligible:
+            checked = self._ancestors_give(attr.name, reclaimer.job.queue, c, running)
+            if checked is None:
                 continue
             running[attr.name] = after
             for a_alloc in checked:
                 vec.isub(a_alloc, c.req)
             victims.append(c)
         return victims
+
+    def _ancestors_give(
+        self, queue: str, reclaimer_queue: str, c: TaskInfo, running: dict[str, list[float]]
+    ) -> list[list[float]] | None:
+        """ancestorReclaimLevel: each of the victim's ancestors up to that level which is not
+        also the reclaimer's ancestor at the same level (nor the root) must be above its
+        deserved on a dimension the victim uses (or deserve none of them). Returns the running
+        allocations of the ancestors checked (the victim's request comes off them when it is
+        taken), or None when one of them may not give it."""
+        checked: list[list[float]] = []
+        for depth in range(self.level):
+            theirs_at = self._ancestors(queue)
+            if depth >= len(theirs_at) or theirs_at[depth] == "root":
+                continue
+            ancestor = theirs_at[depth]
+            mine_at = self._ancestors(reclaimer_queue)
+            if depth < len(mine_at) and mine_at[depth] == ancestor:
+                continue
+            a = self.attrs[ancestor]
+            a_alloc = running.get(ancestor)
+            if a_alloc is None:
+                a_alloc = running[ancestor] = list(a.allocated)
+            checked.append(a_alloc)
+            if _relevant_deserved(a, c.req) and not _over_deserved(a.deserved, a_alloc, c.req):
+                return None
+        return checked
 
     # -- events -----------------------------------------------------------------------------
 

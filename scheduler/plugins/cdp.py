@@ -15,8 +15,8 @@ from scheduler.framework import Plugin, Preemptable, Reclaimable
 from scheduler.model import TaskStatus
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["CdpPlugin"]
 
@@ -26,7 +26,7 @@ class CdpPlugin(Plugin, Preemptable, Reclaimable):
 
     name = "cdp"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.now = session.snapshot.now
 
     def protected(self, victim: TaskInfo) -> bool:

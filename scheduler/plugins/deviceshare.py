@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from scheduler.framework import AllocateHandler, ArgSpec, Filter, FloatArray, IntArray, NodeOrder, Plugin, Predicate
+from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, Predicate
 from scheduler.model import Node
+from scheduler.points import Filter, FloatArray, IntArray
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["GPU_INDEX", "GPU_MEMORY", "GPU_NUMBER", "PREDICATE_TIME", "Cards", "DeviceSharePlugin"]
 
@@ -105,7 +106,7 @@ class DeviceSharePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         "deviceshare.KnownGeometriesCMNamespace": ArgSpec("str", "kube-system", "no effect"),
     }
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.sharing = bool(self.args["deviceshare.GPUSharingEnable"])
         self.number = bool(self.args["deviceshare.GPUNumberEnable"])

@@ -22,15 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.framework import JobEnqueueable, SharedOpenState, Vote
+from scheduler.framework import JobEnqueueable, SharedOpenState
 from scheduler.info import READY
 from scheduler.model import TaskStatus
+from scheduler.points import Vote
 from scheduler.result import JobReason, ReasonKind
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo
     from scheduler.model import Task
-    from scheduler.session import Session
 
 __all__ = ["EnqueueGatePlugin", "NodeFit"]
 
@@ -57,7 +58,7 @@ class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
 
     name = "enqueuegate"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         table = session.nodes
         self.alloc = table.alloc

@@ -51,9 +51,6 @@ import numpy as np
 from scheduler.framework import (
     AllocateHandler,
     ArgSpec,
-    Filter,
-    FloatArray,
-    IntArray,
     JobEnqueueable,
     JobEnqueued,
     JobReady,
@@ -64,13 +61,13 @@ from scheduler.framework import (
     Preemptable,
     Reclaimable,
     SessionClose,
-    Vote,
 )
+from scheduler.points import Filter, FloatArray, IntArray, Vote
 from scheduler.quantity import duration_problem, parse_duration
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, QueueInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["MAX_BODY", "ExtenderError", "ExtenderPlugin", "Transport", "with_transport"]
 
@@ -196,7 +193,7 @@ class ExtenderPlugin(
 
     # -- session ---------------------------------------------------------------------------------
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.active = True
         if not self.verbs["onSessionOpenVerb"]:
@@ -211,7 +208,7 @@ class ExtenderPlugin(
         except ExtenderError:
             self.active = self.ignorable
 
-    def on_session_close(self, session: Session) -> None:
+    def on_session_close(self, session: SessionHandle) -> None:
         if self._on("onSessionCloseVerb"):
             with contextlib.suppress(ExtenderError):
                 self._send("onSessionCloseVerb", {})

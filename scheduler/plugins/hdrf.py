@@ -8,8 +8,8 @@ from scheduler import vec
 from scheduler.model import TaskStatus
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["HierarchicalDrf"]
 
@@ -44,7 +44,7 @@ class _Node:
 class HierarchicalDrf:
     """Tree root → ``volcano.sh/hierarchy`` path elements → one leaf per job."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionHandle) -> None:
         self.session = session
         self.total = session.total
         self.paths: dict[str, list[str]] = {}

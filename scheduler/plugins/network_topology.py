@@ -32,20 +32,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from scheduler.framework import (
-    AllocateHandler,
-    ArgSpec,
-    FloatArray,
-    HyperNodeGradient,
-    HyperNodeOrder,
-    IntArray,
-    NodeOrder,
-    Plugin,
-)
+from scheduler.framework import AllocateHandler, ArgSpec, HyperNodeGradient, HyperNodeOrder, NodeOrder, Plugin
+from scheduler.points import FloatArray, IntArray
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, TaskInfo
-    from scheduler.session import Session
     from scheduler.topology import Topology
 
 __all__ = ["NetworkTopologyAwarePlugin", "reverse_and_cap"]
@@ -121,7 +113,7 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
 
     # -- open ------------------------------------------------------------------------------------
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         topo: Topology = session.topology
         self.topo = topo

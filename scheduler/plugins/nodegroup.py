@@ -28,14 +28,15 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from scheduler.framework import AllocateHandler, ArgSpec, Filter, FloatArray, IntArray, NodeOrder, Plugin, Predicate
+from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, Predicate
 from scheduler.info import ALLOCATED
+from scheduler.points import Filter, FloatArray, IntArray
 from scheduler.quantity import QuantityError, parse_resource
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
     from scheduler.model import NodeGroupAffinity
-    from scheduler.session import Session
 
 __all__ = ["NODE_GROUP_LABEL", "NodeGroupPlugin"]
 
@@ -102,7 +103,7 @@ class NodeGroupPlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         "enablePreferredOrder": ArgSpec("bool", False, "score preferred groups by their list order"),
     }
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.strict = bool(self.args["strict"])
         self.preferred_order = bool(self.args["enablePreferredOrder"])

@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from scheduler import numa
-from scheduler.framework import AllocateHandler, ArgSpec, Filter, FloatArray, IntArray, NodeOrder, Plugin, Predicate
+from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, Predicate
 from scheduler.model import NumaTopology
+from scheduler.points import Filter, FloatArray, IntArray
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["NumaAwarePlugin", "node_fit", "normalize_reverse"]
 
@@ -117,7 +118,7 @@ class NumaAwarePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
     name = "numa-aware"
     arguments: ClassVar[Mapping[str, ArgSpec]] = {"weight": ArgSpec("int", 1, "the node order's weight")}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.weight = int(self.args["weight"])
         table = session.nodes

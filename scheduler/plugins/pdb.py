@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from scheduler.framework import Plugin, Preemptable, Reclaimable, VictimTasks
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
     from scheduler.model import PodDisruptionBudget
-    from scheduler.session import Session
 
 __all__ = ["PdbPlugin"]
 
@@ -29,7 +29,7 @@ class PdbPlugin(Plugin, Preemptable, Reclaimable, VictimTasks):
 
     name = "pdb"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.pdbs: tuple[PodDisruptionBudget, ...] = session.snapshot.pod_disruption_budgets
 

@@ -25,8 +25,8 @@ from scheduler.framework import ArgSpec, Plugin, VictimTasks
 from scheduler.quantity import duration_problem
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["LowNodeUtilization", "ReschedulingPlugin"]
 
@@ -70,7 +70,7 @@ class ReschedulingPlugin(Plugin, VictimTasks):
         "strategies": ArgSpec("any", None, "[{name: lowNodeUtilization, params: {...}}]", check=_check_strategies),
     }
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         raw = self.args.get("strategies")
         strategies: list[Mapping[str, Any]] = raw if isinstance(raw, list) and raw else [{"name": "lowNodeUtilization"}]

@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from scheduler.framework import ArgSpec, Filter, FloatArray, IntArray, NodeOrder, Plugin, Predicate
+from scheduler.framework import ArgSpec, NodeOrder, Plugin, Predicate
+from scheduler.points import Filter, FloatArray, IntArray
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
-    from scheduler.session import Session
 
 __all__ = [
     "ResourceStrategyFitPlugin",
@@ -256,7 +257,7 @@ class ResourceStrategyFitPlugin(Plugin, NodeOrder, Predicate):
         self.sra_weight, self.sra_resources = parse_sra(given)
         self.proportional = parse_proportional(given)
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.dims = session.dims
 

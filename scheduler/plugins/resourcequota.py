@@ -12,14 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from scheduler.framework import JobEnqueueable, JobEnqueued, Plugin, Vote
+from scheduler.framework import JobEnqueueable, JobEnqueued, Plugin
 from scheduler.model import ResourceQuota
+from scheduler.points import Vote
 from scheduler.quantity import format_quantity
 from scheduler.result import JobReason, ReasonKind
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo
-    from scheduler.session import Session
 
 __all__ = ["ResourceQuotaPlugin"]
 
@@ -33,7 +34,7 @@ class ResourceQuotaPlugin(Plugin, JobEnqueueable, JobEnqueued):
 
     name = "resourcequota"
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.quotas: dict[str, list[ResourceQuota]] = {}
         for q in session.snapshot.resource_quotas:

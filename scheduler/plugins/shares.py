@@ -20,15 +20,15 @@ from scheduler.framework import (
     QueueOrder,
     QueueShares,
     Reclaimable,
-    Vote,
 )
 from scheduler.info import ALLOCATED, JobInfo, QueueInfo, TaskInfo
 from scheduler.model import JobPhase, TaskStatus
+from scheduler.points import Vote
 from scheduler.proportion import QueueInput, water_fill
 from scheduler.result import JobReason, ReasonKind
 
 if TYPE_CHECKING:
-    from scheduler.session import Session
+    from scheduler.handle import SessionHandle
 
 __all__ = ["DrfPlugin", "OvercommitPlugin", "ProportionPlugin", "QueueAttr", "inqueue_of"]
 
@@ -65,7 +65,7 @@ def inqueue_of(job: JobInfo, ndims: int, deduct_allocated: bool) -> list[float] 
     return vec.exceeded(base, gated_request(job, ndims))
 
 
-def resource_names(session: Session, dims: list[int]) -> str:
+def resource_names(session: SessionHandle, dims: list[int]) -> str:
     """Return dimension names joined with commas."""
     return ", ".join(session.dims[d] for d in dims)
 
@@ -78,7 +78,7 @@ class OvercommitPlugin(Plugin, JobEnqueueable, JobEnqueued):
         "overcommit-factor": ArgSpec("float", 1.2, "cluster overcommit factor")
     }
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         factor = float(self.args["overcommit-factor"])
         if factor < 1.0:
@@ -94,18 +94,18 @@ class OvercommitPlugin(Plugin, JobEnqueueable, JobEnqueued):
         """Copies of the idle and inqueue vectors (SessionCache)."""
         return (list(self.idle), list(self.inqueue))
 
-    def restore_open_state(self, session: Session, state: Any) -> None:
+    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
         """See :meth:`save_open_state`."""
         self.session = session
         self.idle, self.inqueue = list(state[0]), list(state[1])
 
     @staticmethod
-    def _idle(session: Session, factor: float) -> list[float]:
+    def _idle(session: SessionHandle, factor: float) -> list[float]:
         used = [float(x) for x in session.nodes.used.sum(axis=1)] if len(session.nodes) else [0.0] * session.ndims
         return vec.sub([x * factor for x in session.total], used)
 
     def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+        self, session: SessionHandle, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
     ) -> Any:
         """Idle computed again from the node table; the inqueue sum updated by the jobs that
         changed (exact: whole numbers), or None to open again (SessionCache)."""
@@ -168,7 +168,7 @@ class DrfPlugin(Plugin, JobOrder, Preemptable, AllocateHandler, QueueOrder, Recl
     name = "drf"
     has_job_order_key = True
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.total = session.total
         self.share: dict[str, float] = {
@@ -186,7 +186,7 @@ class DrfPlugin(Plugin, JobOrder, Preemptable, AllocateHandler, QueueOrder, Recl
             return None
         return dict(self.share)
 
-    def restore_open_state(self, session: Session, state: Any) -> None:
+    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
         """See :meth:`save_open_state`."""
         self.session = session
         self.total = session.total
@@ -194,7 +194,7 @@ class DrfPlugin(Plugin, JobOrder, Preemptable, AllocateHandler, QueueOrder, Recl
         self.hdrf = None
 
     def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+        self, session: SessionHandle, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
     ) -> Any:
         """The shares of the jobs that changed are computed again, the others kept (SessionCache;
         the table is only looked up, so its order does not matter)."""
@@ -317,7 +317,7 @@ def account_job(attr: QueueAttr, job: JobInfo, ndims: int) -> None:
 
 
 def quota_reject(
-    session: Session,
+    session: SessionHandle,
     plugin: str,
     job: JobInfo,
     attr: QueueAttr,
@@ -348,7 +348,7 @@ def quota_reject(
     return Vote.REJECT
 
 
-def closed_reject(session: Session, plugin: str, job: JobInfo, queue: QueueInfo) -> Vote:
+def closed_reject(session: SessionHandle, plugin: str, job: JobInfo, queue: QueueInfo) -> Vote:
     """Record that ``queue`` is not open and vote reject."""
     session.set_reason(
         job,
@@ -364,7 +364,7 @@ def closed_reject(session: Session, plugin: str, job: JobInfo, queue: QueueInfo)
 
 
 def quota_refused(
-    session: Session, plugin: str, task: TaskInfo, attr: QueueAttr, limit: list[float], what: str
+    session: SessionHandle, plugin: str, task: TaskInfo, attr: QueueAttr, limit: list[float], what: str
 ) -> None:
     """Record that ``task`` does not fit the queue's ``limit`` (deserved or capability)."""
     want = vec.add(attr.allocated, task.req)
@@ -388,6 +388,33 @@ def quota_refused(
     )
 
 
+def _updated_sums(
+    saved: Mapping[str, QueueAttr], removed: Sequence[JobInfo], added: Sequence[JobInfo], n: int
+) -> dict[str, list[list[float]]]:
+    """Per queue, its saved sums (allocated, request, inqueue, elastic) less those of the jobs
+    ``removed`` and plus those of the jobs ``added`` (proportion's ``refresh_open_state``)."""
+    parts: list[dict[str, QueueAttr]] = [{}, {}]
+    for acc, jobs in zip(parts, (removed, added), strict=True):
+        for job in jobs:
+            attr = acc.get(job.queue)
+            if attr is None:
+                attr = acc[job.queue] = QueueAttr(job.queue, n)
+            account_job(attr, job, n)
+    sums: dict[str, list[list[float]]] = {}
+    for name, a in saved.items():
+        sums[name] = [list(a.allocated), list(a.request), list(a.inqueue), list(a.elastic)]
+    for sign, acc in zip((-1.0, 1.0), parts, strict=True):
+        for name, a in acc.items():
+            total = sums.get(name)
+            if total is None:
+                total = sums[name] = [[0.0] * n for _ in range(4)]
+            for t, v in zip(total, (a.allocated, a.request, a.inqueue, a.elastic), strict=True):
+                for i, x in enumerate(v):
+                    if x:
+                        t[i] += sign * x
+    return sums
+
+
 class ProportionPlugin(
     Plugin,
     QueueOrder,
@@ -409,7 +436,7 @@ class ProportionPlugin(
         """Return each queue's deserved vector as computed at session open."""
         return {name: attr.deserved for name, attr in self.attrs.items()}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         n = session.ndims
         self.total_guarantee = [0.0] * n
@@ -428,39 +455,20 @@ class ProportionPlugin(
         """Copies of the queue attributes (SessionCache)."""
         return (list(self.total_guarantee), {k: a.copy() for k, a in self.attrs.items()})
 
-    def restore_open_state(self, session: Session, state: Any) -> None:
+    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
         """See :meth:`save_open_state`."""
         self.session = session
         self.total_guarantee = list(state[0])
         self.attrs = {k: a.copy() for k, a in state[1].items()}
 
     def refresh_open_state(
-        self, session: Session, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+        self, session: SessionHandle, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
     ) -> Any:
         """The queue sums updated by the jobs that changed (exact: whole numbers), deserved
         shares computed again; None to open again (SessionCache)."""
         if not session.whole_requests:
             return None
-        n = session.ndims
-        parts: list[dict[str, QueueAttr]] = [{}, {}]
-        for acc, jobs in zip(parts, (removed, added), strict=True):
-            for job in jobs:
-                attr = acc.get(job.queue)
-                if attr is None:
-                    attr = acc[job.queue] = QueueAttr(job.queue, n)
-                account_job(attr, job, n)
-        sums: dict[str, list[list[float]]] = {}
-        for name, a in state[1].items():
-            sums[name] = [list(a.allocated), list(a.request), list(a.inqueue), list(a.elastic)]
-        for sign, acc in zip((-1.0, 1.0), parts, strict=True):
-            for name, a in acc.items():
-                total = sums.get(name)
-                if total is None:
-                    total = sums[name] = [[0.0] * n for _ in range(4)]
-                for t, v in zip(total, (a.allocated, a.request, a.inqueue, a.elastic), strict=True):
-                    for i, x in enumerate(v):
-                        if x:
-                            t[i] += sign * x
+        sums = _updated_sums(state[1], removed, added, session.ndims)
         if not vec.below_exact_limit(
             v for a in state[1].values() for v in (a.allocated, a.request, a.inqueue, a.elastic)
         ):

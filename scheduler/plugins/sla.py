@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from scheduler.framework import ArgSpec, JobEnqueueable, JobOrder, JobPipelined, SharedOpenState, Vote
+from scheduler.framework import ArgSpec, JobEnqueueable, JobOrder, JobPipelined, SharedOpenState
+from scheduler.points import Vote
 from scheduler.quantity import SLA_ANNOTATION, parse_duration
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo
-    from scheduler.session import Session
 
 __all__ = ["SLA_ANNOTATION", "SlaPlugin"]
 
@@ -47,13 +48,13 @@ class SlaPlugin(SharedOpenState, JobOrder, JobEnqueueable, JobPipelined):
     has_job_order_key = True
     failures_repeatable = True
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         raw = self.args.get("sla-waiting-time")
         self.default_wait: float | None = parse_duration(raw) if raw else None
         self.now = session.snapshot.now
 
-    def restore_open_state(self, session: Session, state: Any) -> None:
+    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
         """Shared, as :class:`SharedOpenState`, but the clock is per snapshot."""
         super().restore_open_state(session, state)
         self.now = session.snapshot.now

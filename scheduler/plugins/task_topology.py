@@ -33,12 +33,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from scheduler.framework import AllocateHandler, ArgSpec, FloatArray, IntArray, NodeOrder, Plugin, TaskOrder
+from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, TaskOrder
 from scheduler.model import TaskStatus
+from scheduler.points import FloatArray, IntArray
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["TaskTopologyPlugin", "read_topology"]
 
@@ -243,7 +244,7 @@ class TaskTopologyPlugin(Plugin, TaskOrder, NodeOrder, AllocateHandler):
     name = "task-topology"
     arguments: ClassVar[Mapping[str, ArgSpec]] = {"task-topology.weight": ArgSpec("int", 1, "node-order weight")}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         self.weight = int(self.args["task-topology.weight"])
         self.jobs: dict[str, _Job] = {}

@@ -35,9 +35,6 @@ import numpy as np
 
 from scheduler.framework import (
     ArgSpec,
-    Filter,
-    FloatArray,
-    IntArray,
     JobOrder,
     JobPipelined,
     JobStarving,
@@ -46,14 +43,14 @@ from scheduler.framework import (
     Predicate,
     Preemptable,
     VictimTasks,
-    Vote,
 )
 from scheduler.model import TaskStatus
+from scheduler.points import Filter, FloatArray, IntArray, Vote
 from scheduler.quantity import parse_duration
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["TdmPlugin", "budget_evictions", "parse_revocable_zone"]
 
@@ -135,7 +132,7 @@ class TdmPlugin(Plugin, Predicate, NodeOrder, Preemptable, VictimTasks, JobOrder
     }
     argument_prefixes: ClassVar[Mapping[str, ArgSpec]] = {ZONE_PREFIX: ArgSpec("str", "", check=_check_zone)}
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         zones = {k[len(ZONE_PREFIX) :]: str(v) for k, v in self.args.items() if k.startswith(ZONE_PREFIX)}
         now = session.snapshot.now

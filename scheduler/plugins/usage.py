@@ -37,13 +37,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from scheduler.framework import AllocateHandler, ArgSpec, Filter, FloatArray, IntArray, NodeOrder, Plugin, Predicate
+from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, Predicate
 from scheduler.model import TaskStatus
+from scheduler.points import Filter, FloatArray, IntArray
 from scheduler.quantity import QuantityError, parse_cpu, parse_memory
 
 if TYPE_CHECKING:
+    from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
-    from scheduler.session import Session
 
 __all__ = ["UsagePlugin", "estimate_pod", "node_score", "risk_factor", "shadow_tracked"]
 
@@ -176,7 +177,7 @@ class UsagePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         self.best_effort = {k: _best_effort(k, est.get(k), d) for k, d in _BEST_EFFORT.items()}
         self.period = str(self.args["metricsPeriod"] or "")
 
-    def on_session_open(self, session: Session) -> None:
+    def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
         table = session.nodes
         now = session.snapshot.now

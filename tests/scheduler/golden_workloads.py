@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from scheduler import Snapshot, advance, parse_config, run_cycle
-from scheduler.config import DEFAULT_CONFIG, SchedulerConfig
+from scheduler.config import DEFAULT_CONFIG
+from scheduler.config_types import SchedulerConfig
 from scheduler.model import (
     JobPhase,
     NodeSelectorRequirement,

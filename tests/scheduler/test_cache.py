@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from scheduler import Snapshot, advance, run_cycle
 from scheduler.cache import SessionCache
-from scheduler.config import SchedulerConfig
+from scheduler.config_types import SchedulerConfig
 from scheduler.model import Job, JobPhase, PriorityClass, Task, TaskStatus
 from scheduler.registry import default_registry
 from scheduler.session import Session

@@ -8,7 +8,8 @@ import pytest
 
 from scheduler import DEFAULT_CONFIG, ConfigError, default_registry, dump_config, parse_config
 from scheduler.config import DEFAULT_CONFIG_YAML
-from scheduler.framework import ExtensionPoint, Plugin
+from scheduler.framework import Plugin
+from scheduler.points import ExtensionPoint
 from scheduler.registry import Registry, RegistryError
 
 #: The project's own copy of the cookbook (never a path outside the repository).

@@ -13,8 +13,8 @@ import pytest
 from scheduler import Snapshot, parse_config, run_cycle
 from scheduler.actions.allocate import AllocateAction
 from scheduler.actions.common import feasible_mask, idle_mask, resource_mask
-from scheduler.framework import ExtensionPoint
 from scheduler.model import TaskStatus
+from scheduler.points import ExtensionPoint
 from scheduler.registry import default_registry
 from scheduler.session import Session
 from scheduler.testing import make_job

@@ -53,7 +53,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from scheduler.config import SWITCHES, SchedulerConfig, parse_config
+from scheduler.config import SWITCHES, parse_config
+from scheduler.config_types import SchedulerConfig
 from scheduler.cycle import run_cycle
 from scheduler.manifests import NODE_USAGE, NODE_USAGE_TIME, snapshot_from_manifests
 from scheduler.registry import default_registry

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from scheduler import Snapshot, run_cycle
-from scheduler.config import SchedulerConfig
+from scheduler.config_types import SchedulerConfig
 from scheduler.manifests import ManifestError, snapshot_from_manifests
 from scheduler.result import CycleResult
 
