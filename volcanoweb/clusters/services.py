@@ -37,9 +37,9 @@ from volcanoweb.clusters.backends.base import (
 )
 from volcanoweb.clusters.backends.base import Conflict as BackendConflict
 from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
+from volcanoweb.clusters.backends.simrecords import integer_resources
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.clusters.models import Node, NodeKind
-from volcanoweb.clusters.simdb import integer_resources
 from volcanoweb.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from volcanoweb.jobs.models import Pod, PodGroup, PodGroupPhase, PodPhase
 from volcanoweb.manifests.admission import tenant_may_use_queue
