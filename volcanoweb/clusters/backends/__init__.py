@@ -32,9 +32,8 @@ from .base import (
     Unavailable,
     Volume,
     VolumeMount,
-    group_pods,
-    podgroup_name_for,
 )
+from .grouping import group_pods, podgroup_name_for
 from .sim import Clock, ManualClock, ScaledClock, SimCluster, parse_pool_spec
 
 if TYPE_CHECKING:

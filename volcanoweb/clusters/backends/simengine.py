@@ -50,9 +50,8 @@ from .base import (
     ServiceSpec,
     Taint,
     restarts_in_place,
-    simulated_log_time,
-    simulated_pod_log,
 )
+from .simlog import simulated_log_time, simulated_pod_log
 from .simrecords import NodeRecord, PodKey, PodRecord
 from .simstore import SimStore, SimTx
 from .simtransitions import bind_pod, delete, duration, lose_pods, new_node, new_pod, node_event, pod_event, stop, tick
@@ -151,7 +150,7 @@ class SimEngine(ClusterBackend):
         tail_lines: int | None = None,
         previous: bool = False,
     ) -> str:
-        """The simulated log (see :func:`~volcanoweb.clusters.backends.base.simulated_pod_log`)."""
+        """The simulated log (see :func:`~volcanoweb.clusters.backends.simlog.simulated_pod_log`)."""
         pod = self._stored_pod(namespace, name)
         return simulated_pod_log(
             pod.info(),
