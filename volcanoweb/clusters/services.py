@@ -39,6 +39,7 @@ from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
 from volcanoweb.clusters.backends.simrecords import integer_resources
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.clusters.models import Node, NodeKind
+from volcanoweb.core.stageprof import stage
 from volcanoweb.jobs.models import Pod, PodGroup, PodGroupPhase, PodPhase
 from volcanoweb.manifests.admission import tenant_may_use_queue
 from volcanoweb.tenancy.models import Namespace
@@ -500,6 +501,7 @@ def create_plain_pods_in_backend(backend: ClusterBackend) -> int:
 # --------------------------------------------------------------------------- the sync loop
 
 
+@stage("backend mirror")
 def sync_from_backend(backend: ClusterBackend | None = None, *, timeout: float = 0.0) -> SyncResult:
     """Poll the backend once and mirror what changed; then notify the job controller.
 

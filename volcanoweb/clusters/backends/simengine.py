@@ -35,6 +35,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from volcanoweb.core.stageprof import stage
+
 from .base import (
     USAGE_FACTOR_LABEL,
     BackendError,
@@ -172,12 +174,14 @@ class SimEngine(ClusterBackend):
 
     # ------------------------------------------------------------ pods
 
+    @stage("sim create pods")
     def create_pod(self, spec: PodSpec) -> PodInfo:
         with self._tx() as tx:
             if tx.pod((spec.namespace, spec.name)) is not None:
                 raise Conflict(f"pod {spec.namespace}/{spec.name} already exists")
             return new_pod(tx, spec).info()
 
+    @stage("sim create pods")
     def create_pods(self, specs: Iterable[PodSpec]) -> dict[PodKey, PodInfo | BackendError]:
         """Create many pods in one transaction; return each pod's info, or :class:`Conflict`."""
         out: dict[PodKey, PodInfo | BackendError] = {}
@@ -204,11 +208,13 @@ class SimEngine(ClusterBackend):
             delete(tx, pod, grace)
             return True
 
+    @stage("sim bind")
     def bind(self, namespace: str, name: str, node: str) -> None:
         error = self.bind_many([(namespace, name, node)])[(namespace, name)]
         if error is not None:
             raise error
 
+    @stage("sim bind")
     def bind_many(self, binds: Iterable[tuple[str, str, str]]) -> dict[PodKey, BackendError | None]:
         """Bind many pods in one transaction; return each pod's error (None when bound).
 
@@ -385,6 +391,7 @@ class SimEngine(ClusterBackend):
 
     # ------------------------------------------------------------ kubelet and events
 
+    @stage("sim kubelet")
     def tick(self) -> int:
         """Fire every pod timer due at or before now, in time order; return how many fired."""
         with self._tx() as tx:
