@@ -69,7 +69,7 @@ def populate(nodes: int, running: int, pending: int, running_cpu: int = 4000) ->
     from volcanoweb.clusters import backend as backend_module
     from volcanoweb.clusters import services as cluster_services
     from volcanoweb.clusters.backends.sim import ManualClock
-    from volcanoweb.clusters.simdb import DatabaseSimCluster
+    from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
     from volcanoweb.queues.builtin import ensure_builtin_queues
 
     ensure_builtin_queues()

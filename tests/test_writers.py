@@ -33,12 +33,14 @@ WRITERS = {
     "volcanoweb/workflows/controllers/cronjob.py": "the CronJob controller's status writes",
     "volcanoweb/workflows/controllers/jobflow.py": "the JobFlow and JobTemplate controllers' status writes",
     "volcanoweb/insights/recording.py": "observation rows (samples, waits, inputs) and the run's record_ms",
-    "volcanoweb/clusters/simdb.py": "the simulated cluster's database store",
+    "volcanoweb/clusters/backends/simdb.py": "the simulated cluster's database store",
     "volcanoweb/queues/builtin.py": "the built-in root and default queues at start",
     "volcanoweb/feed/log.py": "compaction of the change log (its entries and head; the triggers write the rest)",
 }
 #: Reconcilers: rows they write are also written elsewhere, so a save names its columns.
-RECONCILERS = {path for path in WRITERS if path not in ("volcanoweb/clusters/simdb.py", "volcanoweb/feed/log.py")}
+RECONCILERS = {
+    path for path in WRITERS if path not in ("volcanoweb/clusters/backends/simdb.py", "volcanoweb/feed/log.py")
+}
 QUERYSET_WRITES = {"create", "bulk_create", "update", "delete", "bulk_update", "get_or_create", "update_or_create"}
 #: volcanoweb.core.batchsql's writers of plain SQL (the recording's hot path).
 SQL_WRITES = {"execute_batch", "copy_rows"}

@@ -12,6 +12,7 @@ from typing import Any
 from django.db import transaction
 
 from volcanoweb.core.errors import ApiError
+from volcanoweb.core.stageprof import stage
 from volcanoweb.jobs import services as jobs
 from volcanoweb.live import notify
 from volcanoweb.manifests import parse
@@ -88,6 +89,7 @@ def _labeller(start: int, total: int) -> Callable[[int, ApiError], None]:
     return lambda position, exc: _label(exc, start + position, total)
 
 
+@stage("api apply (manifests)")
 def apply_documents(
     access: Access,
     documents: list[dict[str, Any]],

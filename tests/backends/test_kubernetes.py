@@ -26,8 +26,8 @@ from volcanoweb.clusters.backends.base import (
     Unavailable,
     Volume,
     VolumeMount,
-    group_pods,
 )
+from volcanoweb.clusters.backends.grouping import group_pods
 from volcanoweb.clusters.backends.kubernetes import (
     KubernetesBackend,
     node_from_k8s,

@@ -23,9 +23,8 @@ from volcanoweb.clusters.backends.base import (
     PodInfo,
     PodSpec,
     ServiceSpec,
-    group_pods,
-    podgroup_name_for,
 )
+from volcanoweb.clusters.backends.grouping import group_pods, podgroup_name_for
 from volcanoweb.clusters.backends.sim import (
     ManualClock,
     ScaledClock,

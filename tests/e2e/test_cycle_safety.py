@@ -22,8 +22,8 @@ from tests.volcanoweb import builders
 from tests.volcanoweb.clusters.helpers import make_gang
 from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters import services as cluster_services
+from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
 from volcanoweb.clusters.models import SimPod
-from volcanoweb.clusters.simdb import DatabaseSimCluster
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.queues.builtin import ensure_builtin_queues
 from volcanoweb.scheduling import cycles

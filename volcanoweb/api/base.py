@@ -25,6 +25,7 @@ from rest_framework.views import APIView
 from volcanoweb.api.schema import ApiSchema
 from volcanoweb.core import dryrun
 from volcanoweb.core.errors import ApiError, BadRequest, Cause, Conflict, Forbidden
+from volcanoweb.core.stageprof import stage
 from volcanoweb.feed import log
 from volcanoweb.live import broadcast
 from volcanoweb.manifests import strict
@@ -212,6 +213,7 @@ class ApiView(APIView):
         auth = request.auth
         return auth if isinstance(auth, ApiToken) else None
 
+    @stage("api request")
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         """Serve a dry-run write inside :func:`rolled_back`; a bad ``dryRun`` is a 400 (after authentication)."""
         self.dry_run_error: ApiError | None = None

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 
 from volcanoweb.api.base import ApiView, list_body
 from volcanoweb.api.listing import apply_filters, paginate
-from volcanoweb.clusters import services
+from volcanoweb.clusters import faults
 from volcanoweb.clusters.models import Node
 from volcanoweb.core.errors import BadRequest, NotFound
 from volcanoweb.jobs.models import Pod
@@ -113,7 +113,7 @@ class NodeFailView(ApiView):
         evict = body.get("evictPods", True)
         if not isinstance(evict, bool):
             raise BadRequest("evictPods must be a boolean")
-        return Response(render_node(services.fail_node(self.access(request), name, evict_pods=evict)))
+        return Response(render_node(faults.fail_node(self.access(request), name, evict_pods=evict)))
 
 
 class NodeRecoverView(ApiView):
@@ -121,7 +121,7 @@ class NodeRecoverView(ApiView):
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request: Request, name: str) -> Response:
-        return Response(render_node(services.recover_node(self.access(request), name)))
+        return Response(render_node(faults.recover_node(self.access(request), name)))
 
 
 class NodeCordonView(ApiView):
@@ -132,7 +132,7 @@ class NodeCordonView(ApiView):
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request: Request, name: str) -> Response:
-        node = services.cordon_node(self.access(request), name, unschedulable=self.unschedulable)
+        node = faults.cordon_node(self.access(request), name, unschedulable=self.unschedulable)
         return Response(render_node(node))
 
 
@@ -171,7 +171,7 @@ class PodExitView(ApiView):
         restart = body.get("restartContainer", False)
         if not isinstance(restart, bool):
             raise BadRequest("restartContainer must be true or false")
-        pod = services.end_pod(self.access(request), namespace, name, code, restart=restart)
+        pod = faults.end_pod(self.access(request), namespace, name, code, restart=restart)
         return Response(_pod_state(pod))
 
 
@@ -180,5 +180,5 @@ class PodEvictView(ApiView):
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request: Request, namespace: str, name: str) -> Response:
-        pod = services.evict_pod(self.access(request), namespace, name)
+        pod = faults.evict_pod(self.access(request), namespace, name)
         return Response(_pod_state(pod))

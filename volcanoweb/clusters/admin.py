@@ -1,4 +1,4 @@
-"""Admin for nodes (read-only mirror; fail/recover actions go through clusters.services)."""
+"""Admin for nodes (read-only mirror; fail/recover actions go through clusters.faults)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from volcanoweb.clusters import services
+from volcanoweb.clusters import faults
 from volcanoweb.clusters.models import Node, SimPod
 from volcanoweb.core.errors import ApiError
 from volcanoweb.tenancy.access import access_for
@@ -32,7 +32,7 @@ class NodeAdmin(admin.ModelAdmin):
     def fail_nodes(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
         for node in queryset:
             try:
-                services.fail_node(access_for(request.user), node.name)
+                faults.fail_node(access_for(request.user), node.name)
             except ApiError as exc:
                 self.message_user(request, f"{node.name}: {exc.message}", messages.ERROR)
 
@@ -40,7 +40,7 @@ class NodeAdmin(admin.ModelAdmin):
     def recover_nodes(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
         for node in queryset:
             try:
-                services.recover_node(access_for(request.user), node.name)
+                faults.recover_node(access_for(request.user), node.name)
             except ApiError as exc:
                 self.message_user(request, f"{node.name}: {exc.message}", messages.ERROR)
 

@@ -1,6 +1,6 @@
 """The process-wide cluster backend, chosen by ``settings.CLUSTER_BACKEND``.
 
-* ``sim``: :class:`~volcanoweb.clusters.simdb.DatabaseSimCluster`, whose state lives in the
+* ``sim``: :class:`~volcanoweb.clusters.backends.simdb.DatabaseSimCluster`, whose state lives in the
   database so that every process (web, worker, beat) sees the same simulated cluster; seeded
   from ``SIM_NODE_POOL``, ``SIM_CLOCK_SPEED`` and ``SIM_DEFAULT_DURATION`` the first time.
 * ``kubernetes``: :class:`~volcanoweb.clusters.backends.kubernetes.KubernetesBackend` from
@@ -32,7 +32,7 @@ def build_backend() -> ClusterBackend:
             context=settings.KUBE_CONTEXT or None,
             in_cluster=settings.KUBE_IN_CLUSTER,
         )
-    from volcanoweb.clusters.simdb import DatabaseSimCluster
+    from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
 
     return DatabaseSimCluster(
         settings.SIM_NODE_POOL,

@@ -6,7 +6,7 @@ Two groups of tables:
   scheduler and the UI read. Written only by :mod:`volcanoweb.clusters.services`.
 * ``Sim*`` tables are the *authoritative* state of the simulated cluster (the "API server" and
   "kubelet" of the sim), shared by every process (web, worker, beat) through the database; see
-  ``docs/adr/0014-one-simulated-cluster-engine.md``. Written only by :mod:`volcanoweb.clusters.simdb`.
+  ``docs/adr/0014-one-simulated-cluster-engine.md``. Written only by :mod:`volcanoweb.clusters.backends.simdb`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Writes for the cluster side: mirror backend events into the database, PodGroups for plain pods,
-and fault injection on the simulated cluster.
+"""Writes for the cluster side: mirror backend events into the database, and PodGroups for plain pods
+(fault injection on the cluster is :mod:`volcanoweb.clusters.faults`).
 
 :func:`sync_from_backend` is the bridge between the cluster backend and the database: it polls the
 backend's events, mirrors pod phase / node / exit code / timestamps into ``jobs.Pod`` rows and
@@ -22,7 +22,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from scheduler.quantity import format_quantity
-from volcanoweb.audit import services as audit
 from volcanoweb.clusters.backend import get_backend
 from volcanoweb.clusters.backends.base import (
     GROUP_NAME_ANNOTATION,
@@ -37,13 +36,12 @@ from volcanoweb.clusters.backends.base import (
 )
 from volcanoweb.clusters.backends.base import Conflict as BackendConflict
 from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
+from volcanoweb.clusters.backends.simrecords import integer_resources
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.clusters.models import Node, NodeKind
-from volcanoweb.clusters.simdb import integer_resources
-from volcanoweb.core.errors import BadRequest, Conflict, Forbidden, NotFound
+from volcanoweb.core.stageprof import stage
 from volcanoweb.jobs.models import Pod, PodGroup, PodGroupPhase, PodPhase
 from volcanoweb.manifests.admission import tenant_may_use_queue
-from volcanoweb.tenancy.access import Access
 from volcanoweb.tenancy.models import Namespace
 
 log = logging.getLogger(__name__)
@@ -272,16 +270,20 @@ def _new_pod_row(info: PodInfo, tenants: Mapping[str, int | None]) -> Pod:
     )
 
 
-def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
+def _latest_pod_events(events: list[BackendEvent]) -> dict[tuple[str, str], BackendEvent]:
+    """The last event of each pod in ``events`` (the earlier ones are superseded)."""
     latest: dict[tuple[str, str], BackendEvent] = {}
     for event in events:
         if event.kind == "pod":
             assert isinstance(event.object, PodInfo)
             latest[event.object.key] = event
-    if not latest:
-        return
+    return latest
+
+
+def _locked_rows(keys: Iterable[tuple[str, str]]) -> tuple[dict[tuple[str, str], Pod], Mapping[str, int | None]]:
+    """The mirror rows of these pods, locked, and the tenant of each of their namespaces."""
     names_by_ns: dict[str, set[str]] = {}
-    for ns, name in latest:
+    for ns, name in keys:
         names_by_ns.setdefault(ns, set()).add(name)
     rows: dict[tuple[str, str], Pod] = {}
     which = Q()
@@ -295,6 +297,32 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
     for row in locked:
         rows[(row.namespace, row.name)] = row
     tenants = dict(Namespace.objects.filter(name__in=list(names_by_ns)).values_list("name", "tenant_id"))
+    return rows, tenants
+
+
+def _mirror_new_pod(event_type: str, info: PodInfo, tenants: Mapping[str, int | None], result: SyncResult) -> None:
+    """A pod without a mirror row: a row for one created directly in the cluster, unless it is gone or not ours."""
+    if event_type == "DELETED":
+        return
+    if info.scheduler_name != VOLCANO_SCHEDULER and not info.node_name:
+        return  # another scheduler's unbound pod: nothing to schedule or account
+    Pod.objects.bulk_create([_new_pod_row(info, tenants)], ignore_conflicts=True)
+    result.pods_created += 1
+
+
+def _mark_deleted(pod: Pod, now: datetime) -> list[str]:
+    """Mark a job pod's row deleted (it stays until the job controller has seen it); return the fields."""
+    pod.status = {**pod.status, "deleted": True}
+    if pod.deletion_timestamp is None:
+        pod.deletion_timestamp = now
+    return ["status", "deletion_timestamp"]
+
+
+def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
+    latest = _latest_pod_events(events)
+    if not latest:
+        return
+    rows, tenants = _locked_rows(latest)
     now = timezone.now()
     updated: list[Pod] = []
     fields: set[str] = set()
@@ -302,28 +330,17 @@ def _mirror_pods(events: list[BackendEvent], result: SyncResult) -> None:
         info = event.object
         assert isinstance(info, PodInfo)
         pod = rows.get(key)
-        if event.type == "DELETED":
-            if pod is None:
-                continue
-            if pod.job_id is None:
-                pod.delete()
-                result.pods_deleted += 1
-                continue
-            observed = _controller_view(pod)
-            changed = _apply_pod_info(pod, info, now)
-            pod.status = {**pod.status, "deleted": True}
-            if pod.deletion_timestamp is None:
-                pod.deletion_timestamp = now
-            changed += ["status", "deletion_timestamp"]
-        elif pod is None:
-            if info.scheduler_name != VOLCANO_SCHEDULER and not info.node_name:
-                continue  # another scheduler's unbound pod: nothing to schedule or account
-            Pod.objects.bulk_create([_new_pod_row(info, tenants)], ignore_conflicts=True)
-            result.pods_created += 1
+        if pod is None:
+            _mirror_new_pod(event.type, info, tenants, result)
             continue
-        else:
-            observed = _controller_view(pod)
-            changed = _apply_pod_info(pod, info, now)
+        if event.type == "DELETED" and pod.job_id is None:
+            pod.delete()
+            result.pods_deleted += 1
+            continue
+        observed = _controller_view(pod)
+        changed = _apply_pod_info(pod, info, now)
+        if event.type == "DELETED":
+            changed += _mark_deleted(pod, now)
         if not changed:
             continue
         fields.update(changed)
@@ -484,6 +501,7 @@ def create_plain_pods_in_backend(backend: ClusterBackend) -> int:
 # --------------------------------------------------------------------------- the sync loop
 
 
+@stage("backend mirror")
 def sync_from_backend(backend: ClusterBackend | None = None, *, timeout: float = 0.0) -> SyncResult:
     """Poll the backend once and mirror what changed; then notify the job controller.
 
@@ -530,140 +548,6 @@ def _sync_once(backend: ClusterBackend, result: SyncResult, timeout: float) -> N
         if topology_changed:
             _discover_topology()
         _mirror_pods(events, result)
-
-
-# --------------------------------------------------------------------------- fault injection
-
-
-def _require_sim(backend: ClusterBackend, method: str) -> Any:
-    func = getattr(backend, method, None)
-    if func is None:
-        raise BadRequest(f"the {backend.name or 'current'} cluster backend does not support {method.replace('_', ' ')}")
-    return func
-
-
-def _node_or_404(name: str) -> Node:
-    node = Node.objects.filter(name=name).first()
-    if node is None:
-        raise NotFound(f'nodes "{name}" not found', kind="Node", name=name)
-    return node
-
-
-def fail_node(access: Access, name: str, *, evict_pods: bool = True, backend: ClusterBackend | None = None) -> Node:
-    """Make a simulated node fail (NotReady, its pods lost); platform admins only."""
-    if not access.platform_admin:
-        raise Forbidden(
-            f'nodes "{name}" is forbidden: User "{access.username}" cannot fail nodes', kind="Node", name=name
-        )
-    backend = backend or get_backend()
-    _node_or_404(name)
-    _require_sim(backend, "fail_node")(name, evict_pods=evict_pods)
-    with transaction.atomic():
-        audit.record(access.user, "fail", "Node", name, source="api", message=f"evict_pods={evict_pods}")
-    sync_from_backend(backend)
-    return _node_or_404(name)
-
-
-def recover_node(access: Access, name: str, *, backend: ClusterBackend | None = None) -> Node:
-    """Make a failed simulated node Ready again; platform admins only."""
-    if not access.platform_admin:
-        raise Forbidden(
-            f'nodes "{name}" is forbidden: User "{access.username}" cannot recover nodes', kind="Node", name=name
-        )
-    backend = backend or get_backend()
-    _node_or_404(name)
-    _require_sim(backend, "recover_node")(name)
-    with transaction.atomic():
-        audit.record(access.user, "recover", "Node", name, source="api")
-    sync_from_backend(backend)
-    return _node_or_404(name)
-
-
-def cordon_node(
-    access: Access, name: str, *, unschedulable: bool = True, backend: ClusterBackend | None = None
-) -> Node:
-    """Cordon a node (no new pods are placed on it; those running stay) or uncordon it; platform admins only.
-    Works on every backend: ``spec.unschedulable`` on Kubernetes, the node's state on the simulated cluster."""
-    verb = "cordon" if unschedulable else "uncordon"
-    if not access.platform_admin:
-        raise Forbidden(
-            f'nodes "{name}" is forbidden: User "{access.username}" cannot {verb} nodes', kind="Node", name=name
-        )
-    backend = backend or get_backend()
-    _node_or_404(name)
-    _require_sim(backend, "cordon")(name, unschedulable)
-    with transaction.atomic():
-        audit.record(access.user, verb, "Node", name, source="api")
-    sync_from_backend(backend)
-    return _node_or_404(name)
-
-
-def _pod_for_injection(access: Access, namespace: str, name: str, verb: str) -> Pod:
-    pod = Pod.objects.filter(namespace=namespace, name=name).first()
-    if pod is None or not access.can_read(pod.tenant_id):
-        raise NotFound(f'pods "{name}" not found', kind="Pod", name=name)
-    if not access.is_tenant_admin(pod.tenant_id):
-        raise Forbidden(
-            f'pods "{name}" is forbidden: User "{access.username}" cannot {verb} pods in the namespace "{namespace}"',
-            kind="Pod",
-            name=name,
-        )
-    return pod
-
-
-def end_pod(
-    access: Access,
-    namespace: str,
-    name: str,
-    exit_code: int,
-    *,
-    restart: bool = False,
-    backend: ClusterBackend | None = None,
-) -> Pod:
-    """End a running simulated pod now with ``exit_code`` (platform admins, tenant admins of the pod).
-
-    With ``restart`` only the main container exits: the pod's restartPolicy decides (OnFailure and a
-    non-zero code, or Always: restarted in place, restartCount + 1; else the pod ends)."""
-    pod = _pod_for_injection(access, namespace, name, "end")
-    backend = backend or get_backend()
-    fail = _require_sim(backend, "restart_container" if restart else "fail_pod")
-    try:
-        if restart:
-            fail(namespace, name, exit_code=exit_code, reason="Error" if exit_code else "Completed")
-        elif exit_code == 0:
-            fail(namespace, name, exit_code=0, reason="Completed")
-        else:
-            fail(namespace, name, exit_code=exit_code, reason="Error")
-    except BackendNotFound:
-        raise Conflict(f'pod "{name}" is not running in the cluster', kind="Pod", name=name) from None
-    except BackendConflict as exc:
-        raise Conflict(str(exc), kind="Pod", name=name) from None
-    with transaction.atomic():
-        audit.record(
-            access.user,
-            "end",
-            "Pod",
-            pod.key,
-            tenant=pod.tenant,
-            source="api",
-            message=f"exitCode={exit_code}" + (" (container restart)" if restart else ""),
-        )
-    sync_from_backend(backend)
-    return Pod.objects.filter(pk=pod.pk).first() or pod
-
-
-def evict_pod(access: Access, namespace: str, name: str, *, backend: ClusterBackend | None = None) -> Pod:
-    """Evict a pod through the backend (platform admins, tenant admins of the pod)."""
-    pod = _pod_for_injection(access, namespace, name, "evict")
-    backend = backend or get_backend()
-    try:
-        backend.evict(namespace, name)
-    except BackendNotFound:
-        raise Conflict(f'pod "{name}" is not running in the cluster', kind="Pod", name=name) from None
-    with transaction.atomic():
-        audit.record(access.user, "evict", "Pod", pod.key, tenant=pod.tenant, source="api")
-    sync_from_backend(backend)
-    return Pod.objects.filter(pk=pod.pk).first() or pod
 
 
 def node_summary(nodes: Iterable[Node]) -> dict[str, int]:

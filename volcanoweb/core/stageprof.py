@@ -1,16 +1,20 @@
 """Per-stage CPU counters for the end-to-end benchmark (issue 17); off unless the benchmark turns them on.
 
-With ``VOLCANOWEB_STAGE_PROFILE=<dir>`` in a process's environment, :func:`install` (called by the core
-app's ``ready``) wraps a few entry points of the request and worker paths so that the CPU time of the
-calling thread (``time.thread_time``) spent in each is summed per *stage*, and a daemon thread writes the
-sums with the process's total CPU time to ``<dir>/<pid>.json`` every half second. Stages are exclusive: a
-stage entered inside another (the broadcast on commit inside a controller sync, a simulated bind inside
-the cycle's bind step) is charged to the inner one only, so the stages of a process add up to at most its
-CPU time; the rest (Celery and ASGI plumbing, middleware, idle polling) is the process's remainder.
+The stages are explicit instrumentation points: :func:`stage` marks the entry point of each (the API
+request, the manifests' apply, the controller sync, the cycle's snapshot, decide, apply and bind steps,
+the insights record, the backend mirror, the simulated cluster's pod creation, bind and kubelet, the
+broadcast on commit). With ``VOLCANOWEB_STAGE_PROFILE=<dir>`` in a process's environment when this module
+is imported, the marked functions are wrapped so that the CPU time of the calling thread
+(``time.thread_time``) spent in each is summed per *stage*, and :func:`install` (called by the core app's
+``ready``) starts a daemon thread that writes the sums with the process's total CPU time to
+``<dir>/<pid>.json`` every half second. Stages are exclusive: a stage entered inside another (the
+broadcast on commit inside a controller sync, a simulated bind inside the cycle's bind step) is charged to
+the inner one only, so the stages of a process add up to at most its CPU time; the rest (Celery and ASGI
+plumbing, middleware, idle polling) is the process's remainder.
 
-Without the variable nothing is wrapped: the code paths are the unmodified functions (no flag is read on
-any hot path). The wrapping replaces module attributes, so it only sees calls that look the function up
-through its module at call time (``services.sync_jobs(...)``), which is how the stack calls them.
+Without the variable :func:`stage` returns the function itself: the code paths are the unmodified
+functions (no flag is read on any hot path). This module imports only the standard library, so any layer
+may mark its entry points.
 """
 
 from __future__ import annotations
@@ -23,9 +27,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 ENV = "VOLCANOWEB_STAGE_PROFILE"
+#: Read once, at import: the marked functions are wrapped when they are defined, or never.
+_ENABLED = bool(os.environ.get(ENV))
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: stage -> [cpu seconds, calls]; guarded by _lock
 _totals: dict[str, list[float]] = {}
@@ -72,11 +80,14 @@ def timed(stage: str, func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _patch(owner: Any, name: str, stage: str) -> None:
-    current = getattr(owner, name, None)
-    if current is None or getattr(current, "__stageprof__", None):
-        return
-    setattr(owner, name, timed(stage, current))
+def stage(name: str) -> Callable[[F], F]:
+    """Mark a function as the entry point of the stage ``name``: timed (:func:`timed`) when the profile
+    directory was set at import, else returned unchanged."""
+
+    def mark(func: F) -> F:
+        return cast(F, timed(name, func)) if _ENABLED else func
+
+    return mark
 
 
 def snapshot() -> dict[str, Any]:
@@ -99,42 +110,12 @@ def _writer(directory: Path) -> None:
 
 
 def install() -> bool:
-    """Wrap the stages' entry points and start the writer thread, if the profile directory is set."""
+    """Start the writer thread, if the profile directory is set (the stages were wrapped at import)."""
     global _installed
     directory = os.environ.get(ENV)
     if not directory or _installed:
         return False
     _installed = True
-    from rest_framework.views import APIView
-
-    import scheduler
-    from volcanoweb import apply as apply_module
-    from volcanoweb.api import apply as api_apply
-    from volcanoweb.clusters import services as cluster_services
-    from volcanoweb.clusters.backends import simengine
-    from volcanoweb.insights import recorder
-    from volcanoweb.live import broadcast
-    from volcanoweb.runtime import services as runtime_services
-    from volcanoweb.scheduling import cycles
-
-    _patch(APIView, "dispatch", "api request")
-    _patch(apply_module, "apply_documents", "api apply (manifests)")
-    _patch(api_apply, "apply_documents", "api apply (manifests)")
-    _patch(runtime_services, "sync_jobs", "controller sync")
-    _patch(runtime_services, "sync_job", "controller sync")
-    _patch(cycles, "build_snapshot", "cycle snapshot")
-    _patch(scheduler, "run_cycle", "cycle decide")
-    _patch(cycles, "apply_result", "cycle apply")
-    _patch(recorder, "record_run", "insights record")  # in line or in the recorder's writer thread
-    _patch(cycles, "execute_intents", "cycle bind")
-    _patch(cluster_services, "sync_from_backend", "backend mirror")
-    engine = simengine.SimEngine
-    for name in ("create_pod", "create_pods"):
-        _patch(engine, name, "sim create pods")
-    for name in ("bind", "bind_many"):
-        _patch(engine, name, "sim bind")
-    _patch(engine, "tick", "sim kubelet")
-    _patch(broadcast, "flush", "broadcast")
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
     threading.Thread(target=_writer, args=(path,), name="stageprof-writer", daemon=True).start()

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from volcanoweb.clusters import services as cluster_services
+from volcanoweb.clusters import faults
 from volcanoweb.clusters.models import Node
 from volcanoweb.dashboard.aggregates import request_sums
 from volcanoweb.dashboard.resources import sum_maps
@@ -141,10 +141,10 @@ def totals(nodes: list[NodeView]) -> tuple[dict[str, float], dict[str, float]]:
 def inject(access: Any, action: str, name: str) -> None:
     """Fail, recover, cordon or uncordon a node through the cluster service; LookupError for another action."""
     if action == "fail":
-        cluster_services.fail_node(access, name)
+        faults.fail_node(access, name)
     elif action == "recover":
-        cluster_services.recover_node(access, name)
+        faults.recover_node(access, name)
     elif action in ("cordon", "uncordon"):
-        cluster_services.cordon_node(access, name, unschedulable=action == "cordon")
+        faults.cordon_node(access, name, unschedulable=action == "cordon")
     else:
         raise LookupError(f"unknown action {action!r}")

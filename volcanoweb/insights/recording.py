@@ -32,6 +32,7 @@ from scheduler.result import ReasonKind, cycle_json
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.batchsql import Statement, copy_rows, db_value, execute_batch, insert_statement
 from volcanoweb.core.idlist import one_of
+from volcanoweb.core.stageprof import stage
 from volcanoweb.insights.models import (
     CycleDecision,
     CycleInput,
@@ -86,6 +87,7 @@ class RunRef:
 RECORDER_LOCK = (0x1D51, 1)
 
 
+@stage("insights record")
 def record_run(
     run: RunRef, info: SnapshotInfo, result: CycleResult, config: SchedulerConfig, *, save_ms: bool = True
 ) -> float:

@@ -29,6 +29,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
+from volcanoweb.core.stageprof import stage
 from volcanoweb.live import groups
 from volcanoweb.live.feedsource import LOG_KINDS
 
@@ -92,6 +93,7 @@ def _queue_message(targets: list[str], kind: str, key: str, fields: dict[str, An
     transaction.on_commit(flush)  # at once outside a transaction
 
 
+@stage("broadcast")
 def flush() -> None:
     """Hand every queued message to this process's outbox now (called on commit)."""
     pending = _pending()

@@ -22,6 +22,7 @@ from django.utils import timezone
 from volcanoweb.audit import services as audit
 from volcanoweb.clusters.backend import get_backend
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend
+from volcanoweb.core.stageprof import stage
 from volcanoweb.jobs.models import Command, EventType, Job, Pod, PodGroup, PodGroupPhase, Task
 from volcanoweb.jobs.services import record_event
 from volcanoweb.queues.models import Queue
@@ -78,6 +79,7 @@ def _has_live_pods(job: Job) -> bool:
     return Pod.objects.filter(job=job).exclude(phase__in=("Succeeded", "Failed")).exists()
 
 
+@stage("controller sync")
 def sync_job(job_id: int, *, backend: ClusterBackend | None = None, now: datetime | None = None) -> list[str]:
     """Reconcile one job: consume its commands, fire due timers, react to pod/PodGroup changes, sync.
 
@@ -124,6 +126,7 @@ def _reconcile_locked(
         return controller.executed
 
 
+@stage("controller sync")
 def sync_jobs(
     job_ids: list[int], *, backend: ClusterBackend | None = None, now: datetime | None = None
 ) -> dict[int, list[str]]:

@@ -40,7 +40,7 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 import scheduler
-from scheduler import CycleResult, SchedulerConfig, SessionCache, parse_config
+from scheduler import CycleResult, SchedulerConfig, SessionCache, Snapshot, parse_config
 from scheduler.config import PRODUCT_CONFIG_YAML
 from scheduler.quantity import format_quantity
 from scheduler.result import ReasonKind
@@ -51,6 +51,7 @@ from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.core import metrics
 from volcanoweb.core.idlist import one_of
+from volcanoweb.core.stageprof import stage
 from volcanoweb.insights import recorder
 from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhase
 from volcanoweb.live.broadcast import discard_pending, publish
@@ -375,6 +376,7 @@ def update_queue_status(allocated: dict[str, dict[str, int]] | None = None) -> i
     return changed
 
 
+@stage("cycle apply")
 def apply_result(info: SnapshotInfo, result: CycleResult, run: SchedulingRun, token: int | None = None) -> ApplyStats:
     """Persist a cycle's decisions atomically and idempotently (see the module docstring, step 4).
 
@@ -464,6 +466,7 @@ def _annotate_binds(backend: ClusterBackend, binds: list[PodIntent]) -> None:
                 backend.patch_pod_annotations(ns, name, dict(notes))
 
 
+@stage("cycle bind")
 def execute_intents(backend: ClusterBackend, intents: Iterable[PodIntent]) -> IntentStats:
     """Make the recorded cluster calls; delete each intent the cluster acknowledged (idempotent)."""
     stats = IntentStats()
@@ -629,6 +632,18 @@ def run_claimed_cycle(
     return run
 
 
+@stage("cycle snapshot")
+def _snapshot(memo: Memo | None, now: float | None) -> SnapshotInfo:
+    """The cycle's snapshot step, a stage of its own (the what-if paths' snapshots are not counted)."""
+    return build_snapshot(memo, now)
+
+
+@stage("cycle decide")
+def _decide(snapshot: Snapshot, config: SchedulerConfig, cache: SessionCache | None) -> CycleResult:
+    """The cycle's decide step: the pure core, a stage of its own (the core imports nothing of the web app)."""
+    return scheduler.run_cycle(snapshot, config, registry=PRODUCT_REGISTRY, timer=time.perf_counter, cache=cache)
+
+
 def _run_claimed_cycle(
     token: int, holder: str, backend: ClusterBackend | None, now: float | None, used_state: list[bool]
 ) -> SchedulingRun:
@@ -645,11 +660,9 @@ def _run_claimed_cycle(
         with _loop_state() as (memo, cache):
             if memo is not None:
                 used_state.append(True)
-            info = build_snapshot(memo, now)
+            info = _snapshot(memo, now)
             t1 = time.perf_counter()
-            result = scheduler.run_cycle(
-                info.snapshot, config, registry=PRODUCT_REGISTRY, timer=time.perf_counter, cache=cache
-            )
+            result = _decide(info.snapshot, config, cache)
         t2 = time.perf_counter()
         apply_result(info, result, run, token)
         t3 = time.perf_counter()

@@ -6,7 +6,7 @@ from typing import Any
 
 from volcanoweb.clusters.backends.base import GROUP_NAME_ANNOTATION
 from volcanoweb.clusters.backends.sim import ManualClock
-from volcanoweb.clusters.simdb import DatabaseSimCluster
+from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.tenancy.models import Tenant
 

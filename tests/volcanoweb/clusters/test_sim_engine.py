@@ -36,7 +36,7 @@ from volcanoweb.clusters.backends.base import (
     PodSpec,
 )
 from volcanoweb.clusters.backends.sim import ManualClock, SimCluster
-from volcanoweb.clusters.simdb import DatabaseSimCluster
+from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
 
 pytestmark = pytest.mark.django_db  # for the database store (the memory store ignores it)
 

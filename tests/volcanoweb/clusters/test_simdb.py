@@ -13,7 +13,7 @@ import pytest
 
 from volcanoweb.clusters.backends.base import Conflict, Container, NotFound, PodSpec
 from volcanoweb.clusters.backends.sim import ManualClock
-from volcanoweb.clusters.simdb import DatabaseSimCluster
+from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
 
 pytestmark = pytest.mark.django_db
 

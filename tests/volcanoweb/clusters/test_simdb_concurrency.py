@@ -17,9 +17,9 @@ from django.db import OperationalError, connection, transaction
 
 from volcanoweb.clusters.backends.base import BackendEvent, Conflict, Container, PodInfo, PodSpec
 from volcanoweb.clusters.backends.sim import ManualClock
-from volcanoweb.clusters.backends.simengine import pod_event
+from volcanoweb.clusters.backends.simdb import POD_LOCK_BUCKETS, DatabaseSimCluster, LockOrderError, pod_lock_id
+from volcanoweb.clusters.backends.simtransitions import pod_event
 from volcanoweb.clusters.models import SimNode
-from volcanoweb.clusters.simdb import POD_LOCK_BUCKETS, DatabaseSimCluster, LockOrderError, pod_lock_id
 
 pytestmark = [pytest.mark.postgresql_only, pytest.mark.django_db(transaction=True)]
 

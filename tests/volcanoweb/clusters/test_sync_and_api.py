@@ -8,7 +8,7 @@ import pytest
 
 from tests.volcanoweb.clusters.helpers import make_gang, pod_spec
 from volcanoweb.audit.models import AuditEntry
-from volcanoweb.clusters import services
+from volcanoweb.clusters import faults, services
 from volcanoweb.clusters.models import Node
 from volcanoweb.feed import log
 from volcanoweb.jobs.models import Pod, PodGroup
@@ -140,7 +140,7 @@ def test_evict_pod(synced: Any, cast: Any) -> None:
     services.sync_from_backend()
     backend.bind("team-a", "g-0", "cpu-0")
     backend.tick()
-    services.evict_pod(SYSTEM, "team-a", "g-0")
+    faults.evict_pod(SYSTEM, "team-a", "g-0")
     with pytest.raises(Exception, match="not found"):
         backend.get_pod("team-a", "g-0")
     assert not Pod.objects.filter(namespace="team-a", name="g-0").exists()  # a plain pod is simply gone

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,84 @@ def test_nothing_is_wrapped_without_the_environment_variable(monkeypatch: pytest
     assert not stageprof.enabled()
     assert stageprof.install() is False
     assert not hasattr(runtime_services.sync_jobs, "__stageprof__")
+
+
+def test_a_stage_is_the_function_itself_when_off_and_timed_when_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    def body() -> int:
+        return _busy(1000)
+
+    monkeypatch.setattr(stageprof, "_ENABLED", False)
+    assert stageprof.stage("off")(body) is body
+    monkeypatch.setattr(stageprof, "_ENABLED", True)
+    monkeypatch.setattr(stageprof, "_totals", {})
+    marked = stageprof.stage("on")(body)
+    assert marked is not body
+    assert marked.__stageprof__ == "on"  # type: ignore[attr-defined]
+    assert marked() == body()
+    assert stageprof.snapshot()["stages"]["on"]["calls"] == 1
+
+
+_MARKED = """
+import json
+import django
+
+django.setup()
+from volcanoweb import apply
+from volcanoweb.api import views as api_views
+from volcanoweb.api.base import ApiView
+from volcanoweb.clusters import services as cluster_services
+from volcanoweb.clusters.backends.simengine import SimEngine
+from volcanoweb.insights import recorder
+from volcanoweb.live import broadcast
+from volcanoweb.runtime import services as runtime_services
+from volcanoweb.scheduling import cycles
+
+points = {
+    "ApiView.dispatch": ApiView.dispatch,
+    "apply_documents": apply.apply_documents,
+    "api_views.apply_documents": api_views.apply_documents,
+    "sync_job": runtime_services.sync_job,
+    "sync_jobs": runtime_services.sync_jobs,
+    "snapshot": cycles._snapshot,
+    "decide": cycles._decide,
+    "apply_result": cycles.apply_result,
+    "record_run": recorder.record_run,
+    "execute_intents": cycles.execute_intents,
+    "sync_from_backend": cluster_services.sync_from_backend,
+    "create_pod": SimEngine.create_pod,
+    "create_pods": SimEngine.create_pods,
+    "bind": SimEngine.bind,
+    "bind_many": SimEngine.bind_many,
+    "tick": SimEngine.tick,
+    "flush": broadcast.flush,
+}
+print(json.dumps({name: getattr(func, "__stageprof__", None) for name, func in points.items()}))
+"""
+
+
+def test_with_the_environment_variable_every_stage_marks_its_entry_points(tmp_path: Path) -> None:
+    env = {**os.environ, stageprof.ENV: str(tmp_path), "DJANGO_SETTINGS_MODULE": "volcanoweb.settings"}
+    out = subprocess.run([sys.executable, "-c", _MARKED], env=env, capture_output=True, text=True, check=True)
+    marked = json.loads(out.stdout.strip().splitlines()[-1])
+    assert marked == {
+        "ApiView.dispatch": "api request",
+        "apply_documents": "api apply (manifests)",
+        "api_views.apply_documents": "api apply (manifests)",
+        "sync_job": "controller sync",
+        "sync_jobs": "controller sync",
+        "snapshot": "cycle snapshot",
+        "decide": "cycle decide",
+        "apply_result": "cycle apply",
+        "record_run": "insights record",
+        "execute_intents": "cycle bind",
+        "sync_from_backend": "backend mirror",
+        "create_pod": "sim create pods",
+        "create_pods": "sim create pods",
+        "bind": "sim bind",
+        "bind_many": "sim bind",
+        "tick": "sim kubelet",
+        "flush": "broadcast",
+    }
 
 
 def test_a_nested_stage_is_charged_to_the_inner_stage_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ from django.utils import timezone
 from tests.volcanoweb import builders
 from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters.backends.sim import ManualClock, SimCluster
-from volcanoweb.clusters.backends.simengine import integer_resources
+from volcanoweb.clusters.backends.simrecords import integer_resources
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Command, Job, Pod, PodGroup
 from volcanoweb.runtime import services

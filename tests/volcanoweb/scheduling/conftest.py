@@ -10,7 +10,7 @@ import pytest
 from tests.volcanoweb.clusters.helpers import make_sim
 from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters.backends.sim import ManualClock
-from volcanoweb.clusters.simdb import DatabaseSimCluster
+from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from tests.volcanoweb import builders
 from tests.volcanoweb.clusters.helpers import make_gang, make_sim
 from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters import services as cluster_services
-from volcanoweb.clusters.simdb import DatabaseSimCluster
+from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
 from volcanoweb.feed import log
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Event, Pod

@@ -11,7 +11,7 @@ from tests.volcanoweb import builders
 from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.clusters.backends.sim import ManualClock
-from volcanoweb.clusters.simdb import DatabaseSimCluster
+from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
 from volcanoweb.jobs.models import Job, Pod, PodGroup
 from volcanoweb.queues.builtin import ensure_builtin_queues
 from volcanoweb.runtime import dispatch

@@ -1,7 +1,7 @@
 """Cluster backends: where pods run (see :mod:`.base` for the interface).
 
 ``SimCluster`` (the simulation engine of :mod:`.simengine` over an in-memory
-store; the product's ``clusters.simdb.DatabaseSimCluster`` is the same engine
+store; the product's ``clusters.backends.simdb.DatabaseSimCluster`` is the same engine
 over the database) and ``KubernetesBackend`` (the official client) implement
 :class:`ClusterBackend`. ``KubernetesBackend`` is imported
 lazily so the simulator works without loading the Kubernetes client.
@@ -32,9 +32,8 @@ from .base import (
     Unavailable,
     Volume,
     VolumeMount,
-    group_pods,
-    podgroup_name_for,
 )
+from .grouping import group_pods, podgroup_name_for
 from .sim import Clock, ManualClock, ScaledClock, SimCluster, parse_pool_spec
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@
 * Pods created by other operators with ``schedulerName: volcano`` (Spark,
   Kubeflow) are listed with a server-side field selector
   (``list_pods(scheduler_name="volcano")``) and grouped with
-  :func:`.base.group_pods`.
+  :func:`.grouping.group_pods`.
 
 All responses are read as raw JSON (``_preload_content=False``) and converted
 by :func:`~.kube_wire.pod_from_k8s` / :func:`~.kube_wire.node_from_k8s`

@@ -63,17 +63,10 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Protocol
 
 from .base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL, USAGE_FACTOR_LABEL, BackendEvent, NodeInfo
-from .simengine import (
-    DEFAULT_MAX_PODS,
-    UNREACHABLE_TAINT,
-    NodeRecord,
-    PodKey,
-    PodRecord,
-    SimEngine,
-    SimSettings,
-    SimTx,
-    new_node,
-)
+from .simengine import UNREACHABLE_TAINT, SimEngine
+from .simrecords import DEFAULT_MAX_PODS, NodeRecord, PodKey, PodRecord, SimSettings
+from .simstore import SimTx
+from .simtransitions import new_node
 
 __all__ = [
     "DEFAULT_MAX_PODS",
@@ -339,7 +332,7 @@ class _MemoryTx(SimTx):
 
 
 class MemoryStore:
-    """The simulated cluster's records in dicts, under one re-entrant lock (see :class:`.simengine.SimStore`).
+    """The simulated cluster's records in dicts, under one re-entrant lock (see :class:`.simstore.SimStore`).
 
     A transaction works on copies and writes them back when it ends without an error, so a failed call
     changes nothing, as with the database store.

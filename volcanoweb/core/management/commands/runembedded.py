@@ -30,7 +30,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
         from volcanoweb.core import daphnecompat
@@ -41,30 +40,13 @@ class Command(BaseCommand):
 
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
-        logins: list[str] = []
-        if not options["no_seed"]:
-            from volcanoweb.demo.services import logins as demo_logins
-            from volcanoweb.demo.services import seed_demo
-
-            seed_demo()
-            logins = ["demo logins:", *demo_logins()]
+        logins = [] if options["no_seed"] else seed()
         runner = LoopRunner() if settings.RUN_LOOPS_IN_PROCESS else None
         drain = start_local_drain() if runner else None
         if runner:
             runner.start()
         host, port = options["host"], options["port"]
-        url = f"http://{host}:{port}/"
-        https_port = options["https_port"]
-        if https_port is None:
-            https_port = settings.HTTPS_PORT if settings.HTTPS_PORT is not None else port + 443
-        endpoints = build_endpoint_description_strings(host=host, port=port)
-        if https_port and https_port < 65536:
-            from volcanoweb.core.tls import certificate_hosts, ensure_self_signed, https_endpoint
-
-            cert, key = ensure_self_signed(settings.TLS_DIR, certificate_hosts(host, settings.ALLOWED_HOSTS))
-            endpoints.append(https_endpoint(host, https_port, cert, key))
-            settings.HTTPS_PORT = https_port  # generated kubeconfigs point at this listener
-            url += f" (kubectl: https://{host}:{https_port}, see `vcctl kubeconfig`)"
+        endpoints, url = listeners(host, port, options["https_port"])
 
         def ready() -> None:
             self.stdout.write(self.style.SUCCESS(f"volcanoweb is up at {url}"))
@@ -91,6 +73,37 @@ class Command(BaseCommand):
             if drain:
                 stop_local_drain(drain)
             self.stdout.write("stopped.")
+
+
+def seed() -> list[str]:
+    """Create the demo data (once: the seed skips what exists); return the lines that list its logins."""
+    from volcanoweb.demo.services import logins as demo_logins
+    from volcanoweb.demo.services import seed_demo
+
+    seed_demo()
+    return ["demo logins:", *demo_logins()]
+
+
+def listeners(host: str, port: int, https_port: int | None) -> tuple[list[str], str]:
+    """Daphne's endpoints (HTTP, and HTTPS for kubectl unless its port is 0) and the URL to announce.
+
+    ``https_port`` None: ``$HTTPS_PORT``, else ``port + 443``. The HTTPS listener uses a self-signed
+    certificate under ``settings.TLS_DIR`` and is remembered in ``settings.HTTPS_PORT`` (kubeconfigs point at it).
+    """
+    from daphne.endpoints import build_endpoint_description_strings
+
+    url = f"http://{host}:{port}/"
+    if https_port is None:
+        https_port = settings.HTTPS_PORT if settings.HTTPS_PORT is not None else port + 443
+    endpoints = build_endpoint_description_strings(host=host, port=port)
+    if https_port and https_port < 65536:
+        from volcanoweb.core.tls import certificate_hosts, ensure_self_signed, https_endpoint
+
+        cert, key = ensure_self_signed(settings.TLS_DIR, certificate_hosts(host, settings.ALLOWED_HOSTS))
+        endpoints.append(https_endpoint(host, https_port, cert, key))
+        settings.HTTPS_PORT = https_port  # generated kubeconfigs point at this listener
+        url += f" (kubectl: https://{host}:{https_port}, see `vcctl kubeconfig`)"
+    return endpoints, url
 
 
 def start_local_drain() -> LocalDrain:

@@ -1,6 +1,6 @@
 """DatabaseSimCluster: the simulated cluster with its state in the database, shared by all processes.
 
-The simulation engine (:mod:`volcanoweb.clusters.backends.simengine`, the same one ``SimCluster`` runs
+The simulation engine (:mod:`.simengine`, the same one ``SimCluster`` runs
 in memory) over a :class:`DatabaseStore`: the ``Sim*`` tables of :mod:`volcanoweb.clusters.models`, so the
 web process, Celery workers and beat see ONE cluster.
 
@@ -44,31 +44,21 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 
-from volcanoweb.clusters.backends.base import BackendEvent
-from volcanoweb.clusters.backends.sim import Clock, ScaledClock, parse_pool_spec
-from volcanoweb.clusters.backends.simengine import (
-    NODE_FIELDS,
-    POD_FIELDS,
-    NodeRecord,
-    PodKey,
-    PodRecord,
-    SimEngine,
-    SimSettings,
-    SimTx,
-    integer_resources,
-    new_node,
-    node_capacity,
-)
 from volcanoweb.clusters.bulk import bulk_update_rows
 from volcanoweb.clusters.models import SimEvent, SimNode, SimObject, SimPod, SimState
 from volcanoweb.core.idlist import one_of
+
+from .base import BackendEvent
+from .sim import Clock, ScaledClock, parse_pool_spec
+from .simengine import SimEngine
+from .simrecords import NODE_FIELDS, POD_FIELDS, NodeRecord, PodKey, PodRecord, SimSettings
+from .simstore import SimTx
+from .simtransitions import new_node
 
 __all__ = [
     "DatabaseSimCluster",
     "DatabaseStore",
     "LockOrderError",
-    "integer_resources",
-    "node_capacity",
     "pod_lock_id",
 ]
 
@@ -353,7 +343,7 @@ class _DatabaseTx(SimTx):
 
 
 class DatabaseStore:
-    """The simulated cluster's records in the ``Sim*`` tables (see :class:`.simengine.SimStore`).
+    """The simulated cluster's records in the ``Sim*`` tables (see :class:`.simstore.SimStore`).
 
     ``seed`` is what the first process to touch the sim stores; afterwards the stored values win, so
     every process agrees. ``clock`` overrides the stored scaled clock (tests pass a ManualClock).
