@@ -58,6 +58,7 @@ from volcanoweb.queues.models import Queue
 from volcanoweb.runtime.dispatch import request_sync
 from volcanoweb.scheduling import messages
 from volcanoweb.scheduling.extender import PRODUCT_REGISTRY
+from volcanoweb.scheduling.memo import Memo
 from volcanoweb.scheduling.models import (
     IntentKind,
     PodIntent,
@@ -66,7 +67,7 @@ from volcanoweb.scheduling.models import (
     SchedulerProfile,
     SchedulingRun,
 )
-from volcanoweb.scheduling.snapshots import Memo, SnapshotInfo, build_snapshot
+from volcanoweb.scheduling.snapshots import SnapshotInfo, build_snapshot
 
 log = logging.getLogger(__name__)
 

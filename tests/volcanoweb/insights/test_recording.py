@@ -23,9 +23,10 @@ from volcanoweb.insights import taskscan, timeline
 from volcanoweb.insights.models import CycleInput, CycleSnapshot, QueueSample, TimelineEntry
 from volcanoweb.insights.recording import input_text
 from volcanoweb.jobs.models import Job, PodGroup
+from volcanoweb.scheduling.memo import Memo
 from volcanoweb.scheduling.models import RunStatus
 from volcanoweb.scheduling.services import run_cycle
-from volcanoweb.scheduling.snapshots import Memo, build_snapshot
+from volcanoweb.scheduling.snapshots import build_snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 
