@@ -115,7 +115,7 @@ def install() -> bool:
     from volcanoweb.insights import recorder
     from volcanoweb.live import broadcast
     from volcanoweb.runtime import services as runtime_services
-    from volcanoweb.scheduling import cycles
+    from volcanoweb.scheduling import cycles, decisions, intents
 
     _patch(APIView, "dispatch", "api request")
     _patch(apply_module, "apply_documents", "api apply (manifests)")
@@ -124,9 +124,9 @@ def install() -> bool:
     _patch(runtime_services, "sync_job", "controller sync")
     _patch(cycles, "build_snapshot", "cycle snapshot")
     _patch(scheduler, "run_cycle", "cycle decide")
-    _patch(cycles, "apply_result", "cycle apply")
+    _patch(decisions, "apply_result", "cycle apply")
     _patch(recorder, "record_run", "insights record")  # in line or in the recorder's writer thread
-    _patch(cycles, "execute_intents", "cycle bind")
+    _patch(intents, "execute_intents", "cycle bind")
     _patch(cluster_services, "sync_from_backend", "backend mirror")
     engine = simengine.SimEngine
     for name in ("create_pod", "create_pods"):
