@@ -26,7 +26,7 @@ from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
 from volcanoweb.clusters.models import SimPod
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.queues.builtin import ensure_builtin_queues
-from volcanoweb.scheduling import cycles
+from volcanoweb.scheduling import lease
 from volcanoweb.scheduling.models import PodIntent, RunStatus, SchedulerLease, SchedulingRun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -38,12 +38,12 @@ NODE_CPU = 8000
 #: mid-cycle, so both run cycles at the same time and the fencing token has to keep them apart.
 RACING = """
 import time
-from volcanoweb.scheduling import cycles
+from volcanoweb.scheduling import cycles, lease
 deadline = time.time() + {seconds}
 runs = 0
 while time.time() < deadline:
-    holder = cycles.default_holder()
-    token = cycles.claim_cycle(holder, seconds=0.01)
+    holder = lease.default_holder()
+    token = lease.claim_cycle(holder, seconds=0.01)
     if token is not None:
         cycles.run_claimed_cycle(token, holder)
         runs += 1
@@ -163,7 +163,7 @@ def test_a_worker_killed_after_applying_loses_nothing(sim: Any, tmp_path: Path) 
     assert not SimPod.objects.exclude(node_name="").exists()
     assert Pod.objects.exclude(node_name="").count() == 16
     # The dead worker's lease runs out (simulated: its expiry moved to now), and another worker takes over.
-    SchedulerLease.objects.filter(name=cycles.LEASE_NAME).update(expires_at=timezone.now())
+    SchedulerLease.objects.filter(name=lease.LEASE_NAME).update(expires_at=timezone.now())
     survivor = start(ONE_CYCLE, env(tmp_path), tmp_path / "survivor.log")
     assert survivor.wait(120) == 0, (tmp_path / "survivor.log").read_text()
     recovering = SchedulingRun.objects.order_by("-pk").first()

@@ -92,7 +92,7 @@ def topology_tree(nodes: list[NodeView]) -> list[HyperNodeRow]:
     from scheduler.model import EMPTY
     from scheduler.model import Node as CoreNode
     from scheduler.topology import CLUSTER_TOP, Topology
-    from volcanoweb.scheduling.snapshots import hyper_nodes
+    from volcanoweb.scheduling.converters import hyper_nodes
 
     specs = hyper_nodes()
     if not specs:

@@ -3,230 +3,32 @@
 Sources, in order: the PodGroup's status conditions written by the scheduler (Unschedulable with
 its reason and message), the newest SchedulingRun's reasons when the runtime records them, warning
 events, then our own checks against the queue (state, capability, deserved share) and the cluster
-(total capacity), and the job's position among pending jobs of its queue.
+(total capacity), and the job's position among pending jobs of its queue. The lines themselves, and the
+scheduler's reasons as people read them, are :mod:`volcanoweb.dashboard.reasons`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Q
 
 from volcanoweb.dashboard import cluster
-from volcanoweb.dashboard.resources import MAIN_RESOURCES, fmt, parse_map
+from volcanoweb.dashboard.reasons import (
+    Reason,
+    human_message,
+    resource_label,
+    resource_unit,
+    scheduler_reason,
+    vector_text,
+)
+from volcanoweb.dashboard.resources import fmt, parse_map
 from volcanoweb.jobs.models import Event, EventType, Job, JobPhase, PodGroup, PodGroupPhase
 from volcanoweb.queues.models import Queue, QueueState
 from volcanoweb.scheduling.cycles import active_config
-from volcanoweb.scheduling.messages import readable, rewrite_vectors
+from volcanoweb.scheduling.messages import readable
 
 WAITING_PHASES = (JobPhase.PENDING, JobPhase.RESTARTING)
-
-
-@dataclass
-class Reason:
-    """One explanation line: where it comes from, a short title and details.
-
-    Reasons from the scheduler also carry ``kind`` (the core's ReasonKind), ``facts`` (label, value)
-    from its numbers, ``fit_errors`` (predicate message, node count) and ``cycle`` (the run id).
-    """
-
-    source: str
-    title: str
-    detail: str = ""
-    severity: str = "warn"  # info | warn | block
-    kind: str = ""
-    plugin: str = ""
-    facts: list[tuple[str, str]] = field(default_factory=list)
-    fit_errors: list[tuple[str, int]] = field(default_factory=list)
-    cycle: str = ""
-
-
-#: The scheduler core's ReasonKind values (scheduler/result.py) as headlines people read.
-KIND_TITLES = {
-    "enqueue-rejected": "Not admitted: the queue or the cluster cannot take the whole gang",
-    "never-fits": "Can never run: no node can hold its pods, even with the cluster empty",
-    "queue-closed": "Its queue is closed",
-    "queue-missing": "Its queue does not exist",
-    "invalid": "Not enough pods exist for the gang",
-    "queue-overused": "Its queue has used its deserved share",
-    "capability-exceeded": "Its queue's capability is exhausted",
-    "predicate-failure": "No node can run the pods",
-    "gang-shortfall": "Only part of the gang fits",
-    "not-reached": "Not reached in the last cycle",
-    "network-topology": "No network domain its topology allows fits the gang",
-}
-#: Labels for the core's reason numbers (JobReason.numbers); others are shown with their key.
-NUMBER_LABELS = {
-    "requested": "Gang requests",
-    "capability": "Queue may use (its real capability)",
-    "deserved": "Queue deserved",
-    "guarantee": "Queue guarantee",
-    "queue_allocated": "Queue allocated",
-    "inqueue": "Queue admitted (inqueue)",
-    "elastic": "Elastic",
-    "free": "Free in cluster",
-    "idle": "Idle in cluster",
-    "task": "Task",
-    "per_pod": "Each pod asks",
-    "largest_node": "Largest node it may use",
-    "eligible_nodes": "Nodes its selector, affinity and tolerations admit",
-    "fitting_pods": "Pods that fit some node",
-    "minimum_pods": "Pods the gang needs",
-    "holds": "Admission room it would hold",
-}
-COUNT_KEYS = ("min_available", "ready", "pending", "pipelined", "allocated", "total", "nodes")
-
-
-def _label(name: str) -> str:
-    return next((label for key, label, _ in MAIN_RESOURCES if key == name), name)
-
-
-def _vector_text(values: dict[str, Any]) -> str:
-    units = {"cpu": "CPU", "memory": "GiB", "nvidia.com/gpu": "GPU"}
-    parts = [
-        f"{fmt(k, v)} {units.get(k, k)}"
-        for k, v in sorted(values.items(), key=lambda kv: (kv[0] not in units, kv[0]))
-        if isinstance(v, int | float) and not isinstance(v, bool) and k != "pods"
-    ]
-    return ", ".join(parts) or "none"
-
-
-def human_message(text: str) -> str:
-    """Rewrite resource vectors the core prints in its units (``{'cpu': 8000, 'memory': 34359738368}``, millicores
-    and bytes, as Volcano does) into the units people read (``8 CPU, 32 GiB``)."""
-    return rewrite_vectors(text, _vector_text)
-
-
-def overcommit_factor() -> float | None:
-    """The overcommit plugin's factor in the active configuration (None when the plugin is off)."""
-    from volcanoweb.scheduling.cycles import active_config
-
-    config, _version = active_config()
-    for tier in config.tiers:
-        for plugin in tier.plugins:
-            if plugin.name == "overcommit":
-                factor = float(plugin.arguments.get("overcommit-factor", 1.2))
-                return factor if factor >= 1.0 else 1.2  # the plugin's own rule for a factor below 1
-    return None
-
-
-def reason_facts(numbers: dict[str, Any], plugin: str = "") -> list[tuple[str, str]]:
-    """Turn a JobReason's ``numbers`` into (label, value) lines; empty vectors are left out."""
-    facts: list[tuple[str, str]] = []
-    counts = {k: numbers.get(k) for k in COUNT_KEYS if isinstance(numbers.get(k), int)}
-    if "min_available" in counts:
-        line = f"{counts.get('ready', 0)} of {counts['min_available']} minimum ready"
-        if counts.get("total"):
-            line += f" · {counts['total']} pods"
-        if counts.get("pending"):
-            line += f" · {counts['pending']} pending"
-        if counts.get("pipelined"):
-            line += f" · {counts['pipelined']} pipelined"
-        facts.append(("Gang", line))
-    if isinstance(numbers.get("nodes"), int):
-        facts.append(("Nodes considered", str(numbers["nodes"])))
-    factor = overcommit_factor() if plugin == "overcommit" and isinstance(numbers.get("idle"), dict) else None
-    if factor is not None:
-        facts += _overcommit_facts(numbers, factor)
-    facts += _quota_facts(numbers)
-    for key, value in numbers.items():
-        if key in COUNT_KEYS or (key == "idle" and factor is not None):
-            continue  # idle x factor, rounded by the core, is replaced by the exact comparison above
-        if isinstance(value, dict):
-            if value:
-                facts.append((NUMBER_LABELS.get(key, key.replace("_", " ").capitalize()), _vector_text(value)))
-        elif isinstance(value, int | float | str) and not isinstance(value, bool) and value != "":
-            facts.append((NUMBER_LABELS.get(key, key.replace("_", " ").capitalize()), str(value)))
-    return facts
-
-
-def _numbers(value: Any) -> dict[str, float]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-
-
-def _overcommit_facts(numbers: dict[str, Any], factor: float) -> list[tuple[str, str]]:
-    """The overcommit plugin's comparison, with the cluster's figures now (as the Nodes page adds them up, to the
-    unit): ``inqueue + requested > total x factor - used`` for each resource the gang asks."""
-    nodes = [n for n in cluster.inventory() if n.ready]  # the scheduler's snapshot takes every Ready node
-    total: dict[str, float] = {}
-    for n in nodes:
-        for k, v in n.allocatable.items():
-            total[k] = total.get(k, 0.0) + float(v)
-    used = cluster.allocated_total()
-    requested, inqueue = _numbers(numbers.get("requested")), _numbers(numbers.get("inqueue"))
-    free = {k: max(total.get(k, 0.0) - used.get(k, 0.0), 0.0) for k in total if k != "pods"}
-    facts = [("Free in cluster (as on the Nodes page)", _vector_text(free))]
-    for name, want in sorted(requested.items()):
-        if name == "pods" or not want:
-            continue
-        held = inqueue.get(name, 0.0)
-        room = total.get(name, 0.0) * factor - used.get(name, 0.0)
-        verdict = ">" if held + want > room + 1e-9 else "≤"
-        unit = _unit(name)
-        facts.append(
-            (
-                f"Decided on {_label(name)}",
-                f"{fmt(name, held)} admitted (inqueue) + {fmt(name, want)} requested = {fmt(name, held + want)} {unit} "
-                f"{verdict} {fmt(name, room)} {unit} admissible ({fmt(name, total.get(name, 0.0))} in the cluster "
-                f"\u00d7 overcommit factor {factor:g} \u2212 {fmt(name, used.get(name, 0.0))} in use)",
-            )
-        )
-    return facts
-
-
-def _quota_facts(numbers: dict[str, Any]) -> list[tuple[str, str]]:
-    """A queue quota refusal's comparison: ``requested + allocated + inqueue - elastic > capability``."""
-    if "capability" not in numbers or "queue_allocated" not in numbers:
-        return []
-    requested, capability = _numbers(numbers.get("requested")), _numbers(numbers.get("capability"))
-    allocated, inqueue = _numbers(numbers.get("queue_allocated")), _numbers(numbers.get("inqueue"))
-    elastic = _numbers(numbers.get("elastic"))
-    facts = []
-    for name, want in sorted(requested.items()):
-        if name == "pods" or name not in capability:
-            continue
-        total = want + allocated.get(name, 0.0) + inqueue.get(name, 0.0) - elastic.get(name, 0.0)
-        verdict = ">" if total > capability[name] + 1e-9 else "≤"
-        unit = _unit(name)
-        facts.append(
-            (
-                f"Decided on {_label(name)}",
-                f"{fmt(name, want)} requested + {fmt(name, allocated.get(name, 0.0))} allocated + "
-                f"{fmt(name, inqueue.get(name, 0.0))} admitted \u2212 {fmt(name, elastic.get(name, 0.0))} elastic = "
-                f"{fmt(name, total)} {unit} {verdict} {fmt(name, capability[name])} {unit} the queue may use",
-            )
-        )
-    return facts
-
-
-def scheduler_reason(data: dict[str, Any], cycle: str = "") -> Reason:
-    """Build the panel line for one stored JobReason (``JobReason.to_json()``)."""
-    kind = str(data.get("kind") or "")
-    fit = data.get("fit_errors") or {}
-    fit_errors = sorted(
-        ((str(k), int(v)) for k, v in fit.items() if isinstance(v, int | float)), key=lambda kv: (-kv[1], kv[0])
-    )
-    numbers = data.get("numbers") if isinstance(data.get("numbers"), dict) else {}
-    detail = human_message(str(data.get("message") or ""))
-    if kind == "enqueue-rejected" and data.get("plugin") == "overcommit":
-        detail += (
-            " — “overused” is Volcano's word for the admission room: the minimum resources of every "
-            "admitted gang count as taken, whether its pods run or not, so an idle cluster can be “overused”."
-        )
-    return Reason(
-        "scheduler",
-        KIND_TITLES.get(kind, kind.replace("-", " ").capitalize() or "Unschedulable"),
-        detail,
-        "info" if kind == "not-reached" else "block",
-        kind=kind,
-        plugin=str(data.get("plugin") or ""),
-        facts=reason_facts(numbers or {}, str(data.get("plugin") or "")),
-        fit_errors=fit_errors,
-        cycle=cycle,
-    )
 
 
 def _stored_reason(podgroup: PodGroup | None) -> Reason | None:
@@ -310,7 +112,7 @@ def _queue_checks(
             out.append(
                 Reason(
                     "queue",
-                    f"Needs more {_label(name)} than the queue may ever use",
+                    f"Needs more {resource_label(name)} than the queue may ever use",
                     f"The gang needs {fmt(name, amount)} but {queue.name}'s capability is "
                     f"{fmt(name, capability[name])}.",
                     "block",
@@ -322,7 +124,7 @@ def _queue_checks(
             out.append(
                 Reason(
                     "cluster",
-                    f"Needs more {_label(name)} than the whole cluster has",
+                    f"Needs more {resource_label(name)} than the whole cluster has",
                     f"The gang needs {fmt(name, amount)}; schedulable nodes offer "
                     f"{fmt(name, capacity.get(name, 0))} in total.",
                     "block",
@@ -333,7 +135,7 @@ def _queue_checks(
             out.append(
                 Reason(
                     "cluster",
-                    f"Not enough free {_label(name)} right now",
+                    f"Not enough free {resource_label(name)} right now",
                     f"The gang needs {fmt(name, amount)}; {fmt(name, free)} is free. "
                     "It starts when running work finishes or is reclaimed.",
                     "warn",
@@ -366,7 +168,7 @@ def _real_capability(
         out.append(
             Reason(
                 "queue",
-                f"Needs more {_label(name)} than queue {queue.name} can ever get",
+                f"Needs more {resource_label(name)} than queue {queue.name} can ever get",
                 f"The gang needs {fmt(name, amount)}; {queue.name} can get at most {fmt(name, max(real, 0))}: the "
                 f"cluster's {fmt(name, total)} less what other queues' guarantees reserve ({held}). It is never "
                 "admitted here: ask a platform admin to move the guarantee to this queue, or submit it smaller.",
@@ -458,10 +260,10 @@ def _holders(job: Job, queue: Queue | None, short: list[str], readable: list[int
             others += 1
             continue
         if len(parts) < 5:
-            parts.append(f"{holder.namespace}/{holder.name} ({fmt(resource, amount)} {_unit(resource)})")
+            parts.append(f"{holder.namespace}/{holder.name} ({fmt(resource, amount)} {resource_unit(resource)})")
     if others:
         parts.append(f"{others} job{'s' if others != 1 else ''} of other tenants")
-    return Reason("holders", f"{_label(resource)} in {where} is held by", ", ".join(parts) + ".", "info")
+    return Reason("holders", f"{resource_label(resource)} in {where} is held by", ", ".join(parts) + ".", "info")
 
 
 def _short_resources(
@@ -484,10 +286,6 @@ def _short_resources(
     return sorted(out, key=lambda kv: -kv[1])
 
 
-def _unit(name: str) -> str:
-    return {"cpu": "CPU", "memory": "GiB", "nvidia.com/gpu": "GPU"}.get(name, name)
-
-
 def never_fitting_tasks(job: Job, inventory: list[Any]) -> list[tuple[str, str]]:
     """(task name, what it asks that no node has) for each task of ``job`` whose pods no single schedulable node
     can ever hold (an 8-GPU pod on 4-GPU nodes), however much the cluster has in total."""
@@ -505,7 +303,7 @@ def never_fitting_tasks(job: Job, inventory: list[Any]) -> list[tuple[str, str]]
         for k, v in need.items():
             largest = max(n.allocatable.get(k, 0) for n in nodes)
             if largest < v:
-                short.append(f"{fmt(k, v)} {_unit(k)} (the largest node has {fmt(k, largest)})")
+                short.append(f"{fmt(k, v)} {resource_unit(k)} (the largest node has {fmt(k, largest)})")
         detail = (
             "asks " + "; ".join(short)
             if short
@@ -555,7 +353,7 @@ def room_blockers(
         tasks = never_fitting_tasks(holder, inventory)
         if not tasks:
             continue
-        holds = _vector_text(parse_map(group.min_resources or {}))
+        holds = vector_text(parse_map(group.min_resources or {}))
         if readable is not None and holder.tenant_id not in readable:
             out.append(
                 Reason(
@@ -643,118 +441,3 @@ def why_pending(job: Job, readable: list[int] | None = None) -> list[Reason]:
 def podgroup_of(job: Job) -> Any:
     """Return the job's PodGroup or None."""
     return PodGroup.objects.filter(job=job).first()
-
-
-def forecast_job(spec: dict[str, Any]) -> tuple[str, str, list[Reason]]:
-    """For a validated Job spec, say what would happen now: (level, headline, reasons).
-
-    level is "ok" (fits now), "wait" (admitted, would wait) or "never" (cannot run as things are).
-    """
-    from volcanoweb.manifests.jobs import task_min_resources
-
-    queue_name = spec.get("queue") or "default"
-    need = {k: int(v) for k, v in task_min_resources(spec).items()}
-    queue = Queue.objects.filter(name=queue_name).first()
-    reasons: list[Reason] = []
-    if queue is None:
-        reasons.append(Reason("queue", f"Queue {queue_name} does not exist", "", "block"))
-    else:
-        if queue.state != QueueState.OPEN:
-            reasons.append(
-                Reason(
-                    "queue",
-                    f"Queue {queue.name} is {queue.state}",
-                    "The job would be refused or never enqueued until it opens.",
-                    "block",
-                )
-            )
-        capability = parse_map(queue.capability)
-        for name, amount in need.items():
-            if name in capability and amount > capability[name]:
-                reasons.append(
-                    Reason(
-                        "queue",
-                        f"Needs {fmt(name, amount)} {_label(name)}, queue capability is {fmt(name, capability[name])}",
-                        "",
-                        "block",
-                    )
-                )
-    capacity, allocated = cluster.capacity_and_allocated()
-    for name, amount in need.items():
-        if name in ("pods",):
-            continue
-        if capacity and amount > capacity.get(name, 0):
-            reasons.append(
-                Reason(
-                    "cluster",
-                    f"Needs {fmt(name, amount)} {_label(name)}; the cluster has {fmt(name, capacity.get(name, 0))}",
-                    "",
-                    "block",
-                )
-            )
-        elif capacity and amount > capacity.get(name, 0) - allocated.get(name, 0):
-            free = max(capacity.get(name, 0) - allocated.get(name, 0), 0)
-            reasons.append(
-                Reason(
-                    "cluster",
-                    f"Only {fmt(name, free)} {_label(name)} free of the {fmt(name, amount)} the gang needs",
-                    "It would wait in the queue until resources free up.",
-                    "warn",
-                )
-            )
-    if not capacity:
-        reasons.append(
-            Reason(
-                "cluster",
-                "No node inventory yet",
-                "Cannot tell whether the gang fits until the cluster reports its nodes.",
-                "warn",
-            )
-        )
-    units = {"cpu": "CPU", "memory": "GiB memory", "nvidia.com/gpu": "GPU"}
-    summary = ", ".join(f"{fmt(n, a)} {units.get(n, n)}" for n, a in need.items() if n != "pods") or "no resources"
-    reasons.insert(
-        0,
-        Reason(
-            "gang",
-            f"Gang of {spec.get('minAvailable', 0)} pod(s) in queue {queue_name}",
-            f"Minimum to start: {summary}.",
-            "info",
-        ),
-    )
-    if any(r.severity == "block" for r in reasons):
-        return "never", "Would be stored but cannot start as things are", reasons
-    if any(r.severity == "warn" for r in reasons):
-        return "wait", "Would be admitted and wait for resources", reasons
-    return "ok", "Would be admitted and fits the cluster now", reasons
-
-
-def simulated_verdict(job: dict[str, Any], forecast_level: str) -> tuple[str, str, Reason]:
-    """The Submit dry run's verdict from one simulated cycle (``api.simulate``) of the core on the live snapshot.
-
-    Returns (level, headline, the scheduler's reason line). The cycle runs enqueue and allocate with the
-    active configuration, so a queue at its capability or a gang that does not fit says so here, as it
-    would in the scheduler.
-    """
-    pods, placed = int(job["pods"]), int(job["placed"])
-    reason = job.get("reason") or {}
-    why = str(reason.get("message") or "")
-    fit = reason.get("fitErrors") or {}
-    detail = why
-    if fit:
-        nodes_text = "; ".join(f"{n} node(s): {msg}" for msg, n in sorted(fit.items()))
-        detail += (" " if detail else "") + "Nodes: " + nodes_text
-    if job["scheduled"]:
-        nodes = sorted({p["node"] for p in job["placements"] if p["how"] == "bind"})
-        shown = ", ".join(nodes[:6]) + (f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
-        line = Reason("scheduler", f"Placed {placed} of {pods} pods in the simulated cycle", f"On {shown}.", "info")
-        return "ok", f"Would be admitted and placed now: {placed} of {pods} pods", line
-    if job["admitted"]:
-        line = Reason("scheduler", f"Admitted; {placed} of {pods} pods placed in the simulated cycle", detail, "warn")
-        return "wait", f"Would be admitted but wait: {why or 'the gang does not fit yet'}", line
-    if reason.get("kind") == "never-fits":
-        line = Reason("scheduler", "Refused by the enqueue gate in the simulated cycle", human_message(why), "block")
-        return "never", f"Can never run: {human_message(why.split('can never run: ', 1)[-1])}", line
-    level = "never" if forecast_level == "never" else "wait"
-    line = Reason("scheduler", "Not admitted by the enqueue action in the simulated cycle", detail, "block")
-    return level, f"Would be stored but stay Pending: {why or 'the queue cannot admit it now'}", line

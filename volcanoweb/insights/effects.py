@@ -106,6 +106,39 @@ def _name(key: str, visible: set[str] | None, names: dict[str, str] | None = Non
     return (names or {}).get(key, key)
 
 
+def _without_change(
+    entry: AuditEntry, row: CycleInput, snapshot: Snapshot, config: SchedulerConfig
+) -> tuple[Snapshot, SchedulerConfig, str] | str:
+    """The recorded cycle's input with ``entry``'s change undone and what was undone; else why it cannot be."""
+    if entry.kind == QUEUE.kind:
+        changed = _without_queue_change(snapshot, entry)
+        if changed is None:
+            return "the queue before the change cannot be rebuilt"
+        return changed, config, "the queue as it was before the change"
+    previous = _previous_config(row)
+    if previous is None:
+        return "no kept cycle before the change to take its configuration"
+    return snapshot, previous, "the configuration of the last kept cycle before the change"
+
+
+def _share_changes(with_change: dict[str, Any], without: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each queue whose allocation differs with the change, and by how much (``+2``, ``-4Gi``; pods left out)."""
+    shares = []
+    for queue in sorted(set(with_change) | set(without)):
+        a, b = dict(with_change.get(queue) or {}), dict(without.get(queue) or {})
+        diff = {
+            k: a.get(k, 0) - b.get(k, 0) for k in sorted(set(a) | set(b)) if k != "pods" and a.get(k, 0) != b.get(k, 0)
+        }
+        if diff:
+            shares.append(
+                {
+                    "queue": queue,
+                    "change": {k: ("+" if v > 0 else "-") + format_quantity(k, abs(v)) for k, v in diff.items()},
+                }
+            )
+    return shares
+
+
 def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
     """Return the effects of a Queue or scheduler-configuration audit entry the caller may see (else None)."""
     entry = AuditEntry.objects.filter(pk=audit_id, kind__in=(QUEUE.kind, SCHEDULER_CONFIG.kind)).first()
@@ -128,35 +161,14 @@ def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
         snapshot, config, _doc = load_cycle_input(input_text(row))
     except (CycleInputError, ValueError) as exc:
         return {**base, "available": False, "message": f"the cycle input cannot be read: {exc}"}
-    other_snapshot, other_config = snapshot, config
-    if entry.kind == QUEUE.kind:
-        changed = _without_queue_change(snapshot, entry)
-        if changed is None:
-            return {**base, "available": False, "message": "the queue before the change cannot be rebuilt"}
-        other_snapshot = changed
-        undone = "the queue as it was before the change"
-    else:
-        previous = _previous_config(row)
-        if previous is None:
-            return {**base, "available": False, "message": "no kept cycle before the change to take its configuration"}
-        other_config = previous
-        undone = "the configuration of the last kept cycle before the change"
+    other = _without_change(entry, row, snapshot, config)
+    if isinstance(other, str):
+        return {**base, "available": False, "message": other}
+    other_snapshot, other_config, undone = other
     with_change = _outcome(_run(snapshot, config))
     without = _outcome(_run(other_snapshot, other_config))
     visible = readable_namespaces(access)
-    shares = []
-    for queue in sorted(set(with_change["allocated"]) | set(without["allocated"])):
-        a, b = dict(with_change["allocated"].get(queue) or {}), dict(without["allocated"].get(queue) or {})
-        diff = {
-            k: a.get(k, 0) - b.get(k, 0) for k in sorted(set(a) | set(b)) if k != "pods" and a.get(k, 0) != b.get(k, 0)
-        }
-        if diff:
-            shares.append(
-                {
-                    "queue": queue,
-                    "change": {k: ("+" if v > 0 else "-") + format_quantity(k, abs(v)) for k, v in diff.items()},
-                }
-            )
+    shares = _share_changes(with_change["allocated"], without["allocated"])
     groups = set().union(*(with_change[k] ^ without[k] for k in ("bound", "admitted")))
     names = _job_names(groups)
     evicted = with_change["evictions"] - without["evictions"]

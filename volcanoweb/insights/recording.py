@@ -4,6 +4,11 @@ The scheduling cycle hands each committed cycle to :mod:`volcanoweb.insights.rec
 :func:`record_run` once for it, in line or in its writer thread. Recording
 only observes: it never changes a row the scheduler reads, and a failure here is logged and leaves
 the cycle's outcome untouched.
+
+This module holds the run's transaction and the cycle inputs (the replayable files, their shared
+snapshot texts, the decisions they back and their prune). The wait intervals are in
+:mod:`volcanoweb.insights.timeline` and the queue samples in :mod:`volcanoweb.insights.queue_samples`,
+both fed by one pass over the cycle's tasks (:mod:`volcanoweb.insights.taskscan`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import threading
 import time
 import uuid
 import zlib
-from collections import Counter, defaultdict
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,38 +29,24 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from scheduler import CycleResult, Resource, SchedulerConfig, Snapshot
+from scheduler import CycleResult, SchedulerConfig, Snapshot
 from scheduler.config import dump_config
-from scheduler.model import JobPhase, TaskStatus
 from scheduler.replay import SnapshotEncoder, cycle_input_text, encode_clock
-from scheduler.result import ReasonKind, cycle_json
+from scheduler.result import cycle_json
 from volcanoweb.audit.models import AuditEntry
-from volcanoweb.core.batchsql import Statement, copy_rows, db_value, execute_batch, insert_statement
+from volcanoweb.core.batchsql import Statement, execute_batch, insert_statement
 from volcanoweb.core.idlist import one_of
 from volcanoweb.core.stageprof import stage
-from volcanoweb.insights.models import (
-    CycleDecision,
-    CycleInput,
-    CycleSnapshot,
-    DecisionKind,
-    EntryKind,
-    QueueSample,
-    Resolution,
-    TimelineEntry,
-)
+from volcanoweb.insights import timeline
+from volcanoweb.insights.models import CycleDecision, CycleInput, CycleSnapshot, DecisionKind
+from volcanoweb.insights.queue_samples import record_queue_samples
+from volcanoweb.insights.taskscan import TaskScan
 from volcanoweb.jobs.models import PodGroup
 from volcanoweb.manifests.parse import QUEUE, SCHEDULER_CONFIG
 from volcanoweb.scheduling.models import SchedulingRun
 from volcanoweb.scheduling.snapshots import SnapshotInfo
 
 log = logging.getLogger(__name__)
-
-#: Reasons about a queue's quota: the timeline names the jobs holding the queue's resources.
-QUEUE_REASONS = (ReasonKind.ENQUEUE_REJECTED, ReasonKind.QUEUE_OVERUSED, ReasonKind.CAPABILITY_EXCEEDED)
-MAX_HOLDERS = 5
-_PLACED = frozenset(
-    (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING, TaskStatus.PIPELINED)
-)
 
 _lock = threading.Lock()
 _encoder = SnapshotEncoder()
@@ -113,14 +104,14 @@ def record_run(
             claim_at = len(reads)
             reads += claim
             later_at = len(reads)
-            reads += [_later_recorded(run.pk), _open_waits()]
+            reads += [_later_recorded(run.pk), timeline.open_waits()]
             outcomes = execute_batch(reads)
-            scan = _TaskScan(info.snapshot, result)
-            open_rows = _by_key(outcomes[later_at + 1].rows)
+            scan = TaskScan(info.snapshot, result)
+            open_rows = timeline.by_key(outcomes[later_at + 1].rows)
             if outcomes[later_at].rows:
                 log.info("insights: cycle %s recorded after a later one: its wait intervals are left out", run.pk)
             else:
-                record_timeline(run.pk, info, result, now, open_rows, scan)
+                timeline.record_timeline(run.pk, info, result, now, open_rows, scan)
             writes = record_queue_samples(run.pk, info.snapshot, result, now, scan)
             if pending is not None:
                 claimed = outcomes[claim_at].rowcount == 1 if claim else None
@@ -390,298 +381,3 @@ def reset() -> None:
     global _stored
     with _lock:
         _stored = None
-
-
-# --------------------------------------------------------------------------- timelines
-
-
-class _Sum:
-    """A running sum of resource vectors kept as plain numbers (no new :class:`Resource` per addition)."""
-
-    __slots__ = ("cpu", "memory", "pods", "scalars")
-
-    def __init__(self) -> None:
-        self.cpu = self.memory = self.pods = 0
-        self.scalars: dict[str, int] = {}
-
-    def add(self, r: Resource) -> None:
-        self.cpu += r.cpu
-        self.memory += r.memory
-        self.pods += r.pods
-        for k, v in r.scalars.items():
-            self.scalars[k] = self.scalars.get(k, 0) + v
-
-    def copy(self) -> _Sum:
-        other = _Sum()
-        other.cpu, other.memory, other.pods, other.scalars = self.cpu, self.memory, self.pods, dict(self.scalars)
-        return other
-
-    def to_dict(self) -> dict[str, int]:
-        return Resource(self.cpu, self.memory, self.pods, self.scalars).to_dict()
-
-
-class _TaskScan:
-    """One pass over a snapshot's tasks, made on first use and shared by the timeline and the queue samples.
-
-    It sums each queue's pending demand, notes the PodGroups with pods and, for the queues asked for
-    (those a wait about quota opens in), each PodGroup's placed requests: a busy cycle needs both, a
-    quiet one usually neither (its samples are the previous cycle's)."""
-
-    def __init__(self, snapshot: Snapshot, result: CycleResult) -> None:
-        self.snapshot, self.binds = snapshot, result.binds
-        self.held_queues: set[str] | None = None  # None: not scanned yet
-        self.demand: dict[str, _Sum] = defaultdict(_Sum)
-        self.with_pods: set[str] = set()
-        self.held: dict[str, dict[str, _Sum]] = defaultdict(dict)
-
-    def scan(self, held_queues: set[str]) -> None:
-        """Make the pass (once: the queues of a later call must be among the first call's)."""
-        if self.held_queues is not None:
-            assert held_queues <= self.held_queues, "the scan was made for other queues"
-            return
-        self.held_queues = held_queues
-        job_queue = {j.key: j.queue for j in self.snapshot.jobs}  # here: a quiet cycle makes no scan at all
-        binds, demand, with_pods, held = self.binds, self.demand, self.with_pods, self.held
-        pending, placed, tasks = TaskStatus.PENDING, _PLACED, self.snapshot.tasks
-        with_pods.update(map(operator.attrgetter("job"), tasks))
-        for t in [t for t in tasks if t.status is pending and not t.node_name]:
-            queue = job_queue.get(t.job)
-            if queue is not None and not (binds and t.key in binds):
-                demand[queue].add(t.requests)
-        if not held_queues:
-            return
-        for t in [t for t in tasks if t.status in placed and job_queue.get(t.job) in held_queues]:
-            jobs = held[job_queue[t.job]]
-            total = jobs.get(t.job)
-            if total is None:
-                total = jobs[t.job] = _Sum()
-            total.add(t.requests)
-
-    def holders(self, queues: set[str]) -> dict[str, list[dict[str, Any]]]:
-        """Per queue, the PodGroups holding its resources (largest first) with their requests."""
-        self.scan(queues)
-        out: dict[str, list[dict[str, Any]]] = {}
-        for queue in queues:
-            jobs = self.held.get(queue)
-            if not jobs:
-                continue
-            totals = {key: r.to_dict() for key, r in jobs.items()}
-            ranked = sorted(totals.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
-            out[queue] = [{"podgroup": key, "requests": req} for key, req in ranked[:MAX_HOLDERS]]
-        return out
-
-
-def _open_waits() -> Statement:
-    """The query of each PodGroup's open wait interval: (id, PodGroup key, reason, message) rows."""
-    table = connection.ops.quote_name(TimelineEntry._meta.db_table)
-    sql = f"SELECT id, podgroup_key, reason, message FROM {table} WHERE kind = %s AND ended_at IS NULL"
-    return sql, [EntryKind.WAIT.value]
-
-
-_NO_DIGITS = str.maketrans("", "", "0123456789")
-
-
-def same_reason(message: str, other: str) -> bool:
-    """Whether two messages of one reason kind say the same but for their numbers (one wait interval).
-
-    A waiting job's reason keeps its words from cycle to cycle while its numbers move (``queue has
-    allocated {'cpu': 7800000, …}``, ``3/500 nodes are available``): the interval keeps the message and
-    numbers it started with, and a new one starts when the kind or the words change."""
-    return message == other or message.translate(_NO_DIGITS) == other.translate(_NO_DIGITS)
-
-
-def _by_key(rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, str, str]]:
-    return {key: (pk, reason, message) for pk, key, reason, message in rows}
-
-
-def record_timeline(
-    run_id: int,
-    info: SnapshotInfo,
-    result: CycleResult,
-    now: datetime,
-    open_rows: dict[str, tuple[int, str, str]],
-    scan: _TaskScan | None = None,
-) -> None:
-    """Close, open or keep each PodGroup's wait interval (``open_rows``: key → id, reason, message); add milestones.
-
-    ``scan``: the cycle's shared pass over its tasks (see :class:`_TaskScan`; made here when not given)."""
-    snapshot = info.snapshot
-    close: list[int] = []
-    opening: dict[str, Any] = {}
-    for key, reason in result.unschedulable.items():
-        row = open_rows.get(key)
-        if row is not None and row[1] == reason.kind and same_reason(row[2], reason.message):
-            continue
-        if row is not None:
-            close.append(row[0])
-        opening[key] = reason
-    close += [row[0] for key, row in open_rows.items() if key not in result.unschedulable]
-    if close:
-        TimelineEntry.objects.filter(one_of("pk", close)).update(ended_at=now, ended_run=run_id)
-    first_binds: set[str] = set()
-    bound_tasks = []
-    if result.binds:
-        bound = result.binds
-        names = {key.partition("/")[2] for key in bound}  # a name first: cheaper than each task's key
-        bound_tasks = [t for t in snapshot.tasks if t.name in names and t.key in bound]
-        groups = {t.job for t in bound_tasks if t.job}
-        group_names = {key.partition("/")[2] for key in groups}
-        phases = {j.key: j.phase for j in snapshot.jobs if j.name in group_names and j.key in groups}
-        first_binds = {g for g in groups if phases.get(g) != JobPhase.RUNNING}
-    milestones = {k: v for k, v in result.podgroups.items() if v in (JobPhase.INQUEUE, JobPhase.RUNNING)}
-    keys = set(opening) | first_binds | set(milestones)
-    if not keys:
-        return
-    ids = [info.podgroup_ids[k] for k in keys if k in info.podgroup_ids]
-    groups_by_key = {
-        f"{g['namespace']}/{g['name']}": g
-        for g in PodGroup.objects.filter(one_of("pk", ids)).values(
-            "namespace", "name", "job_id", "tenant_id", "queue_name"
-        )
-    }
-    quota_queues = {
-        groups_by_key[k]["queue_name"] for k, r in opening.items() if r.kind in QUEUE_REASONS and k in groups_by_key
-    }
-    scan = scan if scan is not None else _TaskScan(snapshot, result)
-    holders = scan.holders(quota_queues) if quota_queues else {}
-    if holders:
-        named = {
-            (h["podgroup"].split("/", 1)[0], h["podgroup"].split("/", 1)[1]) for hs in holders.values() for h in hs
-        }
-        job_names = {
-            f"{ns}/{name}": job or name
-            for ns, name, job in PodGroup.objects.filter(name__in=[n for _, n in named]).values_list(
-                "namespace", "name", "job__name"
-            )
-        }
-        for hs in holders.values():
-            for h in hs:
-                h["job"] = job_names.get(h["podgroup"], h["podgroup"].split("/", 1)[1])
-    rows: list[tuple[Any, ...]] = []
-    at, no_numbers = db_value(TimelineEntry, "started_at", now), db_value(TimelineEntry, "numbers", {})
-
-    def entry(key: str, kind: str, reason: str, plugin: str, message: str, numbers: Any, ended: bool) -> None:
-        g = groups_by_key.get(key)
-        if g is None:
-            return
-        group = (key, g["namespace"], g["job_id"], g["tenant_id"], g["queue_name"])
-        rows.append(
-            (
-                *group,
-                kind,
-                reason,
-                plugin,
-                message,
-                numbers,
-                at,
-                at if ended else None,
-                run_id,
-                run_id if ended else None,
-            )
-        )
-
-    for key, reason in sorted(opening.items()):
-        numbers: dict[str, Any] = dict(reason.numbers)
-        queue = groups_by_key[key]["queue_name"] if key in groups_by_key else None
-        if reason.kind in QUEUE_REASONS and queue in holders:
-            numbers["holders"] = [h for h in holders[queue] if h["podgroup"] != key]
-        if reason.fit_errors:
-            numbers["fitErrors"] = dict(reason.fit_errors)
-        prepared = db_value(TimelineEntry, "numbers", numbers)
-        entry(key, EntryKind.WAIT, str(reason.kind), reason.plugin, reason.message, prepared, False)
-    for key, phase in sorted(milestones.items()):
-        label = "Enqueued" if phase == JobPhase.INQUEUE else "Running"
-        entry(key, EntryKind.MILESTONE, str(phase), "", f"{label} (PodGroup phase {phase})", no_numbers, True)
-    if first_binds:
-        pods_bound = Counter(t.job for t in bound_tasks if t.job in first_binds)
-        for key in sorted(first_binds):
-            count = pods_bound[key]
-            pods = db_value(TimelineEntry, "numbers", {"pods": count})
-            entry(key, EntryKind.MILESTONE, "Bound", "", f"{count} pod(s) bound", pods, True)
-    copy_rows(TimelineEntry, _TIMELINE_COLUMNS, rows)
-
-
-#: The columns of a new timeline row, in the order :func:`record_timeline` gives its values.
-_TIMELINE_COLUMNS = (
-    "podgroup_key",
-    "namespace",
-    "job_id",
-    "tenant_id",
-    "queue",
-    "kind",
-    "reason",
-    "plugin",
-    "message",
-    "numbers",
-    "started_at",
-    "ended_at",
-    "started_run",
-    "ended_run",
-)
-
-
-# --------------------------------------------------------------------------- queue history
-
-
-def queue_states(snapshot: Snapshot, result: CycleResult, scan: _TaskScan | None = None) -> dict[str, dict[str, Any]]:
-    """Return each queue's figures after this cycle (the fields of a per-cycle :class:`QueueSample`)."""
-    scan = scan if scan is not None else _TaskScan(snapshot, result)
-    scan.scan(set())
-    with_pods = scan.with_pods
-    demand = {queue: total.copy() for queue, total in scan.demand.items()}  # the scan's sums stay as they are
-    phases: dict[str, Counter[str]] = defaultdict(Counter)
-    changed = result.podgroups
-    for j in snapshot.jobs:
-        key = j.key
-        # a gang not admitted yet has no pods: its minResources is its demand
-        if key not in with_pods and j.phase is JobPhase.PENDING and j.min_resources is not None:
-            demand.setdefault(j.queue, _Sum()).add(j.min_resources)
-        phases[j.queue][str(changed.get(key) or j.phase)] += 1
-    out: dict[str, dict[str, Any]] = {}
-    for q in snapshot.queues:
-        out[q.name] = {
-            "allocated": {k: v for k, v in sorted((result.queue_allocated.get(q.name) or {}).items()) if v},
-            "deserved": {k: v for k, v in sorted((result.queue_deserved.get(q.name) or {}).items()) if v},
-            "guarantee": q.guarantee.to_dict() if q.guarantee is not None else {},
-            "capability": q.capability.to_dict() if q.capability is not None else {},
-            "demand": demand[q.name].to_dict() if q.name in demand else {},
-            "jobs": dict(sorted(phases[q.name].items())),
-        }
-    return out
-
-
-_states_memo: tuple[Snapshot, tuple[Any, ...], dict[str, dict[str, Any]]] | None = None
-
-
-def _same_states(snapshot: Snapshot, result: CycleResult, scan: _TaskScan) -> dict[str, dict[str, Any]]:
-    """:func:`queue_states`, reused from the previous call when its inputs are the same (a quiet cycle)."""
-    global _states_memo
-    key = (result.binds, result.podgroups, result.queue_allocated, result.queue_deserved)
-    memo = _states_memo
-    if memo is not None and memo[1] == key:
-        last = memo[0]
-        if all(
-            len(x) == len(y) and all(map(operator.is_, x, y))
-            for x, y in ((snapshot.tasks, last.tasks), (snapshot.jobs, last.jobs), (snapshot.queues, last.queues))
-        ):
-            return memo[2]
-    states = queue_states(snapshot, result, scan)
-    _states_memo = (snapshot, key, states)
-    return states
-
-
-def record_queue_samples(
-    run_id: int, snapshot: Snapshot, result: CycleResult, now: datetime, scan: _TaskScan | None = None
-) -> list[Statement]:
-    """The insert of one per-cycle sample per queue (the periodic task rolls them up per minute and hour)."""
-    states = _same_states(snapshot, result, scan if scan is not None else _TaskScan(snapshot, result))
-    if not states:
-        return []
-    return [
-        insert_statement(
-            [
-                QueueSample(resolution=Resolution.CYCLE, queue=q, bucket=now, run_id=run_id, **s)
-                for q, s in states.items()
-            ]
-        )
-    ]

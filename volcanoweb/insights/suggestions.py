@@ -311,7 +311,7 @@ def _blockers(sim: Simulator, visible: set[str] | None) -> list[dict[str, Any]]:
 
 def human_reason(message: str) -> str:
     """The core's message in the units people read."""
-    from volcanoweb.dashboard.diagnosis import human_message
+    from volcanoweb.dashboard.reasons import human_message
 
     return human_message(message)
 

@@ -139,9 +139,11 @@ def apply_document(
     return save_config(access, yaml.safe_dump(doc, sort_keys=False))
 
 
-# --- The scheduling cycle (implemented in volcanoweb.scheduling.cycles) -----------------------
+# --- The scheduling cycle (implemented in volcanoweb.scheduling.cycles and the step modules beside it) ---
 
-from volcanoweb.scheduling.cycles import apply_result, claim_cycle, release_cycle, run_cycle  # noqa: E402
+from volcanoweb.scheduling.cycles import run_cycle  # noqa: E402
+from volcanoweb.scheduling.decisions import apply_result  # noqa: E402
+from volcanoweb.scheduling.lease import claim_cycle, release_cycle  # noqa: E402
 
 __all__ = [
     "activate_version",

@@ -51,26 +51,26 @@ import django
 
 django.setup()
 from volcanoweb import apply
-from volcanoweb.api import views as api_views
+from volcanoweb.api import apply as api_apply
 from volcanoweb.api.base import ApiView
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.clusters.backends.simengine import SimEngine
 from volcanoweb.insights import recorder
 from volcanoweb.live import broadcast
 from volcanoweb.runtime import services as runtime_services
-from volcanoweb.scheduling import cycles
+from volcanoweb.scheduling import cycles, decisions, intents
 
 points = {
     "ApiView.dispatch": ApiView.dispatch,
     "apply_documents": apply.apply_documents,
-    "api_views.apply_documents": api_views.apply_documents,
+    "api_apply.apply_documents": api_apply.apply_documents,
     "sync_job": runtime_services.sync_job,
     "sync_jobs": runtime_services.sync_jobs,
     "snapshot": cycles._snapshot,
     "decide": cycles._decide,
-    "apply_result": cycles.apply_result,
+    "apply_result": decisions.apply_result,
     "record_run": recorder.record_run,
-    "execute_intents": cycles.execute_intents,
+    "execute_intents": intents.execute_intents,
     "sync_from_backend": cluster_services.sync_from_backend,
     "create_pod": SimEngine.create_pod,
     "create_pods": SimEngine.create_pods,
@@ -90,7 +90,7 @@ def test_with_the_environment_variable_every_stage_marks_its_entry_points(tmp_pa
     assert marked == {
         "ApiView.dispatch": "api request",
         "apply_documents": "api apply (manifests)",
-        "api_views.apply_documents": "api apply (manifests)",
+        "api_apply.apply_documents": "api apply (manifests)",
         "sync_job": "controller sync",
         "sync_jobs": "controller sync",
         "snapshot": "cycle snapshot",

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from volcanoweb.dashboard.diagnosis import human_message, reason_facts
+from volcanoweb.dashboard.reasons import human_message, reason_facts
 
 pytestmark = pytest.mark.django_db
 

@@ -18,14 +18,15 @@ from scheduler.result import CycleResult, JobReason, ReasonKind
 from tests.volcanoweb.clusters.helpers import make_gang
 from tests.volcanoweb.insights.scenario import cycles
 from volcanoweb.clusters import services as cluster_services
-from volcanoweb.insights import recording
 from volcanoweb.insights import services as insights
+from volcanoweb.insights import taskscan, timeline
 from volcanoweb.insights.models import CycleInput, CycleSnapshot, QueueSample, TimelineEntry
 from volcanoweb.insights.recording import input_text
 from volcanoweb.jobs.models import Job, PodGroup
+from volcanoweb.scheduling.memo import Memo
 from volcanoweb.scheduling.models import RunStatus
 from volcanoweb.scheduling.services import run_cycle
-from volcanoweb.scheduling.snapshots import Memo, build_snapshot
+from volcanoweb.scheduling.snapshots import build_snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -57,10 +58,8 @@ def test_quiet_cycles_share_one_snapshot_text_and_keep_their_own_clock(
     cluster_services.sync_from_backend()
     cycles(clock, 2)  # binds, then sees the pods running
     scans: list[set[str]] = []
-    real_scan = recording._TaskScan.scan
-    monkeypatch.setattr(
-        recording._TaskScan, "scan", lambda self, queues: (scans.append(queues), real_scan(self, queues))
-    )
+    real_scan = taskscan.TaskScan.scan
+    monkeypatch.setattr(taskscan.TaskScan, "scan", lambda self, queues: (scans.append(queues), real_scan(self, queues)))
     quiet = cycles(clock, 3)
     assert (
         len(scans) <= 1
@@ -113,7 +112,7 @@ def test_a_pruned_shared_snapshot_is_stored_again(cluster: Any, cast: Any, setti
 def _spy_synchronous_commit(monkeypatch: Any) -> list[str | None]:
     """Record the session's synchronous_commit (None on SQLite) while the recording writes its rows."""
     seen: list[str | None] = []
-    real = recording.record_timeline
+    real = timeline.record_timeline
 
     def spy(*args: Any, **kwargs: Any) -> None:
         if connection.vendor == "postgresql":
@@ -124,7 +123,7 @@ def _spy_synchronous_commit(monkeypatch: Any) -> list[str | None]:
             seen.append(None)
         real(*args, **kwargs)
 
-    monkeypatch.setattr(recording, "record_timeline", spy)
+    monkeypatch.setattr(timeline, "record_timeline", spy)
     return seen
 
 
@@ -198,7 +197,7 @@ def test_a_wait_whose_numbers_move_stays_one_interval_and_new_words_start_anothe
 
     def record(run_id: int, message: str) -> None:
         result = CycleResult(unschedulable={key: JobReason(kind, message, plugin="capacity")})
-        recording.record_timeline(run_id, info, result, timezone.now(), _open_waits())
+        timeline.record_timeline(run_id, info, result, timezone.now(), _open_waits())
 
     record(1, "queue default has allocated {'cpu': 7800000, 'pods': 2600}: task team-b/too-big-0 requests 9000")
     record(2, "queue default has allocated {'cpu': 7900500, 'pods': 2612}: task team-b/too-big-1 requests 9000")
@@ -208,8 +207,8 @@ def test_a_wait_whose_numbers_move_stays_one_interval_and_new_words_start_anothe
     record(3, "queue default is closed")  # other words: the interval ends, a new one starts
     waits = list(TimelineEntry.objects.filter(podgroup_key=key, kind="wait").order_by("id"))
     assert [(w.started_run, w.ended_run) for w in waits] == [(1, 3), (3, None)]
-    assert recording.same_reason("3/500 nodes are available", "17/500 nodes are available")
-    assert not recording.same_reason("insufficient cpu", "insufficient memory")
+    assert timeline.same_reason("3/500 nodes are available", "17/500 nodes are available")
+    assert not timeline.same_reason("insufficient cpu", "insufficient memory")
 
 
 @pytest.mark.postgresql_only
@@ -242,7 +241,7 @@ def test_the_recording_does_not_wait_for_a_job_row_another_transaction_holds(clu
         with transaction.atomic():
             with connection.cursor() as cursor:  # a wait for the locked row fails instead of blocking
                 cursor.execute("SET LOCAL lock_timeout = '200ms'")
-            recording.record_timeline(7, info, result, timezone.now(), _open_waits())
+            timeline.record_timeline(7, info, result, timezone.now(), _open_waits())
     finally:
         done.set()
         thread.join(30)

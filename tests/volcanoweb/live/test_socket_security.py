@@ -27,7 +27,7 @@ from volcanoweb.live import broadcast, consumers, groups
 from volcanoweb.live.routing import websocket_urlpatterns
 from volcanoweb.queues import services as queue_services
 from volcanoweb.queues.builtin import ensure_builtin_queues
-from volcanoweb.scheduling import cycles
+from volcanoweb.scheduling import decisions
 from volcanoweb.tenancy import services as tenancy
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.tenancy.models import Membership
@@ -115,7 +115,7 @@ def private_queue_lifecycle() -> None:
     """team-b's private queue: created, allocated by a cycle's status update, closed, reopened."""
     builders.make_queue("b-private", allowed=("team-b",))
     with transaction.atomic():
-        cycles.update_queue_status({"b-private": {"cpu": 2000}})
+        decisions.update_queue_status({"b-private": {"cpu": 2000}})
     queue_services.close_queue(SYSTEM, "b-private")
     queue_services.open_queue(SYSTEM, "b-private")
 

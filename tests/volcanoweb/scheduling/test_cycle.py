@@ -22,7 +22,7 @@ from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Event, Pod
 from volcanoweb.queues.builtin import ensure_builtin_queues
 from volcanoweb.queues.models import Queue
-from volcanoweb.scheduling import cycles
+from volcanoweb.scheduling import cycles, decisions, intents, lease
 from volcanoweb.scheduling.models import PodIntent, RunStatus, SchedulerLease, SchedulingRun
 from volcanoweb.scheduling.services import run_cycle
 from volcanoweb.scheduling.snapshots import build_snapshot
@@ -116,15 +116,15 @@ def test_applying_the_same_result_twice_binds_nothing_twice(sim: Any, cast: Any)
     result = scheduler.run_cycle(info.snapshot, config)
     assert len(result.binds) == 4
     run = SchedulingRun.objects.create()
-    first = cycles.apply_result(info, result, run)
-    second = cycles.apply_result(info, result, run)
+    first = decisions.apply_result(info, result, run)
+    second = decisions.apply_result(info, result, run)
     assert len(first.binds) == 4
     assert second.binds == []
     assert second.skipped_binds == 4
     assert PodIntent.objects.count() == 4
-    intents = list(PodIntent.objects.all())
-    assert cycles.execute_intents(backend, intents).bound == 4
-    assert cycles.execute_intents(backend, intents).bound == 4  # "already bound there" counts as done
+    recorded = list(PodIntent.objects.all())
+    assert intents.execute_intents(backend, recorded).bound == 4
+    assert intents.execute_intents(backend, recorded).bound == 4  # "already bound there" counts as done
     assert len(backend.bound) == 4
     assert len({b[1] for b in backend.bound}) == 4
     assert not PodIntent.objects.exists()
@@ -142,7 +142,7 @@ def test_crash_between_commit_and_binds_is_recovered_without_duplicates(
     cluster_services.sync_from_backend(backend)
     group, _ = make_gang("g", 4, tenant=cast.team_a)
     cluster_services.sync_from_backend(backend)
-    real = cycles.execute_intents
+    real = intents.execute_intents
 
     def die(backend: Any, intents: Any) -> Any:
         intents = list(intents)
@@ -150,7 +150,7 @@ def test_crash_between_commit_and_binds_is_recovered_without_duplicates(
             return real(backend, intents)
         raise Killed  # the worker dies right after committing its decisions
 
-    monkeypatch.setattr(cycles, "execute_intents", die)
+    monkeypatch.setattr(intents, "execute_intents", die)
     with pytest.raises(Killed):
         run_cycle()
     # committed: the gang is placed in the database, nothing sent to the cluster yet
@@ -161,7 +161,7 @@ def test_crash_between_commit_and_binds_is_recovered_without_duplicates(
     assert all(not p.node_name for p in backend.list_pods())
     # a killed process runs no `finally`: its lease stays held until it expires
     SchedulerLease.objects.update(holder="dead-worker", expires_at=timezone.now() + timedelta(seconds=60))
-    monkeypatch.setattr(cycles, "execute_intents", real)
+    monkeypatch.setattr(intents, "execute_intents", real)
     assert run_cycle() is None
     SchedulerLease.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     run = run_cycle()
@@ -235,27 +235,27 @@ def test_two_cycles_racing_only_one_runs(cast: Any, monkeypatch: pytest.MonkeyPa
 
 
 def test_claim_is_exclusive_until_released_or_expired(db: Any) -> None:
-    token = cycles.claim_cycle("a")
+    token = lease.claim_cycle("a")
     assert token is not None
-    assert cycles.claim_cycle("b") is None
-    cycles.release_cycle("a", token)
-    second = cycles.claim_cycle("b")
+    assert lease.claim_cycle("b") is None
+    lease.release_cycle("a", token)
+    second = lease.claim_cycle("b")
     assert second == token + 1
     SchedulerLease.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert cycles.claim_cycle("c") == token + 2
+    assert lease.claim_cycle("c") == token + 2
 
 
 def test_stale_lease_holder_cannot_apply(cluster: Any, cast: Any) -> None:
     make_gang("g", 1, tenant=cast.team_a)
     cluster_services.sync_from_backend()
-    token = cycles.claim_cycle("old")
+    token = lease.claim_cycle("old")
     assert token is not None
     SchedulerLease.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert cycles.claim_cycle("new") == token + 1
+    assert lease.claim_cycle("new") == token + 1
     info = build_snapshot()
     result = scheduler.run_cycle(info.snapshot, cycles.active_config()[0])
-    with pytest.raises(cycles.LeaseLost):
-        cycles.apply_result(info, result, SchedulingRun.objects.create(), token)
+    with pytest.raises(lease.LeaseLost):
+        decisions.apply_result(info, result, SchedulingRun.objects.create(), token)
     assert not Pod.objects.exclude(node_name="").exists()
 
 

@@ -19,9 +19,10 @@ from volcanoweb.jobs import rowversion
 from volcanoweb.jobs.apps import _install_row_versions
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.scheduling import cycles
+from volcanoweb.scheduling.memo import Memo
 from volcanoweb.scheduling.models import IntentKind, PodIntent
 from volcanoweb.scheduling.services import run_cycle
-from volcanoweb.scheduling.snapshots import Memo, SnapshotInfo, build_snapshot
+from volcanoweb.scheduling.snapshots import SnapshotInfo, build_snapshot
 
 NOW = 1_800_000_000.0
 

@@ -105,7 +105,7 @@ def test_snapshot_pod_details(sim: Any, cast: Any) -> None:
 
 
 def test_unchanged_rows_give_the_same_objects(sim: Any, cast: Any) -> None:
-    from volcanoweb.scheduling.snapshots import Memo
+    from volcanoweb.scheduling.memo import Memo
 
     cluster_services.sync_from_backend()
     _group, pods = make_gang("memo", 3, tenant=cast.team_a)
@@ -214,7 +214,7 @@ def test_a_bad_sla_annotation_or_placement_is_ignored_not_fatal(sim: Any, cast: 
 
 def test_a_moving_clock_keeps_the_memo_and_the_session_cache(sim: Any, cast: Any) -> None:
     from scheduler import SessionCache, parse_config
-    from volcanoweb.scheduling.snapshots import Memo
+    from volcanoweb.scheduling.memo import Memo
 
     cluster_services.sync_from_backend()
     make_gang("huge", 2, tenant=cast.team_a, cpu=64_000)  # fits nowhere

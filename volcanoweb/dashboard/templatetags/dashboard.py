@@ -63,8 +63,8 @@ def deserved(amount: float | None, name: str) -> SafeString | str:
 
 @register.filter
 def human(text: str) -> str:
-    """``{{ event.message|human }}``: resource vectors in the units people read (see diagnosis.human_message)."""
-    from volcanoweb.dashboard.diagnosis import human_message
+    """``{{ event.message|human }}``: resource vectors in the units people read (see reasons.human_message)."""
+    from volcanoweb.dashboard.reasons import human_message
 
     return human_message(str(text or ""))
 

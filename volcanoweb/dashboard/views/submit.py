@@ -14,7 +14,8 @@ from django.views.decorators.http import require_POST
 from volcanoweb.api.simulate import SIMULATED, simulate
 from volcanoweb.apply import apply_documents
 from volcanoweb.core.errors import ApiError
-from volcanoweb.dashboard import cluster, diagnosis
+from volcanoweb.dashboard import cluster, diagnosis, forecast
+from volcanoweb.dashboard.reasons import Reason
 from volcanoweb.dashboard.scope import Scope, get_scope
 from volcanoweb.dashboard.views.common import error_info, page
 from volcanoweb.demo.services import COOKBOOK_DIR as COOKBOOK
@@ -209,7 +210,7 @@ def explain_queue_access(error: dict[str, Any]) -> dict[str, Any]:
     return {**error, "message": "A queue in this manifest is not open to you.", "causes": causes}
 
 
-def _nothing_runs(outcome: Any) -> tuple[str, str, list[diagnosis.Reason], Job] | None:
+def _nothing_runs(outcome: Any) -> tuple[str, str, list[Reason], Job] | None:
     """When applying a Job manifest would run nothing, say so and what to do: the job exists with this spec
     (``unchanged``), or it exists and has finished (an update of a finished job does not run it again). None
     otherwise (a new job, or a change to one that is still active)."""
@@ -223,7 +224,7 @@ def _nothing_runs(outcome: Any) -> tuple[str, str, list[diagnosis.Reason], Job] 
         return (
             "wait",
             f"Nothing would change: {key} already exists with this spec",
-            [diagnosis.Reason("apply", "Unchanged", detail, "info")],
+            [Reason("apply", "Unchanged", detail, "info")],
             existing,
         )
     if not finished:
@@ -236,7 +237,7 @@ def _nothing_runs(outcome: Any) -> tuple[str, str, list[diagnosis.Reason], Job] 
     return (
         "never",
         f"Nothing would run: {key} has finished ({existing.phase})",
-        [diagnosis.Reason("apply", "A finished job is not run again by an apply", detail, "block")],
+        [Reason("apply", "A finished job is not run again by an apply", detail, "block")],
         existing,
     )
 
@@ -261,16 +262,16 @@ def validate(request: HttpRequest) -> HttpResponse:
         if same is not None:
             item["level"], item["headline"], item["reasons"], item["existing"] = same
         elif outcome.kind == "Job":
-            level, headline, reasons = diagnosis.forecast_job(outcome.object.get("spec") or {})
+            level, headline, reasons = forecast.forecast_job(outcome.object.get("spec") or {})
             verdict = verdicts.get(f"{outcome.namespace}/{outcome.name}")
             if verdict is not None:
-                level, headline, line = diagnosis.simulated_verdict(verdict, level)
+                level, headline, line = forecast.simulated_verdict(verdict, level)
                 reasons = [line, *[r for r in reasons if r.severity != "warn" or level != "ok"]]
             shapes = diagnosis.never_fitting_tasks(Job(spec=outcome.object.get("spec") or {}), inventory)
             if shapes and level != "never":  # admitted by a configuration without the enqueue gate, never placed
                 name, detail = shapes[0]
                 level, headline = "never", f"Can never run: each pod of task {name} {detail}"
-                reasons.insert(0, diagnosis.Reason("cluster", "No single node can ever run its pods", "", "block"))
+                reasons.insert(0, Reason("cluster", "No single node can ever run its pods", "", "block"))
             item["level"], item["headline"], item["reasons"] = level, headline, reasons
         results.append(item)
     return render(request, "dashboard/_dry_run.html", {"results": results, "error": error})
