@@ -11,8 +11,8 @@ from typing import Any
 
 from scheduler.config import DEFAULT_CONFIG, ConfigError, parse_config
 from scheduler.cycle import run_cycle
+from scheduler.decode import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.explain import explain
-from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.replay import CycleInputError, is_cycle_input, load_cycle_input
 from scheduler.result import cycle_json
 from scheduler.snapshot import advance
@@ -66,7 +66,7 @@ def _clock(text: str) -> float:
         return float(text)
     except ValueError:
         pass
-    from scheduler.manifests import timestamp
+    from scheduler.decode import timestamp
 
     return timestamp(text)
 

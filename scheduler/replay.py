@@ -6,7 +6,7 @@ A *cycle input* is everything :func:`scheduler.run_cycle` needs, written lossles
      "config": "<Volcano scheduler YAML>", "snapshot": {"nodes": [...], "queues": [...], ...},
      "recorded": {<the cycle's decisions, the simulator's compact shape>}}
 
-Unlike the manifest form (``scheduler.manifests``), every field of every model object and of the
+Unlike the manifest form (``scheduler.decode``), every field of every model object and of the
 snapshot is kept (resolved priorities, creation order, uids, nominated nodes, pod labels,
 anti-affinity and spread constraints, PodGroup creation times and SLA waiting times, the cycle's
 clock ``now``, namespace ResourceQuotas), so replaying the file decides exactly what the recorded

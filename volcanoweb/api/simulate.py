@@ -26,7 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from scheduler import Snapshot
-from scheduler.manifests import GROUP_ANNOTATION, ManifestError
+from scheduler.decode import GROUP_ANNOTATION, ManifestError
 from volcanoweb.api.base import ApiView
 from volcanoweb.api.listing import clean_text
 from volcanoweb.api.simcycle import SimulationFailed, SimulationTimeout, merge, run_isolated

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from scheduler.manifests import GROUP_ANNOTATION
+from scheduler.decode import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity
 from volcanoweb.audit import services as audit
 from volcanoweb.audit.models import AuditEntry

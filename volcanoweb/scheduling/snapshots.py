@@ -51,8 +51,7 @@ from scheduler import (
     TaskStatus,
     parse_resource,
 )
-from scheduler.hardware import guaranteed_cpus, numa_topology
-from scheduler.manifests import (
+from scheduler.decode import (
     GPU_INDEX,
     HIERARCHY,
     HIERARCHY_WEIGHTS,
@@ -78,6 +77,7 @@ from scheduler.manifests import (
     pod_placement,
     sla_waiting_time,
 )
+from scheduler.hardware import guaranteed_cpus, numa_topology
 from scheduler.model import HyperNode, NumaTopology, ResourceQuota
 from volcanoweb.clusters.backends.base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL
 from volcanoweb.clusters.models import Node as NodeRow

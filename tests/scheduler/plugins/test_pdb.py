@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from scheduler.config import parse_config
 from scheduler.cycle import run_cycle
-from scheduler.manifests import load_manifests, snapshot_from_manifests
+from scheduler.decode import load_manifests, snapshot_from_manifests
 from scheduler.model import NodeSelectorRequirement, PodDisruptionBudget, Task
 
 POD = Task(uid="u", name="web-1", namespace="shop", labels={"app": "web", "tier": "front"})
