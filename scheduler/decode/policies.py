@@ -7,7 +7,7 @@ from typing import Any
 
 from scheduler.decode.common import Ctx
 from scheduler.decode.selectors import label_selector
-from scheduler.model import PodDisruptionBudget, PriorityClass, ResourceQuota
+from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
 from scheduler.quantity import QuantityError, parse_resource
 
 

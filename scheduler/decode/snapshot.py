@@ -15,7 +15,8 @@ from scheduler.decode.podgroups import decode_podgroup
 from scheduler.decode.pods import decode_pod
 from scheduler.decode.policies import decode_pdb, decode_priority_class, decode_resource_quota
 from scheduler.decode.queues import decode_queue
-from scheduler.model import HyperNode, Job, Node, PodDisruptionBudget, PriorityClass, Queue, ResourceQuota, Task
+from scheduler.model import HyperNode, Job, Node, Queue, Task
+from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
 from scheduler.snapshot import Snapshot
 
 _KINDS = {

@@ -18,7 +18,7 @@ from scheduler.framework import Plugin, Preemptable, Reclaimable, VictimTasks
 
 if TYPE_CHECKING:
     from scheduler.info import TaskInfo
-    from scheduler.model import PodDisruptionBudget
+    from scheduler.policies import PodDisruptionBudget
     from scheduler.session import Session
 
 __all__ = ["PdbPlugin"]

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from scheduler.framework import JobEnqueueable, JobEnqueued, Plugin, Vote
-from scheduler.model import ResourceQuota
+from scheduler.policies import ResourceQuota
 from scheduler.quantity import format_quantity
 from scheduler.result import JobReason, ReasonKind
 

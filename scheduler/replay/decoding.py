@@ -18,13 +18,10 @@ from scheduler.model import (
     NodeSelectorTerm,
     NumaTopology,
     PodAffinityTerm,
-    PodDisruptionBudget,
     PreferredSchedulingTerm,
-    PriorityClass,
     Queue,
     QueueState,
     Resource,
-    ResourceQuota,
     Taint,
     Task,
     TaskStatus,
@@ -32,6 +29,7 @@ from scheduler.model import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
+from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
 from scheduler.replay.format import DEFAULT_JOB, DEFAULT_QUEUE, DEFAULT_TASK, CycleInputError
 from scheduler.snapshot import Snapshot
 

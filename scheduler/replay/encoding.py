@@ -13,15 +13,13 @@ from scheduler.model import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodAffinityTerm,
-    PodDisruptionBudget,
-    PriorityClass,
     Queue,
     Resource,
-    ResourceQuota,
     Task,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
+from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
 from scheduler.replay.format import DEFAULT_JOB, DEFAULT_QUEUE, DEFAULT_TASK, dumps
 from scheduler.snapshot import Snapshot
 

@@ -78,7 +78,8 @@ from scheduler.decode import (
     sla_waiting_time,
 )
 from scheduler.hardware import guaranteed_cpus, numa_topology
-from scheduler.model import HyperNode, NumaTopology, ResourceQuota
+from scheduler.model import HyperNode, NumaTopology
+from scheduler.policies import ResourceQuota
 from volcanoweb.clusters.backends.base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL
 from volcanoweb.clusters.models import Node as NodeRow
 from volcanoweb.core.idlist import one_of
