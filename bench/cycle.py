@@ -30,7 +30,7 @@ from bench.pages import _drop, _setup
 
 def _add_gangs(backend: Any, prefix: str, count: int, cpu: int, memory: int) -> None:
     """``count`` plain volcano pods in gangs of 4 (``<prefix><g>-<i>``), created in the cluster and mirrored."""
-    from scheduler.manifests import GROUP_ANNOTATION
+    from scheduler.decode import GROUP_ANNOTATION
     from volcanoweb.clusters import services as cluster_services
     from volcanoweb.jobs.models import Pod, PodGroup
 

@@ -18,7 +18,6 @@ from scheduler.model import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PreferredSchedulingTerm,
-    PriorityClass,
     Queue,
     QueueState,
     Resource,
@@ -27,6 +26,7 @@ from scheduler.model import (
     TaskStatus,
     Toleration,
 )
+from scheduler.policies import PriorityClass
 from scheduler.quantity import QuantityError, format_quantity, parse_quantity, parse_resource
 from scheduler.registry import Registry, RegistryError, default_registry
 from scheduler.result import CycleResult, Eviction, JobReason, ReasonKind

@@ -10,12 +10,13 @@ from dataclasses import replace
 from typing import Any
 
 from scheduler.config import DEFAULT_CONFIG, ConfigError, parse_config
+from scheduler.config_types import SchedulerConfig
 from scheduler.cycle import run_cycle
+from scheduler.decode import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.explain import explain
-from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.replay import CycleInputError, is_cycle_input, load_cycle_input
 from scheduler.result import cycle_json
-from scheduler.snapshot import advance
+from scheduler.snapshot import Snapshot, advance
 
 __all__ = ["main"]
 
@@ -66,7 +67,7 @@ def _clock(text: str) -> float:
         return float(text)
     except ValueError:
         pass
-    from scheduler.manifests import timestamp
+    from scheduler.decode import timestamp
 
     return timestamp(text)
 
@@ -81,40 +82,19 @@ def _read(path: str) -> str:
         return fh.read()
 
 
+class _BadInput(Exception):
+    """An input the CLI cannot use; the message is printed as the error."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status (2 on invalid input)."""
     args = _parser().parse_args(argv)
     if args.cycles < 1:
         return _fail("--cycles must be at least 1")
     try:
-        state_text = _read(args.state)
-    except OSError as exc:
-        return _fail(f"{args.state}: {exc.strerror or exc}")
-    config = DEFAULT_CONFIG
-    recorded_snapshot = None
-    if is_cycle_input(state_text):
-        try:
-            recorded_snapshot, config, _doc = load_cycle_input(state_text)
-        except (CycleInputError, ConfigError) as exc:
-            return _fail(f"{args.state}: {exc}")
-    if args.conf:
-        try:
-            config = parse_config(_read(args.conf))
-        except OSError as exc:
-            return _fail(f"{args.conf}: {exc.strerror or exc}")
-        except ConfigError as exc:
-            return _fail(f"{args.conf}: {exc}")
-    try:
-        snapshot = (
-            recorded_snapshot if recorded_snapshot is not None else snapshot_from_manifests(load_manifests(state_text))
-        )
-    except ManifestError as exc:
-        return _fail(f"{args.state}: {exc}")
-    if args.now:
-        try:
-            snapshot = replace(snapshot, now=_clock(args.now))
-        except ValueError as exc:
-            return _fail(f"--now: {exc}")
+        snapshot, config = _inputs(args)
+    except _BadInput as exc:
+        return _fail(str(exc))
     what = [
         name
         for name, on in (
@@ -129,21 +109,61 @@ def main(argv: Sequence[str] | None = None) -> int:
         if on
     ]
     if what:
-        if args.explain_victims and args.explain_hypernodes and args.explain_victims != args.explain_hypernodes:
-            return _fail("--explain-victims and --explain-hypernodes name one job")
-        nodes = [n.strip() for n in (args.nodes or "").split(",") if n.strip()]
-        try:
-            answers = explain(
-                snapshot, config, what, task=args.task, nodes=nodes, job=args.explain_victims or args.explain_hypernodes
-            )
-        except KeyError as exc:
-            return _fail(str(exc.args[0]) if exc.args else str(exc))
-        sys.stdout.write(json.dumps({"explain": answers}, indent=2, sort_keys=True) + "\n")
-        return 0
+        return _explain(args, snapshot, config, what)
     cycles: list[Any] = []
     for _ in range(args.cycles):
         result = run_cycle(snapshot, config)
         cycles.append(result.to_json() if args.details else cycle_json(result))
         snapshot = advance(snapshot, result)
     sys.stdout.write(json.dumps({"cycles": cycles}, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+def _inputs(args: argparse.Namespace) -> tuple[Snapshot, SchedulerConfig]:
+    """The snapshot (a cycle input file or manifests, with ``--now``) and the configuration (the cycle
+    input's, replaced by ``--conf``); raises :class:`_BadInput`."""
+    try:
+        state_text = _read(args.state)
+    except OSError as exc:
+        raise _BadInput(f"{args.state}: {exc.strerror or exc}") from None
+    config = DEFAULT_CONFIG
+    recorded_snapshot = None
+    if is_cycle_input(state_text):
+        try:
+            recorded_snapshot, config, _doc = load_cycle_input(state_text)
+        except (CycleInputError, ConfigError) as exc:
+            raise _BadInput(f"{args.state}: {exc}") from None
+    if args.conf:
+        try:
+            config = parse_config(_read(args.conf))
+        except OSError as exc:
+            raise _BadInput(f"{args.conf}: {exc.strerror or exc}") from None
+        except ConfigError as exc:
+            raise _BadInput(f"{args.conf}: {exc}") from None
+    try:
+        snapshot = (
+            recorded_snapshot if recorded_snapshot is not None else snapshot_from_manifests(load_manifests(state_text))
+        )
+    except ManifestError as exc:
+        raise _BadInput(f"{args.state}: {exc}") from None
+    if args.now:
+        try:
+            snapshot = replace(snapshot, now=_clock(args.now))
+        except ValueError as exc:
+            raise _BadInput(f"--now: {exc}") from None
+    return snapshot, config
+
+
+def _explain(args: argparse.Namespace, snapshot: Snapshot, config: SchedulerConfig, what: list[str]) -> int:
+    """Print the plugin hooks' answers ``what`` names (``--explain-*``); return the exit status."""
+    if args.explain_victims and args.explain_hypernodes and args.explain_victims != args.explain_hypernodes:
+        return _fail("--explain-victims and --explain-hypernodes name one job")
+    nodes = [n.strip() for n in (args.nodes or "").split(",") if n.strip()]
+    try:
+        answers = explain(
+            snapshot, config, what, task=args.task, nodes=nodes, job=args.explain_victims or args.explain_hypernodes
+        )
+    except KeyError as exc:
+        return _fail(str(exc.args[0]) if exc.args else str(exc))
+    sys.stdout.write(json.dumps({"explain": answers}, indent=2, sort_keys=True) + "\n")
     return 0

@@ -207,69 +207,66 @@ class SessionState:
         With an old group (the previous build of the same key, in its opened state), the
         TaskInfo of a pod object it already had is moved over instead of built again (it is the
         same value). Returns the placed TaskInfos that are new, in build order."""
+        fresh: list[TaskInfo] = []
+        for group, old in todo:
+            self._build_group(group, _reusable_infos(group, old), vectors, fresh)
+        return fresh
+
+    def _build_group(
+        self,
+        group: PodGroupPods,
+        reuse: dict[int, TaskInfo],
+        vectors: dict[int, tuple[tuple[float, ...], tuple[bool, tuple[float, float]]]],
+        fresh: list[TaskInfo],
+    ) -> None:
+        """Build the TaskInfos of one group (see :meth:`_build_groups`), moving over those ``reuse``
+        has for a pod object (by id); the new placed ones are appended to ``fresh``."""
         on_node = ON_NODE
         pending, bound = TaskStatus.PENDING, TaskStatus.BOUND
         node_index = self.nodes.index
         classes, default_priority = self._classes, self._default_priority
         vector = self.vector
-        fresh: list[TaskInfo] = []
-        for group, old in todo:
-            job = group.info
-            placed = group.placed
-            infos = group.infos
-            reuse: dict[int, TaskInfo] = {}
-            if old is not None and (old.info is None) == (job is None):
-                for t, ti in zip(old.ordered, old.infos, strict=True):
-                    if ti is not None:
-                        reuse[id(t)] = ti
-            for t in group.ordered:
-                if reuse:
-                    ti = reuse.pop(id(t), None)
-                    if ti is not None:
-                        if job is not None:
-                            ti.job = job
-                            job.add_task(ti)
-                        infos.append(ti)
-                        if ti.node >= 0:
-                            placed.append(ti)
-                        continue
-                node = node_index.get(t.node_name, -1) if t.node_name else -1
-                status = t.status
-                if status == pending and t.node_name:
-                    status = bound
-                # Request vectors are derived once per Resource object (snapshots share them).
-                r = t.requests
-                vd = vectors.get(id(r))
-                if vd is None:
-                    req = vector(r)
-                    vd = vectors[id(r)] = (req, derive(req))
-                    if self.whole_requests and not vec.whole(req):
-                        self.whole_requests = False
-                if job is None:
-                    # Pods without a (known) PodGroup are not scheduled, but they use node resources.
-                    if node >= 0 and status in on_node:
-                        orphan = TaskInfo(t, _ORPHAN_JOB, vd[0], 0, vd[1])
-                        orphan.status = status
-                        orphan.preemptable = False
-                        orphan.node = node
-                        placed.append(orphan)
-                        fresh.append(orphan)
-                        infos.append(orphan)
-                    else:
-                        infos.append(None)
+        job = group.info
+        placed = group.placed
+        infos = group.infos
+        for t in group.ordered:
+            if reuse:
+                ti = reuse.pop(id(t), None)
+                if ti is not None:
+                    if job is not None:
+                        ti.job = job
+                        job.add_task(ti)
+                    infos.append(ti)
+                    if ti.node >= 0:
+                        placed.append(ti)
                     continue
-                prio = t.priority
-                if prio is None:
-                    prio = _resolve_priority(None, t.priority_class_name, classes, default_priority)
-                info_t = TaskInfo(t, job, vd[0], prio, vd[1])
-                info_t.status = status
-                job.add_task(info_t)
-                infos.append(info_t)
-                if node >= 0 and status in on_node:
-                    info_t.node = node
-                    placed.append(info_t)
-                    fresh.append(info_t)
-        return fresh
+            node = node_index.get(t.node_name, -1) if t.node_name else -1
+            status = t.status
+            if status == pending and t.node_name:
+                status = bound
+            # Request vectors are derived once per Resource object (snapshots share them).
+            r = t.requests
+            vd = vectors.get(id(r))
+            if vd is None:
+                req = vector(r)
+                vd = vectors[id(r)] = (req, derive(req))
+                if self.whole_requests and not vec.whole(req):
+                    self.whole_requests = False
+            if job is None:
+                # Pods without a (known) PodGroup are not scheduled, but they use node resources.
+                _add_orphan(group, t, node, status, vd, fresh)
+                continue
+            prio = t.priority
+            if prio is None:
+                prio = _resolve_priority(None, t.priority_class_name, classes, default_priority)
+            info_t = TaskInfo(t, job, vd[0], prio, vd[1])
+            info_t.status = status
+            job.add_task(info_t)
+            infos.append(info_t)
+            if node >= 0 and status in on_node:
+                info_t.node = node
+                placed.append(info_t)
+                fresh.append(info_t)
 
     @property
     def tasks(self) -> dict[str, TaskInfo]:
@@ -362,6 +359,39 @@ class SessionState:
             else:
                 vec.isub(totals[q], v)
             q = self.queues[q].parent
+
+
+def _reusable_infos(group: PodGroupPods, old: PodGroupPods | None) -> dict[int, TaskInfo]:
+    """The TaskInfos of ``old`` (the previous build of ``group``'s key) by pod object id; none when
+    one of the two has a job and the other not (the pods are then built again)."""
+    reuse: dict[int, TaskInfo] = {}
+    if old is not None and (old.info is None) == (group.info is None):
+        for t, ti in zip(old.ordered, old.infos, strict=True):
+            if ti is not None:
+                reuse[id(t)] = ti
+    return reuse
+
+
+def _add_orphan(
+    group: PodGroupPods,
+    t: Task,
+    node: int,
+    status: TaskStatus,
+    vd: tuple[tuple[float, ...], tuple[bool, tuple[float, float]]],
+    fresh: list[TaskInfo],
+) -> None:
+    """Add a pod without a (known) PodGroup to ``group``: a TaskInfo of the orphan job when it sits on
+    a node (also appended to ``fresh``), else None."""
+    if node >= 0 and status in ON_NODE:
+        orphan = TaskInfo(t, _ORPHAN_JOB, vd[0], 0, vd[1])
+        orphan.status = status
+        orphan.preemptable = False
+        orphan.node = node
+        group.placed.append(orphan)
+        fresh.append(orphan)
+        group.infos.append(orphan)
+    else:
+        group.infos.append(None)
 
 
 class _OrphanJob(JobInfo):

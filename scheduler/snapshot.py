@@ -4,25 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
-from scheduler.model import (
-    HyperNode,
-    Job,
-    JobPhase,
-    Node,
-    PodDisruptionBudget,
-    PriorityClass,
-    Queue,
-    ResourceQuota,
-    Task,
-    TaskStatus,
-)
+from scheduler.model import HyperNode, Job, JobPhase, Node, Queue, Task, TaskStatus
+from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
 
 if TYPE_CHECKING:
     from scheduler.result import CycleResult
 
-__all__ = ["Snapshot", "advance"]
+__all__ = ["Snapshot", "SnapshotExtras", "advance"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +47,7 @@ class Snapshot:
         jobs: Iterable[Job] = (),
         tasks: Iterable[Task] = (),
         priority_classes: Iterable[PriorityClass] = (),
-        now: float | None = None,
-        resource_quotas: Iterable[ResourceQuota] = (),
-        pod_disruption_budgets: Iterable[PodDisruptionBudget] = (),
-        hyper_nodes: Iterable[HyperNode] = (),
+        **extras: Unpack[SnapshotExtras],
     ) -> Snapshot:
         """Return a snapshot from any iterables."""
         return cls(
@@ -69,11 +56,21 @@ class Snapshot:
             tuple(jobs),
             tuple(tasks),
             tuple(priority_classes),
-            tuple(resource_quotas),
-            now,
-            tuple(pod_disruption_budgets),
-            tuple(hyper_nodes),
+            tuple(extras.get("resource_quotas", ())),
+            extras.get("now"),
+            tuple(extras.get("pod_disruption_budgets", ())),
+            tuple(extras.get("hyper_nodes", ())),
         )
+
+
+class SnapshotExtras(TypedDict, total=False):
+    """The rarely given parts of :meth:`Snapshot.of` (keyword arguments; a missing one is empty, or no
+    clock)."""
+
+    now: float | None
+    resource_quotas: Iterable[ResourceQuota]
+    pod_disruption_budgets: Iterable[PodDisruptionBudget]
+    hyper_nodes: Iterable[HyperNode]
 
 
 def advance(snapshot: Snapshot, result: CycleResult) -> Snapshot:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from scheduler.config import DEFAULT_CONFIG, parse_config
 from scheduler.config_types import SchedulerConfig
@@ -16,7 +17,6 @@ from scheduler.model import (
     Node,
     NodeSelectorTerm,
     PreferredSchedulingTerm,
-    PriorityClass,
     Queue,
     QueueState,
     Resource,
@@ -25,13 +25,17 @@ from scheduler.model import (
     TaskStatus,
     Toleration,
 )
+from scheduler.policies import PriorityClass
 from scheduler.quantity import parse_resource
 from scheduler.result import CycleResult
 from scheduler.snapshot import Snapshot, advance
 
 __all__ = [
+    "JobOptions",
     "JobSpec",
+    "QueueOptions",
     "Scenario",
+    "TaskOptions",
     "make_job",
     "make_node",
     "make_queue",
@@ -41,6 +45,7 @@ __all__ = [
 ]
 
 Quantity = str | int | float
+_O = TypeVar("_O")
 
 
 def res(cpu: Quantity = 0, memory: Quantity = 0, pods: int = 0, **scalars: Quantity) -> Resource:
@@ -71,6 +76,17 @@ def make_node(
     return Node(name, res(cpu, memory, pods, **scalars), dict(labels or {}), tuple(taints), unschedulable)
 
 
+class QueueOptions(TypedDict, total=False):
+    """The rarely set fields of :func:`make_queue` (keyword arguments; a missing one is the Queue's
+    default)."""
+
+    reclaimable: bool
+    state: QueueState
+    priority: int
+    hierarchy: str
+    hierarchy_weights: str
+
+
 def make_queue(
     name: str,
     weight: int = 1,
@@ -78,11 +94,7 @@ def make_queue(
     guarantee: Mapping[str, Quantity] | None = None,
     deserved: Mapping[str, Quantity] | None = None,
     parent: str = "",
-    reclaimable: bool = True,
-    state: QueueState = QueueState.OPEN,
-    priority: int = 0,
-    hierarchy: str = "",
-    hierarchy_weights: str = "",
+    **options: Unpack[QueueOptions],
 ) -> Queue:
     """Return a queue; resource maps use Kubernetes quantities (``{"cpu": "4"}``)."""
 
@@ -98,12 +110,32 @@ def make_queue(
         conv(guarantee),
         conv(deserved),
         parent,
-        reclaimable,
-        state,
-        priority,
-        hierarchy,
-        hierarchy_weights,
+        options.get("reclaimable", True),
+        options.get("state", QueueState.OPEN),
+        options.get("priority", 0),
+        options.get("hierarchy", ""),
+        options.get("hierarchy_weights", ""),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOptions:
+    """The rarely set fields of :func:`make_task`, passed to it as keyword arguments (every other
+    keyword argument is a scalar resource request)."""
+
+    priority: int | None = None
+    role: str = ""
+    preemptable: bool = True
+    node_selector: Mapping[str, str] | None = None
+    required_affinity: Sequence[NodeSelectorTerm] = ()
+    preferred_affinity: Sequence[PreferredSchedulingTerm] = ()
+    tolerations: Sequence[Toleration] = ()
+    priority_class_name: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    creation: int = 0
+
+
+_TASK_OPTIONS = frozenset(f.name for f in dataclasses.fields(TaskOptions))
 
 
 def make_task(
@@ -114,19 +146,13 @@ def make_task(
     namespace: str = "default",
     status: TaskStatus = TaskStatus.PENDING,
     node: str = "",
-    priority: int | None = None,
-    role: str = "",
-    preemptable: bool = True,
-    node_selector: Mapping[str, str] | None = None,
-    required_affinity: Sequence[NodeSelectorTerm] = (),
-    preferred_affinity: Sequence[PreferredSchedulingTerm] = (),
-    tolerations: Sequence[Toleration] = (),
-    priority_class_name: str = "",
-    preemption_policy: str = "PreemptLowerPriority",
-    creation: int = 0,
-    **scalars: Quantity,
+    **fields: Any,
 ) -> Task:
-    """Return a pod requesting ``cpu``/``memory`` (+ scalars) and one pod slot."""
+    """Return a pod requesting ``cpu``/``memory`` (+ scalars) and one pod slot.
+
+    ``fields`` are the :class:`TaskOptions` (``priority=``, ``role=``, ``tolerations=``, ...) and the
+    scalar resources requested (``nvidia_com_gpu=1``, ``**{"example.com/fpga": 2}``)."""
+    options, scalars = _split_fields(TaskOptions, _TASK_OPTIONS, fields)
     return Task(
         uid=f"{namespace}/{name}",
         name=name,
@@ -135,17 +161,25 @@ def make_task(
         requests=res(cpu, memory, 1, **scalars),
         status=status,
         node_name=node,
-        priority=priority,
-        priority_class_name=priority_class_name,
-        preemption_policy=preemption_policy,
-        preemptable=preemptable,
-        role=role,
-        node_selector=dict(node_selector or {}),
-        required_affinity=tuple(required_affinity),
-        preferred_affinity=tuple(preferred_affinity),
-        tolerations=tuple(tolerations),
-        creation=creation,
+        priority=options.priority,
+        priority_class_name=options.priority_class_name,
+        preemption_policy=options.preemption_policy,
+        preemptable=options.preemptable,
+        role=options.role,
+        node_selector=dict(options.node_selector or {}),
+        required_affinity=tuple(options.required_affinity),
+        preferred_affinity=tuple(options.preferred_affinity),
+        tolerations=tuple(options.tolerations),
+        creation=options.creation,
     )
+
+
+def _split_fields(
+    kind: Callable[..., _O], names: frozenset[str], fields: Mapping[str, Any]
+) -> tuple[_O, dict[str, Any]]:
+    """The options ``kind`` made of those of ``fields`` it names (``names``), and the other fields."""
+    options = kind(**{k: v for k, v in fields.items() if k in names})
+    return options, {k: v for k, v in fields.items() if k not in names}
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +188,26 @@ class JobSpec:
 
     job: Job
     tasks: tuple[Task, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JobOptions:
+    """The rarely set fields of :func:`make_job`, passed to it as keyword arguments (every other
+    keyword argument goes to :func:`make_task` for each pod: a :class:`TaskOptions` or a scalar
+    resource)."""
+
+    priority: int | None = None
+    min_resources: Mapping[str, Quantity] | str | None = None
+    min_task_member: Mapping[str, int] | None = None
+    tasks: Sequence[Task] | None = None
+    running_on: Sequence[str] = ()
+    role: str = ""
+    preemptable: bool = True
+    creation: int = 0
+    priority_class_name: str = ""
+
+
+_JOB_OPTIONS = frozenset(f.name for f in dataclasses.fields(JobOptions))
 
 
 def make_job(
@@ -165,29 +219,22 @@ def make_job(
     memory: Quantity = "1Gi",
     namespace: str = "default",
     phase: JobPhase = JobPhase.INQUEUE,
-    priority: int | None = None,
-    min_resources: Mapping[str, Quantity] | str | None = None,
-    min_task_member: Mapping[str, int] | None = None,
-    tasks: Sequence[Task] | None = None,
-    running_on: Sequence[str] = (),
-    role: str = "",
-    preemptable: bool = True,
-    creation: int = 0,
-    priority_class_name: str = "",
-    **task_kwargs: Any,
+    **fields: Any,
 ) -> JobSpec:
     """Return a PodGroup ``name`` with ``replicas`` identical pods ``<name>-<i>``.
 
     ``min_available`` defaults to ``replicas``; ``running_on`` lists nodes of the first pods,
     which are then Running there; ``min_resources="auto"`` sets minResources to the sum of
     the first ``min_available`` pods' requests. Pass ``tasks`` to give the pods explicitly
-    (their ``job`` is set to this PodGroup).
+    (their ``job`` is set to this PodGroup). ``fields``: the :class:`JobOptions`, and what
+    :func:`make_task` takes for each pod.
     """
+    options, task_fields = _split_fields(JobOptions, _JOB_OPTIONS, fields)
     key = f"{namespace}/{name}"
-    if tasks is None:
+    if options.tasks is None:
         built = []
         for i in range(replicas):
-            on = running_on[i] if i < len(running_on) else ""
+            on = options.running_on[i] if i < len(options.running_on) else ""
             built.append(
                 make_task(
                     f"{name}-{i}",
@@ -197,43 +244,44 @@ def make_job(
                     namespace,
                     TaskStatus.RUNNING if on else TaskStatus.PENDING,
                     on,
-                    priority=priority,
-                    role=role,
-                    preemptable=preemptable,
-                    creation=creation,
-                    **task_kwargs,
+                    priority=options.priority,
+                    role=options.role,
+                    preemptable=options.preemptable,
+                    creation=options.creation,
+                    **task_fields,
                 )
             )
         pods = tuple(built)
     else:
-        from dataclasses import replace
-
-        pods = tuple(replace(t, job=key) for t in tasks)
+        pods = tuple(replace(t, job=key) for t in options.tasks)
     minimum = len(pods) if min_available is None else min_available
-    mres: Resource | None
-    if min_resources == "auto":
-        total = Resource()
-        for t in pods[:minimum]:
-            total = total + t.requests
-        mres = total
-    elif isinstance(min_resources, Mapping):
-        mres = Resource.from_dict({k: parse_resource(k, v) for k, v in min_resources.items()})
-    else:
-        mres = None
     job = Job(
         uid=key,
         name=name,
         namespace=namespace,
         queue=queue,
         min_member=minimum,
-        min_task_member=MappingProxyType(dict(min_task_member or {})),
-        min_resources=mres,
-        priority=priority,
-        priority_class_name=priority_class_name,
+        min_task_member=MappingProxyType(dict(options.min_task_member or {})),
+        min_resources=_min_resources(options.min_resources, pods[:minimum]),
+        priority=options.priority,
+        priority_class_name=options.priority_class_name,
         phase=phase,
-        creation=creation,
+        creation=options.creation,
     )
     return JobSpec(job, pods)
+
+
+def _min_resources(value: Mapping[str, Quantity] | str | None, first: Sequence[Task]) -> Resource | None:
+    """A PodGroup's minResources: ``"auto"``, the sum of the ``first`` pods' requests; a map of
+    Kubernetes quantities; else none."""
+    if value == "auto":
+        total = Resource()
+        for t in first:
+            total = total + t.requests
+        return total
+    if isinstance(value, Mapping):
+        return Resource.from_dict({k: parse_resource(k, v) for k, v in value.items()})
+    return None
 
 
 def make_snapshot(

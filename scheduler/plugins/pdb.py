@@ -19,7 +19,7 @@ from scheduler.framework import Plugin, Preemptable, Reclaimable, VictimTasks
 if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
-    from scheduler.model import PodDisruptionBudget
+    from scheduler.policies import PodDisruptionBudget
 
 __all__ = ["PdbPlugin"]
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from scheduler.framework import JobEnqueueable, JobEnqueued, Plugin
-from scheduler.model import ResourceQuota
 from scheduler.points import Vote
+from scheduler.policies import ResourceQuota
 from scheduler.quantity import format_quantity
 from scheduler.result import JobReason, ReasonKind
 

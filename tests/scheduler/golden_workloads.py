@@ -22,11 +22,11 @@ from scheduler.model import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PreferredSchedulingTerm,
-    PriorityClass,
     Taint,
     TaskStatus,
     Toleration,
 )
+from scheduler.policies import PriorityClass
 from scheduler.testing import make_job, make_node, make_queue, make_snapshot, make_task
 
 GOLDEN = Path(__file__).parent / "golden" / "random_workloads.json.gz"

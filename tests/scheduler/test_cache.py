@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from scheduler import Snapshot, advance, run_cycle
 from scheduler.cache import SessionCache
 from scheduler.config_types import SchedulerConfig
-from scheduler.model import Job, JobPhase, PriorityClass, Task, TaskStatus
+from scheduler.model import Job, JobPhase, Task, TaskStatus
+from scheduler.policies import PriorityClass
 from scheduler.registry import default_registry
 from scheduler.session import Session
 from scheduler.testing import make_job, make_task

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
+from scheduler.decode import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.model import JobPhase, QueueState, TaskStatus
 
 DOCS = """

@@ -119,8 +119,14 @@ def test_bad_cycle_input_names_the_field(tmp_path: Path, capsys: pytest.CaptureF
 
 def _model_classes() -> set[type]:
     import scheduler.model as model
+    import scheduler.policies as policies
 
-    return {c for c in vars(model).values() if isinstance(c, type) and dataclasses.is_dataclass(c)}
+    return {
+        c
+        for module in (model, policies)
+        for c in vars(module).values()
+        if isinstance(c, type) and dataclasses.is_dataclass(c)
+    }
 
 
 def _field_default(f: dataclasses.Field[Any]) -> Any:

@@ -21,7 +21,7 @@ Each YAML file under ``tests/scheduler/volcano_cases/`` reproduces one Go test f
 
 The objects are written out as the Kubernetes/Volcano manifests Volcano's builders create
 (``util.BuildPod``, ``BuildPodGroup``, ``BuildQueue``, ``BuildNode``) and loaded by
-``scheduler.manifests``, the path ``python -m scheduler simulate`` takes. As in Volcano's tests,
+``scheduler.decode``, the path ``python -m scheduler simulate`` takes. As in Volcano's tests,
 every object has the same (zero) creation time, so ties fall to uids (pods: ``ns-name``), and
 no ``default``/``root`` queue is added unless the case lists it.
 
@@ -56,7 +56,7 @@ import yaml
 from scheduler.config import SWITCHES, parse_config
 from scheduler.config_types import SchedulerConfig
 from scheduler.cycle import run_cycle
-from scheduler.manifests import NODE_USAGE, NODE_USAGE_TIME, snapshot_from_manifests
+from scheduler.decode import NODE_USAGE, NODE_USAGE_TIME, snapshot_from_manifests
 from scheduler.registry import default_registry
 from scheduler.result import CycleResult
 from scheduler.session import Session

@@ -24,7 +24,7 @@ from typing import Any
 
 from scheduler import Snapshot, run_cycle
 from scheduler.config_types import SchedulerConfig
-from scheduler.manifests import ManifestError, snapshot_from_manifests
+from scheduler.decode import ManifestError, snapshot_from_manifests
 from scheduler.result import CycleResult
 
 

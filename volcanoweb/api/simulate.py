@@ -27,7 +27,7 @@ from rest_framework.response import Response
 
 from scheduler import Eviction, Snapshot, Task
 from scheduler import Job as CoreJob
-from scheduler.manifests import GROUP_ANNOTATION, ManifestError
+from scheduler.decode import GROUP_ANNOTATION, ManifestError
 from volcanoweb.api.base import ApiView
 from volcanoweb.api.listing import clean_text
 from volcanoweb.api.simcycle import SimulationFailed, SimulationTimeout, merge, run_isolated

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from scheduler import CycleResult, SchedulerConfig, Snapshot, advance, run_cycle
-from scheduler.manifests import ManifestError, snapshot_from_manifests
+from scheduler.decode import ManifestError, snapshot_from_manifests
 from scheduler.model import JobPhase
 from scheduler.quantity import format_quantity
 from scheduler.replay import CycleInputError, load_cycle_input

@@ -36,7 +36,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from scheduler import CycleResult, Resource, SchedulerConfig, Snapshot, parse_config, run_cycle
-from scheduler.manifests import GROUP_ANNOTATION, ManifestError, snapshot_from_manifests
+from scheduler.decode import GROUP_ANNOTATION, ManifestError, snapshot_from_manifests
 from scheduler.model import JobPhase, Queue, TaskStatus
 from scheduler.quantity import format_quantity, parse_duration
 from scheduler.result import ReasonKind

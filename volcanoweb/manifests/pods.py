@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scheduler.manifests import ManifestError, pod_placement
+from scheduler.decode import ManifestError, pod_placement
 from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     check_dns_label,

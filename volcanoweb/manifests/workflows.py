@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scheduler.manifests import ManifestError, hyper_node
+from scheduler.decode import ManifestError, hyper_node
 from volcanoweb.core.errors import Errors
 from volcanoweb.manifests.fields import (
     DNS1123_LABEL_MSG,

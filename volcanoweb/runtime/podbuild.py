@@ -10,7 +10,7 @@ import secrets
 import string
 from typing import Any
 
-from scheduler.manifests import GROUP_ANNOTATION
+from scheduler.decode import GROUP_ANNOTATION
 from volcanoweb.clusters.backends.base import Container, OwnerReference, PodSpec, Volume, VolumeMount
 from volcanoweb.jobs.models import Job
 from volcanoweb.runtime.plugins import JobContext, Plugin

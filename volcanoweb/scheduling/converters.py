@@ -27,7 +27,7 @@ from scheduler import (
     parse_resource,
 )
 from scheduler.hardware import guaranteed_cpus, numa_topology
-from scheduler.manifests import (
+from scheduler.decode import (
     GPU_INDEX,
     HIERARCHY,
     HIERARCHY_WEIGHTS,
@@ -52,7 +52,8 @@ from scheduler.manifests import (
     pod_placement,
     sla_waiting_time,
 )
-from scheduler.model import HyperNode, NumaTopology, ResourceQuota
+from scheduler.model import HyperNode, NumaTopology
+from scheduler.policies import ResourceQuota
 from volcanoweb.clusters.backends.base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL
 from volcanoweb.jobs.models import HyperNode as HyperNodeRow
 from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from scheduler import Task
-from scheduler.manifests import VOLCANO_SCHEDULERS
+from scheduler.decode import VOLCANO_SCHEDULERS
 from volcanoweb.scheduling.converters import pod_usage, task_from_row
 
 #: How :meth:`Memo.rows` reads full rows: ``fetch(ids)`` those ids, ``fetch(None)`` the whole query.

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from scheduler import parse_config, run_cycle
-from scheduler.manifests import cooldown_time
+from scheduler.decode import cooldown_time
 from scheduler.model import JobPhase
 from scheduler.snapshot import Snapshot
 from scheduler.testing import make_job, make_node, make_snapshot

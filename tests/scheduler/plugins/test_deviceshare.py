@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from scheduler import parse_config, run_cycle
-from scheduler.manifests import load_manifests, snapshot_from_manifests
+from scheduler.decode import load_manifests, snapshot_from_manifests
 from scheduler.plugins.deviceshare import Cards, DeviceSharePlugin
 from scheduler.registry import default_registry
 from scheduler.session import Session

@@ -18,8 +18,8 @@ import pytest
 
 from scheduler import parse_config, run_cycle
 from scheduler.config import ConfigError
+from scheduler.decode import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.hardware import guaranteed_cpus, numa_layout, parse_numa_annotation
-from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.numa import CpuInfo, Hint, admit, allocate_cpus, cpu_hints
 from scheduler.plugins.numaaware import normalize_reverse
 from scheduler.registry import default_registry

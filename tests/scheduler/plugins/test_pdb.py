@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from scheduler.config import parse_config
 from scheduler.cycle import run_cycle
-from scheduler.manifests import load_manifests, snapshot_from_manifests
-from scheduler.model import NodeSelectorRequirement, PodDisruptionBudget, Task
+from scheduler.decode import load_manifests, snapshot_from_manifests
+from scheduler.model import NodeSelectorRequirement, Task
+from scheduler.policies import PodDisruptionBudget
 
 POD = Task(uid="u", name="web-1", namespace="shop", labels={"app": "web", "tier": "front"})
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scheduler import parse_config, run_cycle
-from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
+from scheduler.decode import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.registry import default_registry
 from scheduler.session import Session
 

@@ -10,7 +10,7 @@ import pytest
 
 from scheduler import parse_config, run_cycle
 from scheduler.config import ConfigError
-from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
+from scheduler.decode import ManifestError, load_manifests, snapshot_from_manifests
 from scheduler.model import JobPhase
 from scheduler.snapshot import Snapshot
 from scheduler.testing import make_job, make_node, make_snapshot

@@ -9,7 +9,7 @@ import pytest
 
 from scheduler import parse_config, run_cycle
 from scheduler.config import ConfigError
-from scheduler.manifests import load_manifests, snapshot_from_manifests
+from scheduler.decode import load_manifests, snapshot_from_manifests
 from scheduler.plugins.tdm import parse_revocable_zone
 
 ZONES = [

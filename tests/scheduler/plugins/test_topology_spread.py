@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler import parse_config, run_cycle
-from scheduler.manifests import ManifestError, load_manifests, snapshot_from_manifests
+from scheduler.decode import ManifestError, load_manifests, snapshot_from_manifests
 
 CONF = parse_config(
     'actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: priority}, {name: gang}]\n'

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler import Job, Snapshot
-from scheduler.model import ResourceQuota
+from scheduler.policies import ResourceQuota
 from volcanoweb.api.simulate import merge
 
 
@@ -28,7 +28,8 @@ def test_merge_keeps_the_live_clock_and_quotas_and_dates_new_podgroups_now() -> 
 
 
 def test_merge_keeps_the_live_topology_and_budgets_and_adds_submitted_hypernodes() -> None:
-    from scheduler.model import HyperNode, PodDisruptionBudget
+    from scheduler.model import HyperNode
+    from scheduler.policies import PodDisruptionBudget
 
     live = Snapshot.of(
         hyper_nodes=[HyperNode("rack-a", 1), HyperNode("rack-b", 1)],

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scheduler.manifests import GROUP_ANNOTATION
+from scheduler.decode import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity, parse_resource
 from volcanoweb.core import errors
 

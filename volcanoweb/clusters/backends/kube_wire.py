@@ -16,7 +16,7 @@ from typing import Any
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.manifests import timestamp as scheduler_timestamp
+from scheduler.decode import timestamp as scheduler_timestamp
 from scheduler.quantity import parse_resource
 
 from .base import (

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler.manifests import GROUP_ANNOTATION
+from scheduler.decode import GROUP_ANNOTATION
 from volcanoweb.audit import services as audit
 from volcanoweb.clusters.backend import get_backend
 from volcanoweb.core.errors import Errors

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.manifests import GROUP_ANNOTATION
+from scheduler.decode import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend
 from volcanoweb.jobs.models import Job, Pod, PodGroup, PodGroupPhase, PriorityClass
