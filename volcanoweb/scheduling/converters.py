@@ -26,7 +26,6 @@ from scheduler import (
     TaskStatus,
     parse_resource,
 )
-from scheduler.hardware import guaranteed_cpus, numa_topology
 from scheduler.decode import (
     GPU_INDEX,
     HIERARCHY,
@@ -52,6 +51,7 @@ from scheduler.decode import (
     pod_placement,
     sla_waiting_time,
 )
+from scheduler.hardware import guaranteed_cpus, numa_topology
 from scheduler.model import HyperNode, NumaTopology
 from scheduler.policies import ResourceQuota
 from volcanoweb.clusters.backends.base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL
