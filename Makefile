@@ -50,10 +50,11 @@ fmt: $(STAMP)  ## format and autofix
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-lint: $(STAMP)  ## ruff, formatting and import contracts
+lint: $(STAMP)  ## ruff (with the size rules), formatting, import contracts, function and module lengths
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(PY) scripts/check_sizes.py
 
 type: $(STAMP)  ## mypy (strict on scheduler/ and volcanoweb/, with the Django and DRF stubs)
 	$(BIN)/mypy

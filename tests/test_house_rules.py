@@ -1,0 +1,112 @@
+"""The house rules `make lint` enforces fail when they are broken, not only pass on today's tree.
+
+Each rule is tried the way a contributor would break it, on a copy of the code: an over-long function and an
+over-long module (``scripts/check_sizes.py``), a function over ruff's complexity and argument limits (the
+size rules configured in ``pyproject.toml``), and a plugin importing the session it sits below
+(import-linter's scheduler layers). CONTRIBUTING.md ("Size rules", "Layout") describes them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _check_sizes() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("check_sizes", ROOT / "scripts" / "check_sizes.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_product_meets_the_length_rules() -> None:
+    check_sizes = _check_sizes()
+    found = [line for path in check_sizes._files(list(check_sizes.ROOTS)) for line in check_sizes.offences(path)]
+    assert found == []
+
+
+@pytest.mark.parametrize(("body_lines", "expected"), [(58, 0), (59, 1)])
+def test_a_function_of_61_lines_is_refused_and_one_of_60_passes(tmp_path: Path, body_lines: int, expected: int) -> None:
+    # def line + docstring + body_lines statements: 60 or 61 lines in all
+    source = "def f():\n" + '    """Doc."""\n' + "".join(f"    x{i} = {i}\n" for i in range(body_lines))
+    path = tmp_path / "long.py"
+    path.write_text(source)
+    found = list(_check_sizes().offences(path))
+    assert len(found) == expected
+    if expected:
+        assert found[0].endswith("function f of 61 lines (at most 60): split it into named steps")
+
+
+def test_a_module_of_601_lines_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.py"
+    path.write_text("".join(f"X{i} = {i}\n" for i in range(601)))
+    assert [line.split(": ", 1)[1] for line in _check_sizes().offences(path)] == [
+        "module of 601 lines (at most 600): split it along a seam"
+    ]
+
+
+def _ruff(source: str, filename: str) -> str:
+    result = subprocess.run(
+        [str(BIN / "ruff"), "check", "--no-cache", "--output-format", "concise", "--stdin-filename", filename, "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    return result.stdout
+
+
+COMPLEX = (
+    "def decide(a, b, c, d, e, f, g, h, i):\n"
+    + "".join(f"    if a == {n}:\n        return {n}\n" for n in range(16))
+    + "    return b, c, d, e, f, g, h, i\n"
+)
+
+
+def test_ruff_refuses_a_complex_function_with_too_many_arguments_in_the_product() -> None:
+    out = _ruff(COMPLEX, "volcanoweb/core/example.py")
+    assert "C901 `decide` is too complex (17 > 15)" in out
+    assert "PLR0912 Too many branches (16 > 15)" in out
+    assert "PLR0913 Too many arguments in function definition (9 > 8)" in out
+
+
+def test_tests_are_not_held_to_the_size_rules() -> None:
+    assert "C901" not in _ruff(COMPLEX, "tests/example_test.py")
+
+
+def test_an_upward_import_in_the_scheduler_fails_the_layers_contract(tmp_path: Path) -> None:
+    for package in ("scheduler", "volcanoweb"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    def lint() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(BIN / "lint-imports"), "--no-cache"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    kept = lint()
+    assert kept.returncode == 0, kept.stdout[-2000:]
+    plugin = tmp_path / "scheduler" / "plugins" / "binpack.py"
+    plugin.write_text(plugin.read_text() + "\nfrom scheduler.session import Session  # noqa: E402\n")
+    broken = lint()
+    assert broken.returncode != 0
+    assert "scheduler.plugins.binpack -> scheduler.session" in broken.stdout
