@@ -7,7 +7,7 @@ demo). The manifests package itself only parses, defaults and validates.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
 
@@ -21,6 +21,8 @@ from volcanoweb.queues import services as queues
 from volcanoweb.scheduling import services as scheduling
 from volcanoweb.tenancy.access import Access
 from volcanoweb.workflows import services as workflows
+
+T = TypeVar("T")
 
 Applier = Callable[..., Outcome]
 
@@ -119,9 +121,18 @@ def apply_documents(
             notify.discard()
             raise
     runs = dict(_job_runs(documents, kinds, default_namespace)) if bulk else {}
+    return atomically(lambda: _apply_in_order(access, documents, default_namespace, runs), dry_run=dry_run)
+
+
+def atomically(call: Callable[[], T], *, dry_run: bool) -> T:
+    """Run ``call`` (service calls) in one transaction; a dry run is rolled back and leaves no audit entry.
+
+    The live messages the calls queued are dropped when they fail or when it was a dry run (they are sent
+    on commit otherwise). The Kubernetes API's writes go through it too.
+    """
     try:
         with transaction.atomic():
-            outcomes = _apply_in_order(access, documents, default_namespace, runs)
+            result = call()
             if dry_run:
                 transaction.set_rollback(True)
     except Exception:
@@ -129,7 +140,7 @@ def apply_documents(
         raise
     if dry_run:
         notify.discard()
-    return outcomes
+    return result
 
 
 def _apply_in_order(

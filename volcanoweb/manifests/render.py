@@ -17,6 +17,19 @@ def timestamp(value: datetime | None) -> str | None:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def controller_reference(info: KindInfo, obj: Any) -> dict[str, Any]:
+    """The ownerReference an object's controller puts on what it creates (a job's pods and PodGroup, a
+    CronJob's or JobFlow's jobs): ``controller`` and ``blockOwnerDeletion`` set, as Kubernetes' controllers do."""
+    return {
+        "apiVersion": info.api_version,
+        "kind": info.kind,
+        "name": obj.name,
+        "uid": str(obj.uid),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 def metadata(obj: Any, *, namespaced: bool) -> dict[str, Any]:
     """Return ``metadata`` for a KubeObject row."""
     meta: dict[str, Any] = {"name": obj.name}

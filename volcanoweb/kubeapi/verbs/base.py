@@ -1,19 +1,16 @@
 """What every resource verb starts from: the kind the URL names, the object it names (authorized through
-the tenancy helpers), and what the writes share (``?dryRun=``, ``?fieldValidation=``, the transaction, the
-URL's identity on the body)."""
+the tenancy helpers), and what the writes share (``?dryRun=``, ``?fieldValidation=``, the URL's identity
+on the body); the writes' transaction is :func:`volcanoweb.apply.atomically`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from django.db import transaction
 from rest_framework.request import Request
 
 from volcanoweb.core.errors import BadRequest, Cause, NotFound, not_found
 from volcanoweb.kubeapi.base import KubeView, MethodNotAllowed
 from volcanoweb.kubeapi.registry import BY_GROUP_VERSION, KubeResource
-from volcanoweb.live import notify
 from volcanoweb.manifests import strict
 from volcanoweb.tenancy.access import Access, resolve_namespace
 
@@ -35,21 +32,6 @@ def query_dry_run(request: Request) -> bool:
 def query_field_validation(request: Request) -> str:
     """Return ``?fieldValidation=`` (``Strict`` when absent, as on the REST API) or raise a 400 naming it."""
     return strict.check_mode(request.query_params.get("fieldValidation"))
-
-
-def run(call: Callable[[], Any], *, dry_run: bool) -> Any:
-    """Run one service call in a transaction; a dry run is rolled back and leaves no audit entry."""
-    try:
-        with transaction.atomic():
-            result = call()
-            if dry_run:
-                transaction.set_rollback(True)
-    except Exception:
-        notify.discard()
-        raise
-    if dry_run:
-        notify.discard()
-    return result
 
 
 class ResourceBase(KubeView):

@@ -14,13 +14,14 @@ from rest_framework.response import Response
 
 from volcanoweb.api.base import check_preconditions
 from volcanoweb.api.listing import apply_label_selector, clean_text
+from volcanoweb.apply import atomically
 from volcanoweb.core.errors import BadRequest, Cause
 from volcanoweb.feed import log
 from volcanoweb.jobs import services as jobs
 from volcanoweb.kubeapi import query
 from volcanoweb.kubeapi.base import MethodNotAllowed
 from volcanoweb.kubeapi.registry import KubeResource
-from volcanoweb.kubeapi.verbs.base import ResourceBase, query_dry_run, run
+from volcanoweb.kubeapi.verbs.base import ResourceBase, query_dry_run
 from volcanoweb.tenancy.access import Access
 
 PROPAGATION = ("Background", "Foreground", "Orphan")
@@ -77,7 +78,7 @@ class DeleteVerbs(ResourceBase):
                     check_preconditions(wanted, uid, version, resource.info.qualified_resource, name)
             return removal.remove(removal.access, namespace, name)
 
-        outcome = run(checked_remove, dry_run=removal.dry_run)
+        outcome = atomically(checked_remove, dry_run=removal.dry_run)
         if outcome.object.get("metadata", {}).get("deletionTimestamp"):
             return Response(outcome.object)
         return Response(_success(resource, name, str(getattr(obj, "uid", ""))))
@@ -104,7 +105,7 @@ class DeleteVerbs(ResourceBase):
         def remove_all() -> list[dict[str, Any]]:
             return [removal.remove(access, ns, obj_name).object for ns, obj_name in targets]
 
-        removed = run(remove_all, dry_run=removal.dry_run)
+        removed = atomically(remove_all, dry_run=removal.dry_run)
         meta = {"resourceVersion": str(log.head()[0])}
         return Response(
             {

@@ -15,11 +15,12 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from volcanoweb.apply import atomically
 from volcanoweb.core.errors import BadRequest, Cause, Conflict, NotFound
 from volcanoweb.kubeapi import patch
 from volcanoweb.kubeapi.base import MethodNotAllowed
 from volcanoweb.kubeapi.registry import KubeResource
-from volcanoweb.kubeapi.verbs.base import ResourceBase, query_dry_run, query_field_validation, run
+from volcanoweb.kubeapi.verbs.base import ResourceBase, query_dry_run, query_field_validation
 from volcanoweb.kubeapi.verbs.fields import check_fields
 from volcanoweb.manifests.parse import load_patch, parse_documents
 from volcanoweb.tenancy.access import Access
@@ -77,7 +78,7 @@ class PatchVerb(ResourceBase):
         pinned = isinstance(body, dict) and bool((body.get("metadata") or {}).get("resourceVersion"))
         for attempt in range(PATCH_ATTEMPTS):
             try:
-                outcome = run(lambda: self.change(job), dry_run=dry_run)
+                outcome = atomically(lambda: self.change(job), dry_run=dry_run)
                 break
             except Conflict:
                 # A controller wrote the object between the read and the write: like the API server, recompute

@@ -8,11 +8,12 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from volcanoweb.apply import atomically
 from volcanoweb.core.errors import ApiError, BadRequest, Cause, Errors, invalid
 from volcanoweb.jobs import services as jobs
 from volcanoweb.kubeapi.base import MethodNotAllowed
 from volcanoweb.kubeapi.registry import RESOURCES, KubeResource
-from volcanoweb.kubeapi.verbs.base import ResourceBase, query_dry_run, query_field_validation, run
+from volcanoweb.kubeapi.verbs.base import ResourceBase, query_dry_run, query_field_validation
 from volcanoweb.kubeapi.verbs.fields import check_fields
 from volcanoweb.manifests.parse import parse_documents
 from volcanoweb.tenancy.access import Access
@@ -51,7 +52,7 @@ class WriteVerbs(ResourceBase):
             return Response(self.create_command(access, doc, namespace, dry_run), status=status.HTTP_201_CREATED)
         apply = resource.apply
         assert apply is not None
-        outcome = run(lambda: apply(access, doc, namespace, mode="create"), dry_run=dry_run)
+        outcome = atomically(lambda: apply(access, doc, namespace, mode="create"), dry_run=dry_run)
         return Response(outcome.object, status=status.HTTP_201_CREATED)
 
     def create_command(self, access: Access, doc: dict[str, Any], namespace: str | None, dry_run: bool) -> Any:
@@ -71,7 +72,7 @@ class WriteVerbs(ResourceBase):
             errors = Errors()
             errors.add("metadata.name", "Required value: name or generateName is required", "FieldValueRequired")
             raise invalid("Command", "bus.volcano.sh", "", errors)
-        command = run(
+        command = atomically(
             lambda: jobs.issue_job_command(
                 access,
                 namespace,
@@ -103,7 +104,7 @@ class WriteVerbs(ResourceBase):
             raise _invalid_update(resource, name)
         apply = resource.apply
         assert apply is not None
-        outcome = run(lambda: apply(access, doc, namespace, mode="update"), dry_run=dry_run)
+        outcome = atomically(lambda: apply(access, doc, namespace, mode="update"), dry_run=dry_run)
         return Response(outcome.object)
 
 

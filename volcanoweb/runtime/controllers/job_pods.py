@@ -12,6 +12,7 @@ from typing import Any
 
 from volcanoweb.clusters.backends.base import BackendError, Conflict, NotFound, PodInfo
 from volcanoweb.jobs.models import EventType, Pod, PodGroup
+from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.pods import pod_requests
 from volcanoweb.runtime.controllers.job_base import ControllerError, JobBase
 from volcanoweb.runtime.controllers.job_writes import PodCreation
@@ -131,14 +132,7 @@ class JobPods(JobBase):
         priority = None
         if priority_class:
             priority = self.writes.priority(priority_class)
-        owner = {
-            "apiVersion": "batch.volcano.sh/v1alpha1",
-            "kind": "Job",
-            "name": job.name,
-            "uid": str(job.uid),
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
+        owner = render.controller_reference(parse.JOB, job)
         fields: dict[str, Any] = {
             "tenant_id": job.tenant_id,
             "job": job,

@@ -10,6 +10,7 @@ from scheduler.decode import GROUP_ANNOTATION
 from scheduler.quantity import format_quantity
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend
 from volcanoweb.jobs.models import Job, Pod, PodGroup, PodGroupPhase, PriorityClass
+from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.admission import pod_queue_name, tenant_may_use_queue
 from volcanoweb.manifests.pods import pod_requests
 from volcanoweb.tenancy.models import Namespace
@@ -146,14 +147,7 @@ def ensure_job_podgroup(
         return current, False
     podgroup = PodGroup.objects.select_for_update().filter(job=job).first()
     if podgroup is None:
-        owner = {
-            "apiVersion": "batch.volcano.sh/v1alpha1",
-            "kind": "Job",
-            "name": job.name,
-            "uid": str(job.uid),
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
+        owner = render.controller_reference(parse.JOB, job)
         podgroup = PodGroup.objects.create(
             job=job,
             namespace=job.namespace,

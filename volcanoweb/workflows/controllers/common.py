@@ -9,7 +9,6 @@ from typing import Any
 from volcanoweb.core.errors import ApiError
 from volcanoweb.jobs import services as jobs_service
 from volcanoweb.jobs.models import Job
-from volcanoweb.manifests import parse
 from volcanoweb.tenancy.access import SYSTEM
 
 
@@ -39,18 +38,6 @@ def event(result: SyncResult, obj: Any, kind: str, type_: str, reason: str, mess
     """Record an event on the CronJob or JobFlow and note its reason in the sync's result."""
     jobs_service.record_event(obj, kind, type_, reason, message, source=source)
     result.events.append(reason)
-
-
-def owner_reference(info: parse.KindInfo, obj: Any) -> dict[str, Any]:
-    """The controller's ownerReference that a job it creates carries."""
-    return {
-        "apiVersion": info.api_version,
-        "kind": info.kind,
-        "name": obj.name,
-        "uid": str(obj.uid),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def delete_job(job: Job) -> bool:

@@ -19,7 +19,7 @@ from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.objects import bump
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.workflows import cron
-from volcanoweb.workflows.controllers.common import SyncResult, delete_job, event, owner_reference, parse_time
+from volcanoweb.workflows.controllers.common import SyncResult, delete_job, event, parse_time
 from volcanoweb.workflows.models import CronJob
 
 SCHEDULED_TIMESTAMP_ANNOTATION = "volcano.sh/cronjob-scheduled-timestamp"
@@ -61,7 +61,7 @@ def cronjob_job_manifest(cronjob: CronJob, name: str, annotations: dict[str, str
             "namespace": cronjob.namespace,
             "labels": dict(meta.get("labels") or {}),
             "annotations": merged,
-            "ownerReferences": [owner_reference(parse.CRONJOB, cronjob)],
+            "ownerReferences": [render.controller_reference(parse.CRONJOB, cronjob)],
         },
         "spec": template.get("spec") or {},
     }

@@ -21,7 +21,7 @@ from volcanoweb.manifests import parse, render
 from volcanoweb.manifests.objects import bump
 from volcanoweb.tenancy.access import SYSTEM
 from volcanoweb.workflows import cron
-from volcanoweb.workflows.controllers.common import SyncResult, delete_job, event, owner_reference
+from volcanoweb.workflows.controllers.common import SyncResult, delete_job, event
 from volcanoweb.workflows.models import JobFlow, JobFlowPhase, JobTemplate
 
 CREATED_BY_JOBFLOW = "volcano.sh/createdByJobFlow"
@@ -83,7 +83,7 @@ def _create_flow_job(jobflow: JobFlow, flow_name: str, result: SyncResult) -> bo
             "namespace": jobflow.namespace,
             "labels": dict(marks),
             "annotations": dict(marks),
-            "ownerReferences": [owner_reference(parse.JOBFLOW, jobflow)],
+            "ownerReferences": [render.controller_reference(parse.JOBFLOW, jobflow)],
         },
         "spec": template.spec,
     }
