@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "channels",
     "volcanoweb.core",
+    "volcanoweb.serve",
     "volcanoweb.tenancy",
     "volcanoweb.queues",
     "volcanoweb.jobs",
@@ -207,7 +208,7 @@ WEB_WORKERS = env_int("WEB_WORKERS", 2, minimum=1)
 # runstack: Celery worker processes consuming the controllers' queue (worker, worker2, ...; issue 17's bench).
 CONTROLLER_WORKERS = env_int("CONTROLLER_WORKERS", 1, minimum=1)
 # Periodic work: (name, Celery task, period in seconds). Celery beat runs these in the stack
-# mode; the embedded mode calls the same tasks from in-process loops (volcanoweb.core.loops).
+# mode; the embedded mode calls the same tasks from in-process loops (volcanoweb.serve.loops).
 CRONJOB_TICK_PERIOD = env_float("CRONJOB_TICK_PERIOD", 10.0, positive=True)
 CRONJOB_DEFAULT_TIME_ZONE = env_str("CRONJOB_DEFAULT_TIME_ZONE", "UTC")
 try:

@@ -4,15 +4,14 @@ from django.apps import AppConfig
 
 
 class CoreConfig(AppConfig):
-    """Environment readers, health and metrics endpoints, in-process loops, the runners."""
+    """The bottom of the apps: errors, environment readers, health and metrics endpoints, the SQL and JSON
+    helpers, the stage profiler. It imports no other app (import-linter); the runners are in ``serve``."""
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "volcanoweb.core"
     verbose_name = "Core"
 
     def ready(self) -> None:
-        # Create the Celery app in every Django process, so that shared tasks bind to it.
-        import volcanoweb.celery  # noqa: F401
         from volcanoweb.core import stageprof
 
         if stageprof.enabled():  # the end-to-end benchmark's CPU counters (bench/e2e.py), never otherwise

@@ -19,7 +19,7 @@ records drifted from the rows and reconciles them.
 
 When Celery runs eagerly (the tests) the jobs are synced at once, in order, in batches of :data:`BATCH`
 (``services.sync_jobs``, set-based: ADR 0022). The embedded mode (``manage.py runembedded``) has no broker
-either, but registers an in-process drain with :func:`set_local_sink` (``core.loops.LocalDrain``: the same
+either, but registers an in-process drain with :func:`set_local_sink` (``serve.loops.LocalDrain``: the same
 coalescing, one thread): the sync then runs outside the request that asked for it, as in the stack.
 """
 

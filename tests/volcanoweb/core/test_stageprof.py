@@ -14,9 +14,9 @@ from django.test import override_settings
 
 from volcanoweb.core import stageprof
 from volcanoweb.core.errors import BadRequest
-from volcanoweb.core.management.commands.runstack import stack_commands
 from volcanoweb.manifests.parse import parse_documents
 from volcanoweb.runtime import services as runtime_services
+from volcanoweb.serve.management.commands.runstack import stack_commands
 
 
 def _busy(n: int) -> int:

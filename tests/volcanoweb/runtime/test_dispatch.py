@@ -14,10 +14,10 @@ from django.utils import timezone
 from tests.volcanoweb import builders
 from tests.volcanoweb.runtime.harness import NAMESPACE, World
 from volcanoweb.celery import app
-from volcanoweb.core.management.commands.runstack import stack_commands
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Job, Pod, PodGroup
 from volcanoweb.runtime import dispatch, services, tasks
+from volcanoweb.serve.management.commands.runstack import stack_commands
 from volcanoweb.tenancy.access import SYSTEM
 
 

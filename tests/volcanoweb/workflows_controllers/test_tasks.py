@@ -7,7 +7,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from volcanoweb.celery import app
-from volcanoweb.core import loops
+from volcanoweb.serve import loops
 from volcanoweb.workflows import tasks
 from volcanoweb.workflows.models import CronJob
 

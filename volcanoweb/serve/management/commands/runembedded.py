@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from volcanoweb.core.loops import LocalDrain, LoopRunner
+from volcanoweb.serve.loops import LocalDrain, LoopRunner
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def listeners(host: str, port: int, https_port: int | None) -> tuple[list[str], 
 
 
 def start_local_drain() -> LocalDrain:
-    """Run the job syncs that requests and loops ask for in a thread of their own (``core.loops.LocalDrain``)."""
+    """Run the job syncs that requests and loops ask for in a thread of their own (``serve.loops.LocalDrain``)."""
     from volcanoweb.runtime import dispatch, services
 
     drain = LocalDrain(lambda ids: services.sync_jobs(ids), batch=dispatch.BATCH)

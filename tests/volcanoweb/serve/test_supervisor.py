@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from volcanoweb.core.management.commands.runstack import Supervisor
+from volcanoweb.serve.management.commands.runstack import Supervisor
 
 
 class FakeProc:
@@ -181,7 +181,7 @@ def test_a_master_killed_with_sigkill_takes_its_workers_along_and_restarts_on_th
     """Issue 28: kill -9 of uvicorn's master left its workers holding the port; every restart then failed with
     "Address already in use". The supervisor starts each child in a process group of its own and kills the
     group when the leader dies, so the restarted master's worker binds the port again."""
-    from volcanoweb.core.management.commands.runstack import GroupProcess
+    from volcanoweb.serve.management.commands.runstack import GroupProcess
 
     port = _free_port()
     command = [sys.executable, "-c", MASTER, WORKER, str(port), str(tmp_path)]

@@ -1,6 +1,6 @@
 """The embedded mode (``manage.py runembedded``): controller syncs leave the request, SQLite runs in WAL mode.
 
-A submission only commits its rows; the job's sync is queued to the in-process drain (``core.loops.LocalDrain``),
+A submission only commits its rows; the job's sync is queued to the in-process drain (``serve.loops.LocalDrain``),
 and a job whose queued sync was lost with the process is found again by the controllers' resync.
 """
 
@@ -16,11 +16,11 @@ from tests.volcanoweb import builders
 from tests.volcanoweb.conftest import post_yaml
 from tests.volcanoweb.runtime.harness import World
 from volcanoweb.clusters import backend as backend_module
-from volcanoweb.core.loops import LocalDrain
-from volcanoweb.core.management.commands.runembedded import start_local_drain, stop_local_drain
 from volcanoweb.jobs.models import Job
 from volcanoweb.runtime import dispatch, services
 from volcanoweb.runtime.models import JobRecord
+from volcanoweb.serve.loops import LocalDrain
+from volcanoweb.serve.management.commands.runembedded import start_local_drain, stop_local_drain
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from volcanoweb.core.management.commands.runstack import stack_commands
+from volcanoweb.serve.management.commands.runstack import stack_commands
 
 ROOT = Path(__file__).resolve().parents[3]
 
