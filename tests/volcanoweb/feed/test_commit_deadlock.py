@@ -65,3 +65,63 @@ def test_a_committer_holding_the_head_never_waits_for_a_row_lock(cast) -> None:
     assert [(c.kind, c.data["annotations"]) for c in changes] == [("jobs", {"t": "2"}), ("podgroups", {"t": "1"})]
     group.refresh_from_db()
     assert group.resource_version == changes[-1].rev
+
+
+def _wait_until_a_backend_waits_for_a_lock() -> bool:
+    """Poll pg_stat_activity until a backend of the test database waits for a lock (10 s at most)."""
+    for _ in range(200):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                return True
+        threading.Event().wait(0.05)
+    return False
+
+
+def test_deleting_a_job_never_deadlocks_with_the_commit_of_a_change_to_its_podgroup(cast) -> None:
+    """The case that deadlocked in the browser suite: a controller changed a job's PodGroup (T2) while a user
+    deleted the job (T1). T1 locked the Job, then its delete of the PodGroup waited for T2's row; T2's commit
+    takes ``FOR KEY SHARE`` on the PodGroup's job (the stamp's foreign-key locks) and waited for T1's ``FOR
+    UPDATE``. The delete now holds the Job ``FOR NO KEY UPDATE`` (which a key-share lock passes) until it
+    deletes the row itself: T2 commits, then T1 deletes."""
+    from volcanoweb.jobs import services as job_services
+    from volcanoweb.tenancy.access import SYSTEM
+
+    ensure_builtin_queues()
+    job = builders.make_job("team-a", "train")
+    group = PodGroup.objects.get(job=job)
+    t2_wrote, t1_waits = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def controller() -> None:
+        try:
+            with transaction.atomic():
+                PodGroup.objects.filter(pk=group.pk).update(annotations={"t": "2"})
+                t2_wrote.set()
+                t1_waits.wait(10)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def user() -> None:
+        try:
+            t2_wrote.wait(10)
+            job_services.delete_job(SYSTEM, "team-a", "train")
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=controller), threading.Thread(target=user)]
+    for thread in threads:
+        thread.start()
+    assert _wait_until_a_backend_waits_for_a_lock()  # T1 waits for T2's PodGroup row
+    t1_waits.set()
+    for thread in threads:
+        thread.join(30)
+    assert not errors, errors
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert not PodGroup.objects.filter(pk=group.pk).exists()

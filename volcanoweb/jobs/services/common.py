@@ -14,11 +14,26 @@ from volcanoweb.manifests.objects import Outcome, bump
 from volcanoweb.tenancy.access import Access, forbidden, resolve_namespace
 
 
-def get_for_write(access: Access, model: type[Any], info: parse.KindInfo, namespace: str, name: str, verb: str) -> Any:
+def get_for_write(
+    access: Access,
+    model: type[Any],
+    info: parse.KindInfo,
+    namespace: str,
+    name: str,
+    verb: str,
+    *,
+    no_key: bool = False,
+) -> Any:
     """Return the namespaced object ``name``, locked, once the caller may ``verb`` objects of its namespace;
-    raise NotFound when it does not exist."""
+    raise NotFound when it does not exist.
+
+    ``no_key`` locks it ``FOR NO KEY UPDATE`` (PostgreSQL; other databases ignore it): writers still wait for
+    one another, but a ``FOR KEY SHARE`` lock on the row (a foreign-key check, or the change log's stamp at
+    the commit of a change to a dependent row) passes. A delete that first removes the object's dependents
+    takes it so: a concurrent commit of a change to one of them then completes instead of deadlocking.
+    """
     resolve_namespace(access, namespace, verb, info, name)
-    obj = model.objects.select_for_update().filter(namespace=namespace, name=name).first()
+    obj = model.objects.select_for_update(no_key=no_key).filter(namespace=namespace, name=name).first()
     if obj is None:
         raise not_found(info.qualified_resource, name, info.kind, info.group)
     return obj

@@ -429,7 +429,9 @@ def delete_job(access: Access, namespace: str, name: str, propagation: str = BAC
     """Delete a Job: at once when it has no finalizers (tasks, pods, PodGroup and commands go with it);
     otherwise set ``deletion_timestamp`` and leave the removal to the runtime's clean-up. Objects whose
     ownerReferences name the Job (other than its own PodGroup and pods) follow ``propagation``."""
-    job = get_for_write(access, Job, parse.JOB, namespace, name, "delete")
+    # FOR NO KEY UPDATE until the row itself is deleted: the commit of a controller's change to the job's
+    # PodGroup or pods key-share locks the job, and must not wait for us while we wait for its rows.
+    job = get_for_write(access, Job, parse.JOB, namespace, name, "delete", no_key=True)
     before = render.job(job)
     collect_garbage(access, namespace, str(job.uid), propagation)
     if job.finalizers:
@@ -438,6 +440,9 @@ def delete_job(access: Access, namespace: str, name: str, propagation: str = BAC
             job.save(update_fields=["deletion_timestamp", *bump(job, spec_changed=False)])
         after: dict[str, Any] | None = render.job(job)
     else:
+        # The row goes before its PodGroup (whose key to it is no constraint): lock the PodGroup first, while
+        # the job is held FOR NO KEY UPDATE, so that a commit changing the PodGroup completes before we delete.
+        list(PodGroup.objects.select_for_update().filter(job=job).order_by("pk").values_list("pk", flat=True))
         job.delete()
         after = None
     audit.record(access.user, "delete", "Job", f"{namespace}/{name}", tenant=job.tenant, before=before, after=after)
