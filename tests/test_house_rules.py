@@ -87,6 +87,25 @@ def test_tests_are_not_held_to_the_size_rules() -> None:
     assert "C901" not in _ruff(COMPLEX, "tests/example_test.py")
 
 
+def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run(
+        [str(BIN / "lint-imports"), "--no-cache"], cwd=tree, env=env, capture_output=True, text=True, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of the product's packages and contracts for the whole module; each case restores its file."""
+    root = tmp_path_factory.mktemp("tree")
+    for package in ("scheduler", "volcanoweb"):
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    kept = _lint_imports(root)
+    assert kept.returncode == 0, kept.stdout[-2000:]
+    return root
+
+
 @pytest.mark.parametrize(
     ("module", "upward", "reported"),
     [
@@ -101,29 +120,16 @@ def test_tests_are_not_held_to_the_size_rules() -> None:
         ),
     ],
 )
-def test_an_upward_import_fails_the_layers_contracts(tmp_path: Path, module: str, upward: str, reported: str) -> None:
+def test_an_upward_import_fails_the_layers_contracts(tree: Path, module: str, upward: str, reported: str) -> None:
     """A plugin importing the session, core importing an app, an app importing the runners, validation
     importing an adapter, an object service importing a controller: each breaks a contract of ``make lint``
     (the tree as it is keeps them all)."""
-    for package in ("scheduler", "volcanoweb"):
-        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-
-    def lint() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(BIN / "lint-imports"), "--no-cache"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-
-    kept = lint()
-    assert kept.returncode == 0, kept.stdout[-2000:]
-    path = tmp_path / module
-    path.write_text(path.read_text() + f"\nimport {upward}  # noqa: E402\n")
-    broken = lint()
+    path = tree / module
+    original = path.read_text()
+    path.write_text(original + f"\nimport {upward}  # noqa: E402\n")
+    try:
+        broken = _lint_imports(tree)
+    finally:
+        path.write_text(original)
     assert broken.returncode != 0
     assert reported in broken.stdout

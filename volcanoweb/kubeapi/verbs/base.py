@@ -82,6 +82,17 @@ class ResourceBase(KubeView):
 
     # -- checks of the writes ------------------------------------------------------------------------------------
 
+    def whole_object(self, kwargs: dict[str, Any], verb: str, method: str) -> tuple[KubeResource, str | None, str]:
+        """The kind, namespace and name a PUT or PATCH writes, once ``verb`` is allowed on the kind: a whole
+        object, never a subresource (the controllers own ``/status``)."""
+        resource, namespace, name, subresource = self.kwargs_of(kwargs)
+        self.writable(resource, verb)
+        if name is None:
+            raise MethodNotAllowed(f"{method} needs an object name")
+        if subresource is not None:
+            raise MethodNotAllowed(f"the {subresource} subresource is read-only: the controllers own it")
+        return resource, namespace, name
+
     def writable(self, resource: KubeResource, verb: str) -> None:
         if resource.plural == "commands" and verb in ("create", "delete", "deletecollection"):
             return  # Commands are created, and deleted before the controller acts on them; never changed

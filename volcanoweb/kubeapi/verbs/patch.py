@@ -18,7 +18,6 @@ from rest_framework.response import Response
 from volcanoweb.apply import atomically
 from volcanoweb.core.errors import BadRequest, Cause, Conflict, NotFound
 from volcanoweb.kubeapi import patch
-from volcanoweb.kubeapi.base import MethodNotAllowed
 from volcanoweb.kubeapi.registry import KubeResource
 from volcanoweb.kubeapi.verbs.base import ResourceBase, query_dry_run, query_field_validation
 from volcanoweb.kubeapi.verbs.fields import check_fields
@@ -49,12 +48,7 @@ class PatchVerb(ResourceBase):
     """PATCH on an object (never on a subresource: the controllers own ``/status``)."""
 
     def patch(self, request: Request, **kwargs: Any) -> Response:
-        resource, namespace, name, subresource = self.kwargs_of(kwargs)
-        self.writable(resource, "patch")
-        if name is None:
-            raise MethodNotAllowed("PATCH needs an object name")
-        if subresource is not None:
-            raise MethodNotAllowed(f"the {subresource} subresource is read-only: the controllers own it")
+        resource, namespace, name = self.whole_object(kwargs, "patch", "PATCH")
         query_field_validation(request)
         dry_run = query_dry_run(request)
         access = self.access(request)

@@ -88,12 +88,7 @@ class WriteVerbs(ResourceBase):
         return RESOURCES_BY_PLURAL["commands"].render(command)
 
     def put(self, request: Request, **kwargs: Any) -> Response:
-        resource, namespace, name, subresource = self.kwargs_of(kwargs)
-        self.writable(resource, "update")
-        if name is None:
-            raise MethodNotAllowed("PUT needs an object name")
-        if subresource is not None:
-            raise MethodNotAllowed(f"the {subresource} subresource is read-only: the controllers own it")
+        resource, namespace, name = self.whole_object(kwargs, "update", "PUT")
         query_field_validation(request)
         dry_run = query_dry_run(request)
         access = self.access(request)
