@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,3 +134,24 @@ def test_an_upward_import_fails_the_layers_contracts(tree: Path, module: str, up
         path.write_text(original)
     assert broken.returncode != 0
     assert reported in broken.stdout
+
+
+def _plain_row_locks(root: Path) -> list[str]:
+    """``select_for_update(...)`` calls under ``root`` that do not take ``FOR NO KEY UPDATE``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        for call in re.finditer(r"select_for_update\(([^()]*)\)", text):
+            if "no_key=True" not in call.group(1):
+                found.append(f"{path.relative_to(root.parent)}:{text.count(chr(10), 0, call.start()) + 1}")
+    return found
+
+
+def test_every_row_lock_of_the_product_lets_key_share_locks_pass(tmp_path: Path) -> None:
+    """CONTRIBUTING "Row locks": a plain ``FOR UPDATE`` would make the change log's commit-time foreign-key checks
+    wait for it (and deadlock when its holder waits for the committer's rows)."""
+    assert _plain_row_locks(ROOT / "volcanoweb") == []
+    planted = tmp_path / "volcanoweb"
+    planted.mkdir()
+    (planted / "bad.py").write_text("rows = Job.objects.select_for_update().filter(pk=1)\n")
+    assert _plain_row_locks(planted) == ["volcanoweb/bad.py:1"]

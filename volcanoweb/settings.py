@@ -143,8 +143,8 @@ ASGI_DB_POOL_SIZE = env_int("ASGI_DB_POOL_SIZE", 10, minimum=0)
 # from an older revision answers 410 Expired.
 FEED_RETENTION_ENTRIES = env_int("FEED_RETENTION_ENTRIES", 100_000, minimum=0)
 FEED_RETENTION_SECONDS = env_float("FEED_RETENTION_SECONDS", 600.0, positive=True)
-# How often a process's tailer looks at the log's head when no wakeup came (SQLite; PostgreSQL is woken by
-# LISTEN/NOTIFY and polls this often only as a safety net).
+# How often a process's tailer (while anyone in the process watches) reads the last revision taken, and reads
+# the new entries when it moved (ADR 0029: no NOTIFY, which would serialise PostgreSQL's commits).
 FEED_POLL_SECONDS = env_float("FEED_POLL_SECONDS", 0.05, positive=True)
 FEED_COMPACT_PERIOD = env_float("FEED_COMPACT_PERIOD", 30.0, positive=True)
 

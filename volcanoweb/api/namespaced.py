@@ -75,7 +75,7 @@ class NamespacedObjectView(ApiView):
         access = self.access(request)
 
         def current() -> Any:
-            obj = resource.model.objects.select_for_update().filter(namespace=namespace, name=name).first()
+            obj = resource.model.objects.select_for_update(no_key=True).filter(namespace=namespace, name=name).first()
             return obj if obj is not None and access.can_read(obj.tenant_id) else None
 
         outcome = self.delete_checked(

@@ -58,7 +58,7 @@ class PriorityClassObjectView(ApiView):
         access = self.access(request)
         outcome = self.delete_checked(
             request,
-            lambda: PriorityClass.objects.select_for_update().filter(name=name).first(),
+            lambda: PriorityClass.objects.select_for_update(no_key=True).filter(name=name).first(),
             lambda: jobs.delete_priorityclass(access, name),
             parse.PRIORITYCLASS.qualified_resource,
             name,

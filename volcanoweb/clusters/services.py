@@ -142,7 +142,7 @@ def record_node_usage(backend: ClusterBackend | None = None) -> int:
         return 0
     changed = 0
     with transaction.atomic():
-        for node in Node.objects.filter(name__in=list(metrics)).select_for_update().order_by("name"):
+        for node in Node.objects.filter(name__in=list(metrics)).select_for_update(no_key=True).order_by("name"):
             m = metrics[node.name]
             reading = {
                 "cpu": _percent(m.cpu, int(node.allocatable.get("cpu", 0))),
@@ -293,7 +293,7 @@ def _locked_rows(keys: Iterable[tuple[str, str]]) -> tuple[dict[tuple[str, str],
     # decoding them for every event of a cycle's thousands of binds was most of the mirror's time. Locked in id
     # order, as the cycle locks the pods it binds: a bind committed between this read and the write below would
     # otherwise be overwritten with the status read before it (its scheduledBy lost).
-    locked = Pod.objects.select_for_update(of=("self",)).filter(which).only(*MIRROR_FIELDS).order_by("pk")
+    locked = Pod.objects.select_for_update(no_key=True, of=("self",)).filter(which).only(*MIRROR_FIELDS).order_by("pk")
     for row in locked:
         rows[(row.namespace, row.name)] = row
     tenants = dict(Namespace.objects.filter(name__in=list(names_by_ns)).values_list("name", "tenant_id"))

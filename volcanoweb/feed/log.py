@@ -25,6 +25,8 @@ from volcanoweb.feed.tables import BY_KIND
 
 #: The most entries one read returns.
 BATCH = 1000
+#: Milliseconds a consistent read waits for the transactions committing when it starts (PostgreSQL).
+WAIT_MS = 2000
 ADDED, MODIFIED, DELETED = "A", "M", "D"
 
 
@@ -73,15 +75,59 @@ def _change(row: dict[str, Any]) -> Change:
     values = {k: row[k] for k in _COLUMNS}
     at = values["at"]
     values["at"] = at.timestamp() if isinstance(at, datetime) else 0.0
+    data = values["data"]
+    if values["type"] != DELETED and isinstance(data, dict) and "resource_version" in data:
+        data["resource_version"] = values["rev"]  # PostgreSQL gives the revision at commit, after the entry
     return Change(**values)
 
 
-def head() -> tuple[int, int]:
-    """Return ``(revision, compacted)``: the last revision committed and the compaction point."""
+#: The last frontier this process read, per database (PostgreSQL; see :func:`_frontier`).
+_known: dict[str, int] = {}
+
+
+def _frontier(wait: bool) -> int:
+    """PostgreSQL: the highest revision at or below which every revision's transaction has committed or rolled
+    back.
+
+    Revisions are taken at commit from a sequence, side by side, so a later revision may be visible before an
+    earlier one (ADR 0029): readers read up to this frontier, never past it. ``wait``: first wait (briefly) for
+    the transactions committing now, so that a read after a write sees the write. When a committer stays
+    between taking its revisions and publishing them (microseconds, unless its process is descheduled) the
+    last frontier read stands: an earlier safe revision stays safe.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT volcanoweb_feed_frontier(%s)", [WAIT_MS if wait else 0])
+        row = cursor.fetchone()
+    name = str(connection.settings_dict.get("NAME"))
+    if row and row[0] is not None:
+        _known[name] = int(row[0])
+    return _known.get(name, 0)
+
+
+def head(*, wait: bool = False) -> tuple[int, int]:
+    """Return ``(revision, compacted)``: the revision every read is consistent with, and the compaction point.
+
+    SQLite gives revisions at write under its one writer, so the last one given is committed. PostgreSQL's
+    revision is the frontier (:func:`_frontier`); ``wait`` makes a read see the writes that completed before it.
+    """
     with connection.cursor() as cursor:
         cursor.execute("SELECT rev, compacted FROM feed_head WHERE id = 1")
         row = cursor.fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, 0)
+    current, compacted = (int(row[0]), int(row[1])) if row else (0, 0)
+    if connection.vendor == "postgresql":
+        current = _frontier(wait)
+    return current, compacted
+
+
+def latest() -> int:
+    """The last revision taken, committed or not (one cheap read: a poller's "anything new?")."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM feed_rev")
+        else:
+            cursor.execute("SELECT rev FROM feed_head WHERE id = 1")
+        row = cursor.fetchone()
+    return int(row[0]) if row else -1
 
 
 def check(rev: int, compacted: int | None = None) -> None:
@@ -92,11 +138,15 @@ def check(rev: int, compacted: int | None = None) -> None:
         raise Expired(f"too old resource version: {rev} ({compacted})")
 
 
-def changes(after: int, kinds: Collection[str] | None = None, *, limit: int = BATCH) -> list[Change]:
-    """Return the committed changes with a revision above ``after``, oldest first (at most ``limit``)."""
+def changes(
+    after: int, kinds: Collection[str] | None = None, *, limit: int = BATCH, upto: int | None = None
+) -> list[Change]:
+    """Return the committed changes with a revision above ``after`` (and at most ``upto``), oldest first."""
     from volcanoweb.feed.models import FeedEntry
 
     query = FeedEntry.objects.filter(rev__gt=after)
+    if upto is not None:
+        query = query.filter(rev__lte=upto)
     if kinds is not None:
         query = query.filter(kind__in=list(kinds))
     return [_change(row) for row in query.order_by("rev").values(*_COLUMNS)[:limit]]

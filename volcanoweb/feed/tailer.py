@@ -1,10 +1,10 @@
 """One reader of the change log per process, fanning out to that process's subscribers (a watch cache).
 
-The tailer thread waits for a wakeup (PostgreSQL ``LISTEN volcanoweb_feed``; SQLite: a short poll of the
-head, ``FEED_POLL_SECONDS``), reads the new entries once, keeps the recent ones per kind in a ring,
-and wakes only the subscribers of the kinds (and namespaces) that changed: an idle watch costs nothing per
-change it does not select. A subscriber reads the ring from its own cursor; one that fell behind the ring
-reads the log itself (:func:`volcanoweb.feed.log.changes`), so nothing is lost or merged either way.
+The tailer thread polls the log (``FEED_POLL_SECONDS``: one cheap read of the last revision taken; on
+PostgreSQL the safe frontier only when it moved, ADR 0029), reads the new entries once, keeps the recent
+ones per kind in a ring, and wakes only the subscribers of the kinds (and namespaces) that changed: an idle
+watch costs nothing per change it does not select. A subscriber reads the ring from its own cursor; one that
+fell behind the ring reads the log itself (:func:`volcanoweb.feed.log.changes`): nothing is lost or merged.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -187,35 +186,22 @@ class Tailer:
     def catch_up(self) -> None:
         """Read what committed since the last read (the thread's step; tests call it directly)."""
         self.ensure_position()
+        if log.latest() == self.position:
+            return  # nothing was taken since: no frontier to compute (PostgreSQL) and nothing to read
         current, _ = log.head()
         if current < self.position:
             self._reset(current)
             return
         while self.position < current:
-            batch = log.changes(self.position)
-            if not batch:
-                break
-            self._publish(batch, batch[-1].rev if len(batch) == log.BATCH else max(current, batch[-1].rev))
-
-    def _listen(self) -> Any:
-        if connection.vendor != "postgresql":
-            return None
-        import psycopg
-
-        params = connection.get_connection_params()
-        params.pop("cursor_factory", None)
-        params.pop("context", None)
-        params.pop("prepare_threshold", None)
-        conn = psycopg.connect(**params, autocommit=True)
-        conn.execute("LISTEN volcanoweb_feed")
-        return conn
+            batch = log.changes(self.position, upto=current)
+            # revisions of rolled-back transactions are never used: a read may find fewer than it asked for
+            self._publish(batch, batch[-1].rev if len(batch) == log.BATCH else current)
 
     def _idle(self) -> bool:
         with self.lock:
             return not any(self.subscribers.values())
 
     def _run(self) -> None:
-        listener = None
         poll = float(settings.FEED_POLL_SECONDS)
         while not self.stopping.is_set():
             if self._idle() or self.stopping.is_set():
@@ -223,36 +209,19 @@ class Tailer:
                 with self.lock:  # nothing is read while idle: a subscriber starts again from the head
                     self.position = -1
                 self.started.set()
-                if listener is not None:
-                    with contextlib.suppress(Exception):
-                        listener.close()
-                    listener = None
                 self._close_connection()
                 if not self.stopping.is_set():
                     self.active.wait()
                 continue
             try:
-                if listener is None and connection.vendor == "postgresql":
-                    listener = self._listen()
                 self.catch_up()
                 self.started.set()
-                if listener is not None:
-                    for _ in listener.notifies(timeout=max(poll * 20, 1.0), stop_after=1):
-                        pass
-                else:
-                    self.stopping.wait(poll)
+                self.stopping.wait(poll)
             except Exception:
                 logger.exception("feed tailer: reading the log failed; retrying")
-                if listener is not None:
-                    with contextlib.suppress(Exception):
-                        listener.close()
-                listener = None
                 self._close_connection()
                 self.started.set()
                 self.stopping.wait(1.0)
-        if listener is not None:
-            with contextlib.suppress(Exception):
-                listener.close()
         self._close_connection()
 
     @staticmethod

@@ -1,22 +1,24 @@
 """The database side of the log: triggers that append an entry for every change, and revision stamping.
 
-Why it is built this way is ADR 0024 (docs/adr/0024-change-log.md); in short:
+Why it is built this way is ADR 0024 (docs/adr/0024-change-log.md) and ADR 0029; in short:
 
 * **Every writer is covered** because the database writes the entries: an ``AFTER INSERT/UPDATE/DELETE``
   row trigger on each table of :data:`volcanoweb.feed.tables.TRACKED` appends the new row as JSON (``data``;
   the old row for a delete) and the old row (``prev``), in the writer's own transaction. An UPDATE that
   changes only ``resource_version``/``row_version`` (or nothing) appends nothing.
-* **Revisions follow commit order.** SQLite has one writer at a time (every transaction is ``BEGIN
-  IMMEDIATE``), so its trigger takes ``feed_head.rev + 1`` at once. PostgreSQL runs writers side by side, so
-  an entry is written with ``rev`` NULL and the revisions are given at commit: ``volcanoweb_feed_commit()``
-  (called by :mod:`volcanoweb.core.backends.postgresql` just before ``COMMIT``; a deferred constraint trigger
-  does the same for a statement run outside a transaction) first runs the deferred constraint checks, then
-  increments ``feed_head`` — whose row lock it holds until the commit — and numbers its entries. A second
-  transaction committing meanwhile waits on that row, so it can only get higher revisions and can only
-  become visible later: no reader ever sees revision 11 before 10, and a rolled-back stamp gives its numbers
-  back (no gaps).
+* **Revisions are taken at commit, side by side** (ADR 0029). SQLite has one writer at a time (every
+  transaction is ``BEGIN IMMEDIATE``), so its trigger takes ``feed_head.rev + 1`` at once and commit order is
+  write order. PostgreSQL runs writers side by side: an entry is written with ``rev`` NULL, and
+  ``volcanoweb_feed_commit()`` (sent by :mod:`volcanoweb.core.backends.postgresql` with ``COMMIT``; a deferred
+  constraint trigger does the same for a statement run outside a transaction) runs the deferred constraint
+  checks, registers the transaction as committing (a shared advisory lock), takes its revisions from the
+  ``feed_rev`` sequence, publishes the first (a second advisory lock) and numbers its entries, taking no lock
+  another committer waits for. Readers read up to ``volcanoweb_feed_frontier()``: the sequence's value, held
+  below the first revision of every transaction still committing. So no reader ever sees revision 11 before
+  10. A rolled-back commit leaves a gap, which readers pass.
 * **``resourceVersion`` is the last revision**: stamping also writes each changed row's ``resource_version``
-  (and the entry's copy of it).
+  (``volcanoweb_feed_versions``: one static statement per table); readers take an entry's revision from its
+  ``rev`` column.
 * Tests that run inside a transaction which never commits set ``volcanoweb.feed_stamp = 'write'`` for that
   transaction (``SET LOCAL``): entries are stamped as they are written (one connection, so the order holds).
 """
@@ -33,39 +35,39 @@ from volcanoweb.feed.tables import IGNORED, TRACKED, Tracked
 #: The most columns a SQLite trigger may serialise (``json_object`` takes at most 127 arguments).
 SQLITE_MAX_COLUMNS = 63
 
-_PG_FUNCTIONS = """
+#: Advisory lock classes (the first of two int4 keys) of the committers PostgreSQL readers wait for: a
+#: committing transaction holds ``(REGISTERED, 0)`` from before it takes its first revision, and
+#: ``(FIRST, first revision mod 2^31)`` once it has taken them, both until its commit is visible.
+REGISTERED = 0xFEED
+FIRST = 0xFEEE
+#: A first revision is published modulo this (an int4 key); readers rebuild it from the sequence's value.
+_MODULUS = 1 << 31
+
+_PG_FUNCTIONS = (
+    """
 CREATE OR REPLACE FUNCTION volcanoweb_feed_stamp() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
-    n bigint;
-    top bigint;
-    t text;
+    ids bigint[];
+    revs bigint[];
+    n int;
 BEGIN
-    SELECT count(*) INTO n FROM feed_entry WHERE rev IS NULL;
-    IF n = 0 THEN
+    SELECT array_agg(id ORDER BY id) INTO ids FROM feed_entry WHERE rev IS NULL;
+    IF ids IS NULL THEN
         RETURN 0;
     END IF;
+    n := array_length(ids, 1);
     PERFORM set_config('volcanoweb.feed_stamping', 'on', true);
-    -- Writing resource_version below re-runs the foreign-key checks of every row this transaction wrote
-    -- (PostgreSQL re-checks a row version of its own transaction even when the key is unchanged), and a
-    -- check locks the referenced row. Take those locks now, before the head's: once holding the head, a
-    -- transaction must never wait for another, or two committers could deadlock.
-    FOR t IN SELECT DISTINCT tbl FROM feed_entry WHERE rev IS NULL AND type <> 'D' LOOP
-        EXECUTE format('SELECT volcanoweb_feed_lock_%s()', t);
-    END LOOP;
-    INSERT INTO feed_head (id, rev, compacted) VALUES (1, coalesce((SELECT max(rev) FROM feed_entry), 0) + n, 0)
-        ON CONFLICT (id) DO UPDATE SET rev = feed_head.rev + n RETURNING rev INTO top;
-    UPDATE feed_entry e SET rev = o.r, data = jsonb_set(e.data, '{resource_version}', to_jsonb(o.r))
-        FROM (SELECT id, top - n + row_number() OVER (ORDER BY id) AS r FROM feed_entry WHERE rev IS NULL) o
-        WHERE e.id = o.id;
-    FOR t IN SELECT DISTINCT tbl FROM feed_entry WHERE rev > top - n AND type <> 'D' LOOP
-        EXECUTE format(
-            'UPDATE %I AS t SET resource_version = e.rev FROM (SELECT obj_id, max(rev) AS rev FROM feed_entry '
-            'WHERE rev > $1 AND tbl = $2 AND type <> ''D'' GROUP BY obj_id) AS e WHERE t.id = e.obj_id', t
-        ) USING top - n, t;
-    END LOOP;
+    -- Registered before the revisions are taken, published once they are: a reader that sees the first
+    -- without the second waits, one that sees neither knows this transaction's revisions are above the
+    -- sequence value it read first (volcanoweb_feed_frontier).
+    PERFORM pg_advisory_xact_lock_shared({registered}, 0);
+    SELECT array_agg(v ORDER BY o) INTO revs
+        FROM (SELECT o, nextval('feed_rev') AS v FROM generate_series(1, n) AS o) AS taken;
+    PERFORM pg_advisory_xact_lock_shared({first}, (revs[1] % {modulus})::int);
+    UPDATE feed_entry e SET rev = u.r FROM unnest(ids, revs) AS u(id, r) WHERE e.id = u.id;
+    PERFORM volcanoweb_feed_versions(ids);
     PERFORM set_config('volcanoweb.feed_stamping', 'off', true);
-    PERFORM pg_notify('volcanoweb_feed', top::text);
-    RETURN top;
+    RETURN revs[n];
 END
 $$;
 
@@ -74,8 +76,8 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM feed_entry WHERE rev IS NULL) THEN
         RETURN 0;
     END IF;
-    -- The deferred foreign-key checks run now, before the head's row lock is taken: they may wait on rows
-    -- of a transaction that is itself waiting for the head.
+    -- The deferred foreign-key checks run now, before this transaction registers as committing: a check
+    -- may wait for a row lock, and readers wait for registered committers.
     PERFORM set_config('volcanoweb.feed_committing', 'on', true);
     SET CONSTRAINTS ALL IMMEDIATE;
     RETURN volcanoweb_feed_stamp();
@@ -88,6 +90,48 @@ BEGIN
         PERFORM volcanoweb_feed_stamp();
     END IF;
     RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION volcanoweb_feed_frontier(wait_ms int DEFAULT 0) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    last bigint;
+    target bigint;
+    waiting boolean;
+    lowest bigint;
+    safe bigint;
+    tries int := 0;
+    deadline timestamptz := clock_timestamp() + make_interval(secs => greatest(wait_ms, 0) / 1000.0);
+BEGIN
+    LOOP
+        -- 1. every revision up to last has been taken, by a transaction that has committed, rolled back, or
+        --    registered before this read
+        SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END INTO last FROM feed_rev;
+        IF target IS NULL THEN
+            target := last;
+        END IF;
+        -- 2. the registered committers of this database (but this session: its own writes it sees)
+        WITH held AS (
+            SELECT pid, classid::bigint AS c, objid::bigint AS o FROM pg_locks
+            WHERE locktype = 'advisory' AND objsubid = 2 AND classid IN ({registered}, {first}) AND granted
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+              AND pid <> pg_backend_pid()
+        )
+        SELECT coalesce(bool_or(c = {registered} AND NOT EXISTS (
+                   SELECT 1 FROM held f WHERE f.c = {first} AND f.pid = held.pid)), false),
+               min(last - ((last - o) % {modulus})) FILTER (WHERE c = {first})
+            INTO waiting, lowest FROM held;
+        IF NOT waiting THEN
+            safe := CASE WHEN lowest IS NULL THEN last ELSE least(last, lowest - 1) END;
+            IF safe >= target OR clock_timestamp() >= deadline THEN
+                RETURN safe;
+            END IF;
+        ELSIF clock_timestamp() >= deadline AND tries >= 200 THEN
+            RETURN NULL;  -- a committer between registering and publishing (microseconds) for this long
+        END IF;
+        tries := tries + 1;
+        PERFORM pg_sleep(0.0005);
+    END LOOP;
 END
 $$;
 
@@ -124,6 +168,10 @@ BEGIN
 END
 $$;
 """.replace("{ignored}", "{" + ",".join(IGNORED) + "}")
+    .replace("{registered}", str(REGISTERED))
+    .replace("{first}", str(FIRST))
+    .replace("{modulus}", str(_MODULUS))
+)
 
 #: The head row when it is missing (a new database, or a flush that emptied it before the entries).
 _HEAD_ROW = "INSERT INTO feed_head (id, rev, compacted) VALUES (1, coalesce((SELECT max(rev) FROM feed_entry), 0), 0)"
@@ -144,34 +192,45 @@ def trigger_names(tracked: Tracked) -> list[str]:
     return [f"feed_{table}_{op}" for op in ("insert", "update", "delete")]
 
 
-def _pg_lock_function(cursor: Any, table: str) -> str:
-    """``volcanoweb_feed_lock_<table>()``: take the KEY SHARE locks the foreign-key checks of this
-    transaction's rows of ``table`` will need (what PostgreSQL's own check would take), in one statement per key."""
-    cursor.execute(
-        "SELECT a.attname, r.relname, ra.attname, format_type(ra.atttypid, ra.atttypmod) FROM pg_constraint c "
-        "JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class r ON r.oid = c.confrelid "
-        "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
-        "JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = c.confkey[1] "
-        "WHERE c.contype = 'f' AND t.relname = %s AND pg_table_is_visible(t.oid) AND array_length(c.conkey, 1) = 1",
-        [table],
-    )
-    statements = [
-        f'PERFORM 1 FROM "{ref}" AS x WHERE x."{ref_column}" IN '
-        f"(SELECT (e.data->>'{column}')::{kind} FROM feed_entry e WHERE e.rev IS NULL AND e.tbl = '{table}' "
-        f"AND e.type <> 'D' AND e.data->>'{column}' IS NOT NULL) FOR KEY SHARE OF x;"
-        for column, ref, ref_column, kind in cursor.fetchall()
-    ]
-    body = "\n    ".join(statements) or "NULL;"
+def _pg_versions_function() -> str:
+    """``volcanoweb_feed_versions(ids)``: write each changed row's ``resource_version`` (its last revision among
+    the stamped entries ``ids``), one static statement per followed table (plans cached per session)."""
+    branches = []
+    for tracked in TRACKED:
+        model = _model(tracked)
+        if not any(f.column == "resource_version" for f in model._meta.concrete_fields):
+            continue
+        table = model._meta.db_table
+        branches.append(
+            f"IF t = '{table}' THEN\n"
+            f'            UPDATE "{table}" AS x SET resource_version = e.rev FROM (SELECT obj_id, max(rev) AS rev '
+            f"FROM feed_entry WHERE id = ANY(ids) AND tbl = '{table}' AND type <> 'D' GROUP BY obj_id) AS e "
+            "WHERE x.id = e.obj_id;"
+        )
+    body = "\n        ELS".join(branches)
     return (
-        f"CREATE OR REPLACE FUNCTION volcanoweb_feed_lock_{table}() RETURNS void LANGUAGE plpgsql AS $$\n"
-        f"BEGIN\n    {body}\nEND\n$$"
+        "CREATE OR REPLACE FUNCTION volcanoweb_feed_versions(ids bigint[]) RETURNS void LANGUAGE plpgsql AS $$\n"
+        "DECLARE\n    t text;\nBEGIN\n"
+        "    FOR t IN SELECT DISTINCT tbl FROM feed_entry WHERE id = ANY(ids) AND type <> 'D' LOOP\n"
+        f"        {body}\n        END IF;\n    END LOOP;\nEND\n$$"
     )
+
+
+#: The revisions' sequence, never behind a revision already given (a log written before it existed).
+_PG_SEQUENCE = (
+    "CREATE SEQUENCE IF NOT EXISTS feed_rev",
+    "SELECT setval('feed_rev', m) FROM (SELECT greatest(coalesce((SELECT max(rev) FROM feed_entry), 0), "
+    "coalesce((SELECT max(rev) FROM feed_head), 0)) AS m) AS s, feed_rev "
+    "WHERE m > (CASE WHEN feed_rev.is_called THEN feed_rev.last_value ELSE feed_rev.last_value - 1 END)",
+)
 
 
 def _pg_install(cursor: Any) -> None:
-    for tracked in TRACKED:
-        table = _model(tracked)._meta.db_table
-        cursor.execute(_pg_lock_function(cursor, table))
+    for statement in _PG_SEQUENCE:
+        cursor.execute(statement)
+    for tracked in TRACKED:  # the foreign-key pre-locks of the head-lock stamp (before ADR 0029)
+        cursor.execute(f"DROP FUNCTION IF EXISTS volcanoweb_feed_lock_{_model(tracked)._meta.db_table}()")
+    cursor.execute(_pg_versions_function())
     cursor.execute(_PG_FUNCTIONS)
     cursor.execute("DROP TRIGGER IF EXISTS feed_entry_stamp ON feed_entry")
     cursor.execute(_PG_DEFERRED)
@@ -274,7 +333,6 @@ def uninstall(connection: Any) -> None:
                     cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
         if connection.vendor == "postgresql":
             cursor.execute("DROP TRIGGER IF EXISTS feed_entry_stamp ON feed_entry")
-            for function in ("record", "deferred", "commit", "stamp"):
-                cursor.execute(f"DROP FUNCTION IF EXISTS volcanoweb_feed_{function}()")
-            for tracked in TRACKED:
-                cursor.execute(f"DROP FUNCTION IF EXISTS volcanoweb_feed_lock_{_model(tracked)._meta.db_table}()")
+            for function in ("record()", "deferred()", "commit()", "stamp()", "frontier(int)", "versions(bigint[])"):
+                cursor.execute(f"DROP FUNCTION IF EXISTS volcanoweb_feed_{function}")
+            cursor.execute("DROP SEQUENCE IF EXISTS feed_rev")

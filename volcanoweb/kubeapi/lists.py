@@ -43,15 +43,23 @@ class TooLarge(ApiError):
     reason = "Timeout"
 
 
-def consistent(read: Callable[[], T]) -> T:
-    """Run ``read`` so that the log's head and the rows it reads come from one snapshot."""
+def consistent(read: Callable[[int, int], T]) -> T:
+    """Run ``read(revision, compacted)`` on the rows of one snapshot, ``revision`` being a revision every change
+    at or below which the snapshot shows (changes above it that it shows too are undone by :func:`_at_revision`).
+
+    On PostgreSQL the revision is the log's frontier, read before the snapshot starts (ADR 0029); on SQLite
+    the head, read in the snapshot.
+    """
     if connection.in_atomic_block:
-        return read()  # inside the caller's transaction (a test's, a view's): it is the snapshot
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
+        return read(*log.head(wait=True))  # inside the caller's transaction (a test's, a view's)
+    if connection.vendor == "postgresql":
+        current = log.head(wait=True)
+        with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        return read()
+            return read(*current)
+    with transaction.atomic():
+        return read(*log.head())
 
 
 def base_query(selection: Selection) -> QuerySet[Any]:
@@ -173,19 +181,11 @@ def _at_revision(
     return merged[: limit + 1]
 
 
-def _current(
-    selection: Selection, after: tuple[Any, ...] | None, limit: int
-) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
-    queryset = _keyed(selection, base_query(selection), after)
-    return [(_key(selection, obj), selection.resource.render(obj)) for obj in queryset[: limit + 1]]
-
-
 def snapshot(selection: Selection) -> tuple[int, list[dict[str, Any]]]:
-    """The selected objects now and the revision they are consistent with (a watch's initial state)."""
+    """The selected objects at one revision and that revision (a watch's initial state)."""
 
-    def read() -> tuple[int, list[dict[str, Any]]]:
-        revision = log.head()[0]
-        items = _current(selection, None, MAX_OBJECTS - 1)
+    def read(revision: int, compacted: int) -> tuple[int, list[dict[str, Any]]]:
+        items = _at_revision(selection, revision, None, MAX_OBJECTS - 1)
         return revision, [m for _, m in items if query.matches(selection.resource, m, selection.terms)]
 
     return consistent(read)
@@ -204,10 +204,9 @@ def page(selection: Selection, params: Any) -> tuple[list[dict[str, Any]], dict[
         revision, after = decode_continue(selection, token)
     chunk = limit if limit is not None else 1 << 40
 
-    def read() -> tuple[int, list[tuple[tuple[Any, ...], dict[str, Any]]], int]:
-        current, compacted = log.head()
+    def read(current: int, compacted: int) -> tuple[int, list[tuple[tuple[Any, ...], dict[str, Any]]], int]:
         if revision is None or revision == current:
-            return current, _current(selection, after, chunk), compacted
+            return current, _at_revision(selection, current, after, chunk), compacted
         if revision > current:
             raise TooLarge(
                 f"Too large resource version: {revision}, current: {current}",

@@ -168,8 +168,8 @@ class Stream:
         except Expired as error:
             self.done = True
             return [expired_line(error)]
-        changes = log.changes(self.cursor, [self.selection.kind])
-        upto = changes[-1].rev if len(changes) == log.BATCH else max(current, changes[-1].rev if changes else 0)
+        changes = log.changes(self.cursor, [self.selection.kind], upto=current)
+        upto = changes[-1].rev if len(changes) == log.BATCH else current
         return self.convert(changes, upto)
 
 

@@ -370,7 +370,7 @@ def apply_queue(
     Writes the queue and its allowed tenants, an audit entry, and fires ``notify.changed("Queue", ...)``.
     """
     meta, _ = prepare(access, doc, INFO, None, name_check="label")
-    existing = Queue.objects.select_for_update().filter(name=meta.name).first()
+    existing = Queue.objects.select_for_update(no_key=True).filter(name=meta.name).first()
     check_existence(INFO, meta.name, existing, mode)
     check_version(INFO, meta, existing)
     annotations = default_hierarchy_annotations(meta.annotations) if existing is None else dict(meta.annotations)
@@ -418,7 +418,7 @@ def get_visible_queue(access: Access, name: str, *, for_update: bool = False) ->
     if queue is None:
         raise not_found(INFO.qualified_resource, name, INFO.kind, INFO.group)
     if for_update:
-        return Queue.objects.select_for_update().get(pk=queue.pk)
+        return Queue.objects.select_for_update(no_key=True).get(pk=queue.pk)
     return queue
 
 
@@ -479,7 +479,7 @@ def _close(queue: Queue, *, by_parent: bool) -> None:
     if queue.is_root:
         return
     if queue.state not in (QueueState.CLOSED, QueueState.CLOSING):
-        for child in queue.children.select_for_update():
+        for child in queue.children.select_for_update(no_key=True):
             if child.state not in (QueueState.CLOSED, QueueState.CLOSING):
                 _close(child, by_parent=True)
     state = QueueState.CLOSING if _has_podgroups(queue) else QueueState.CLOSED
@@ -487,7 +487,7 @@ def _close(queue: Queue, *, by_parent: bool) -> None:
 
 
 def _open(queue: Queue) -> None:
-    for child in queue.children.select_for_update():
+    for child in queue.children.select_for_update(no_key=True):
         if child.annotations.get(CLOSED_BY_PARENT_ANNOTATION) == "true":
             _open(child)
     _set_state(queue, QueueState.OPEN, False if queue.annotations.get(CLOSED_BY_PARENT_ANNOTATION) else None)
@@ -553,7 +553,7 @@ def open_queue(access: Access, name: str, *, source: str = "api") -> Queue:
 @transaction.atomic
 def sync_queue_state(name: str) -> Queue | None:
     """For the runtime: move a Closing queue to Closed once no PodGroup references it."""
-    queue = Queue.objects.select_for_update().filter(name=name).first()
+    queue = Queue.objects.select_for_update(no_key=True).filter(name=name).first()
     if queue is not None and queue.state == QueueState.CLOSING and not _has_podgroups(queue):
         _set_state(queue, QueueState.CLOSED, None)
     return queue

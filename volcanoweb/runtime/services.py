@@ -64,7 +64,9 @@ def _consume_commands(job: Job, pending: list[Command] | None = None) -> list[P.
     requests: list[P.Request] = []
     now = timezone.now()
     if pending is None:
-        pending = list(Command.objects.select_for_update().filter(job=job, consumed_at__isnull=True).order_by("id"))
+        pending = list(
+            Command.objects.select_for_update(no_key=True).filter(job=job, consumed_at__isnull=True).order_by("id")
+        )
     for command in pending:
         if command.action not in JOB_ACTIONS:
             command.consumed_at, command.result = now, f"unsupported action {command.action} for a Job"
@@ -89,7 +91,7 @@ def sync_job(job_id: int, *, backend: ClusterBackend | None = None, now: datetim
     backend = backend or get_backend()
     now = now or timezone.now()
     with transaction.atomic():
-        job = Job.objects.select_for_update().filter(pk=job_id).first()
+        job = Job.objects.select_for_update(no_key=True).filter(pk=job_id).first()
         if job is None:
             _cleanup_records(JobRecord.objects.filter(job_id=job_id), backend)
             return []
@@ -149,7 +151,7 @@ def sync_jobs(
     now = now or timezone.now()
     ids = sorted({int(i) for i in job_ids})
     with transaction.atomic():
-        jobs = {j.pk: j for j in Job.objects.select_for_update().filter(pk__in=ids).order_by("pk")}
+        jobs = {j.pk: j for j in Job.objects.select_for_update(no_key=True).filter(pk__in=ids).order_by("pk")}
         checkpoint = broadcast.pending_snapshot()
         try:
             with transaction.atomic():
@@ -213,7 +215,7 @@ def _read_batch(jobs: dict[int, Job], now: datetime) -> _BatchRows:
         if action.fire_at <= now:
             armed.setdefault(action.job_record_id, []).append(action)
     commands: dict[int, list[Command]] = {}
-    pending = Command.objects.select_for_update().filter(job_id__in=job_ids, consumed_at__isnull=True)
+    pending = Command.objects.select_for_update(no_key=True).filter(job_id__in=job_ids, consumed_at__isnull=True)
     for command in pending.order_by("id"):
         commands.setdefault(command.job_id or 0, []).append(command)
     queues = set(Queue.objects.filter(name__in={j.queue_name for j in jobs.values()}).values_list("name", flat=True))
@@ -276,7 +278,7 @@ def on_job_deleted(
     backend = backend or get_backend()
     with transaction.atomic():
         if job_id is not None:
-            job = Job.objects.select_for_update().filter(pk=job_id).first()
+            job = Job.objects.select_for_update(no_key=True).filter(pk=job_id).first()
             if job is not None:
                 if job.deletion_timestamp is None:
                     return 0
@@ -358,7 +360,7 @@ def gc_finished_jobs(*, now: datetime | None = None, backend: ClusterBackend | N
     candidates = Job.objects.filter(phase__in=S.FINISHED, deletion_timestamp__isnull=True).values_list("pk", flat=True)
     for job_id in candidates:
         with transaction.atomic():
-            job = Job.objects.select_for_update().filter(pk=job_id, phase__in=S.FINISHED).first()
+            job = Job.objects.select_for_update(no_key=True).filter(pk=job_id, phase__in=S.FINISHED).first()
             ttl = (job.spec or {}).get("ttlSecondsAfterFinished") if job is not None else None
             if job is None or ttl is None:
                 continue
@@ -394,7 +396,7 @@ def group_bare_pods(*, backend: ClusterBackend | None = None) -> int:
     count = 0
     for pod_id in pods.values_list("pk", flat=True):
         with transaction.atomic():
-            pod = Pod.objects.select_for_update().filter(pk=pod_id, group_name="").first()
+            pod = Pod.objects.select_for_update(no_key=True).filter(pk=pod_id, group_name="").first()
             if pod is None:
                 continue
             if group_bare_pod(pod, backend if backend is not None else _optional_backend()) is not None:

@@ -91,7 +91,7 @@ def _bind_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: Appl
     wanted = {info.pod_ids[key]: (key, node) for key, node in result.binds.items() if key in info.pod_ids}
     if not wanted:
         return
-    rows = Pod.objects.select_for_update().filter(one_of("pk", wanted)).only(*BIND_FIELDS)
+    rows = Pod.objects.select_for_update(no_key=True).filter(one_of("pk", wanted)).only(*BIND_FIELDS)
     pods = list(rows.order_by("pk"))
     intents: list[PodIntent] = []
     bound: list[Pod] = []
@@ -126,7 +126,7 @@ def _evict_pods(info: SnapshotInfo, result: CycleResult, run_id: int, stats: App
     if not by_id:
         return
     now = timezone.now()
-    for pod in Pod.objects.select_for_update().filter(one_of("pk", by_id)).order_by("pk"):
+    for pod in Pod.objects.select_for_update(no_key=True).filter(one_of("pk", by_id)).order_by("pk"):
         eviction = by_id[pod.pk]
         if pod.deletion_timestamp is not None:
             continue
@@ -235,7 +235,10 @@ def _update_podgroups(info: SnapshotInfo, result: CycleResult, run_id: int, stat
     updates = _GroupUpdates(result, run_id, stats, timezone.now())
     changed_groups: list[PodGroup] = []
     for group in (
-        PodGroup.objects.select_for_update(of=("self",)).filter(one_of("pk", ids)).select_related("job").order_by("pk")
+        PodGroup.objects.select_for_update(no_key=True, of=("self",))
+        .filter(one_of("pk", ids))
+        .select_related("job")
+        .order_by("pk")
     ):
         status = dict(group.status or {})
         changed = updates.phase(group, status) | updates.reason(group, status)
@@ -272,7 +275,7 @@ def update_queue_status(allocated: dict[str, dict[str, int]] | None = None) -> i
     for row in PodGroup.objects.values("queue_name", "phase").annotate(n=Count("id")):
         counts.setdefault(row["queue_name"], Counter())[row["phase"]] = row["n"]
     changed = 0
-    for queue in Queue.objects.select_for_update().order_by("pk"):
+    for queue in Queue.objects.select_for_update(no_key=True).order_by("pk"):
         c = counts.get(queue.name, Counter())
         fields: dict[str, Any] = {
             "pending": c[PodGroupPhase.PENDING],
@@ -304,7 +307,7 @@ def apply_result(info: SnapshotInfo, result: CycleResult, run: SchedulingRun, to
     stats = ApplyStats()
     with transaction.atomic():
         if token is not None:
-            lease = SchedulerLease.objects.select_for_update().filter(name=LEASE_NAME).first()
+            lease = SchedulerLease.objects.select_for_update(no_key=True).filter(name=LEASE_NAME).first()
             if lease is None or lease.token != token:
                 raise LeaseLost(f"lease token {token} is no longer current")
         _bind_pods(info, result, run.pk, stats)

@@ -61,7 +61,7 @@ def save_config(access: Access, text: str, *, comment: str = "", source: str = "
     if not access.platform_admin:
         raise forbidden(access, "update", INFO, None, "scheduler")
     validate_config(text)
-    current = SchedulerProfile.objects.select_for_update().filter(active=True).first()
+    current = SchedulerProfile.objects.select_for_update(no_key=True).filter(active=True).first()
     if current is not None and _same_config(current.yaml, text):
         return Outcome("unchanged", INFO.kind, "scheduler", None, manifest(current))
     before = manifest(current) if current is not None else None
@@ -95,11 +95,11 @@ def activate_version(access: Access, version: int, *, source: str = "api") -> Sc
     """Make a stored version the active one again (platform admins only)."""
     if not access.platform_admin:
         raise forbidden(access, "update", INFO, None, "scheduler")
-    profile = SchedulerProfile.objects.select_for_update().filter(version=version).first()
+    profile = SchedulerProfile.objects.select_for_update(no_key=True).filter(version=version).first()
     if profile is None:
         raise not_found("scheduler-config versions", str(version), INFO.kind)
     validate_config(profile.yaml)
-    current = SchedulerProfile.objects.select_for_update().filter(active=True).exclude(pk=profile.pk).first()
+    current = SchedulerProfile.objects.select_for_update(no_key=True).filter(active=True).exclude(pk=profile.pk).first()
     if current is not None:
         current.active = False
         current.save(update_fields=["active"])

@@ -108,7 +108,7 @@ def create_token(
 def revoke_token(user: Any, token_id: int, *, actor: Any = None) -> ApiToken:
     """Revoke one of ``user``'s tokens and every token it minted, down the line (idempotent). Each revoked
     token's open WebSockets close (``live.revocation``, on its save)."""
-    token = ApiToken.objects.select_for_update().filter(user=user, pk=token_id).first()
+    token = ApiToken.objects.select_for_update(no_key=True).filter(user=user, pk=token_id).first()
     if token is None:
         raise NotFound(f'tokens "{token_id}" not found', kind="ApiToken", name=str(token_id))
     now = timezone.now()
@@ -129,7 +129,7 @@ def revoke_token(user: Any, token_id: int, *, actor: Any = None) -> ApiToken:
                 before={"prefix": item.prefix},
                 message="" if item.pk == token.pk else f"minted by a revoked token ({token.prefix})",
             )
-        pending.extend(ApiToken.objects.select_for_update().filter(parent=item).select_related("user"))
+        pending.extend(ApiToken.objects.select_for_update(no_key=True).filter(parent=item).select_related("user"))
     return token
 
 

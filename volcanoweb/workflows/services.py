@@ -63,7 +63,7 @@ def _apply(kind: str, access: Access, doc: dict[str, Any], default_namespace: st
     info, model, to_manifest, extra_fields = _KINDS[kind]
     meta, namespace = prepare(access, doc, info, default_namespace)
     assert namespace is not None
-    existing = model.objects.select_for_update().filter(namespace=namespace.name, name=meta.name).first()
+    existing = model.objects.select_for_update(no_key=True).filter(namespace=namespace.name, name=meta.name).first()
     check_existence(info, meta.name, existing, mode)
     check_version(info, meta, existing)
     errors = Errors()
@@ -135,7 +135,7 @@ def delete_workflow_object(
     """
     info, model, to_manifest, _ = _KINDS[kind]
     resolve_namespace(access, namespace, "delete", info, name)
-    obj = model.objects.select_for_update().filter(namespace=namespace, name=name).first()
+    obj = model.objects.select_for_update(no_key=True).filter(namespace=namespace, name=name).first()
     if obj is None:
         raise not_found(info.qualified_resource, name, info.kind, info.group)
     before = to_manifest(obj)
@@ -169,7 +169,7 @@ def manual_job_name(cronjob_name: str) -> str:
 
 def _cronjob_for_write(access: Access, namespace: str, name: str) -> CronJob:
     resolve_namespace(access, namespace, "update", parse.CRONJOB, name)
-    cronjob = CronJob.objects.select_for_update().filter(namespace=namespace, name=name).first()
+    cronjob = CronJob.objects.select_for_update(no_key=True).filter(namespace=namespace, name=name).first()
     if cronjob is None:
         raise not_found(parse.CRONJOB.qualified_resource, name, parse.CRONJOB.kind, parse.CRONJOB.group)
     return cronjob

@@ -1,10 +1,10 @@
-"""Committers never deadlock on the log's head (PostgreSQL): a transaction that holds the head must not wait.
+"""Committers never deadlock over the change log's stamp (PostgreSQL).
 
-The case that did deadlock under load: T1 changed a PodGroup (its job's foreign key unchanged); T2 locked
-that Job ``FOR UPDATE`` and changed it. T1's commit took the head, then writing the PodGroup's
-resource_version re-ran its foreign-key check, which waited for T2's lock on the Job, while T2's commit waited
-for the head. The stamp now takes the foreign-key locks before the head: T1 waits for T2 *before* it
-holds the head, T2 commits, then T1 does.
+The stamp writes each changed row's ``resource_version`` at commit, and PostgreSQL re-runs the foreign-key
+check of a row its own transaction wrote, which takes ``FOR KEY SHARE`` on the parent row (ADR 0029). The case
+that deadlocked under load: T1 changed a PodGroup (its job's key unchanged); T2 locked that Job and changed it
+while T1 committed. Every row lock of the product is ``FOR NO KEY UPDATE`` (CONTRIBUTING, "Row locks"), which a
+key-share lock passes: T1 commits while T2 still holds the Job.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from volcanoweb.queues.builtin import ensure_builtin_queues
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgresql_only]
 
 
-def test_a_committer_holding_the_head_never_waits_for_a_row_lock(cast) -> None:
+def test_a_commit_never_waits_for_a_writer_holding_the_parent_row(cast) -> None:
     ensure_builtin_queues()  # the flush between transactional tests removed them
     job = builders.make_job("team-a", "train")
     group = PodGroup.objects.get(job=job)
-    t1_wrote, t2_locked = threading.Event(), threading.Event()
+    t1_wrote, t2_locked, t1_committed = threading.Event(), threading.Event(), threading.Event()
     errors: list[BaseException] = []
+    seen: list[bool] = []
 
     def first() -> None:
         try:
@@ -35,7 +36,7 @@ def test_a_committer_holding_the_head_never_waits_for_a_row_lock(cast) -> None:
                 PodGroup.objects.filter(pk=group.pk).update(annotations={"t": "1"})
                 t1_wrote.set()
                 t2_locked.wait(10)
-            # committed (after T2, whose lock it waited for)
+            t1_committed.set()
         except BaseException as error:
             errors.append(error)
         finally:
@@ -45,10 +46,10 @@ def test_a_committer_holding_the_head_never_waits_for_a_row_lock(cast) -> None:
         try:
             t1_wrote.wait(10)
             with transaction.atomic():
-                locked = Job.objects.select_for_update().get(pk=job.pk)
+                locked = Job.objects.select_for_update(no_key=True).get(pk=job.pk)
                 Job.objects.filter(pk=locked.pk).update(annotations={"t": "2"})
                 t2_locked.set()
-                threading.Event().wait(0.5)  # T1 is committing now and must wait for this lock first
+                seen.append(t1_committed.wait(10))  # T1 commits while this transaction holds the job
         except BaseException as error:
             errors.append(error)
         finally:
@@ -61,10 +62,12 @@ def test_a_committer_holding_the_head_never_waits_for_a_row_lock(cast) -> None:
     for thread in threads:
         thread.join(30)
     assert not errors, errors
-    changes = log.changes(before)
-    assert [(c.kind, c.data["annotations"]) for c in changes] == [("jobs", {"t": "2"}), ("podgroups", {"t": "1"})]
+    assert seen == [True]
+    changes = log.changes(before, upto=log.head(wait=True)[0])
+    assert [(c.kind, c.data["annotations"]) for c in changes] == [("podgroups", {"t": "1"}), ("jobs", {"t": "2"})]
     group.refresh_from_db()
-    assert group.resource_version == changes[-1].rev
+    job.refresh_from_db()
+    assert (group.resource_version, job.resource_version) == (changes[0].rev, changes[1].rev)
 
 
 def _wait_until_a_backend_waits_for_a_lock() -> bool:

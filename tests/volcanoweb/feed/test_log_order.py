@@ -1,5 +1,6 @@
-"""The change log under concurrent writers: revisions are gap-free and follow commit order, every reader sees
-a gap-free, ordered prefix of the log, and each entry is the row as its transaction left it.
+"""The change log under concurrent writers: every reader sees the same strictly increasing sequence of
+revisions, the whole log, each revision once (never a revision and later one below it), and each entry is the
+row as its transaction left it.
 
 Real concurrency (transactional test, one connection per thread): on PostgreSQL the writers run side by side
 and the revisions are given at commit; on SQLite the writers queue. Hypothesis chooses the writers' scripts.
@@ -53,9 +54,10 @@ def _read(start: int, stop: threading.Event, seen: list[int], failures: list[Bas
         after = start
         while True:
             done = stop.is_set()
-            for change in log.changes(after):
+            upto = log.head()[0]  # readers read up to the revision every read is consistent with
+            for change in log.changes(after, upto=upto, limit=100_000):
                 seen.append(change.rev)
-                after = change.rev
+            after = max(after, upto)
             if done:
                 return
     except BaseException as error:  # pragma: no cover
@@ -66,7 +68,7 @@ def _read(start: int, stop: threading.Event, seen: list[int], failures: list[Bas
 
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(scripts=st.lists(SCRIPT, min_size=2, max_size=3))
-def test_concurrent_writers_give_a_gap_free_log_in_commit_order(scripts: list[Any]) -> None:
+def test_every_reader_sees_the_whole_log_in_one_increasing_order(scripts: list[Any]) -> None:
     start = log.head()[0]
     tailer = Tailer()
     tailer.catch_up()
@@ -92,10 +94,13 @@ def test_concurrent_writers_give_a_gap_free_log_in_commit_order(scripts: list[An
     ring += [c.rev for c in (found or ([], 0))[0]]
     assert not failures, failures
 
-    end = log.head()[0]
+    end = log.head(wait=True)[0]
     entries = log.changes(start, limit=100_000)
     revs = [c.rev for c in entries]
-    assert revs == list(range(start + 1, end + 1))  # gap-free, nothing half-written
+    assert revs == sorted(set(revs))  # strictly increasing
+    assert not revs or revs[-1] <= end  # every entry committed is below the frontier once nothing commits
+    if connection.vendor == "sqlite":
+        assert revs == list(range(start + 1, end + 1))  # one writer at a time: gap-free too
     for reader in seen:
         assert reader == revs  # every reader saw the whole log, in order, each revision once
     assert ring == [c.rev for c in entries if c.kind == "priorityclasses"]  # the tailer's ring too

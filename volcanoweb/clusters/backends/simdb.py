@@ -272,7 +272,7 @@ class _DatabaseTx(SimTx):
         if self.locking and lock:
             if self._last_node_lock is not None and wanted[0] <= self._last_node_lock:
                 raise LockOrderError("node locks asked for below a node lock held")
-            rows = rows.select_for_update().order_by("name")  # locked in name order
+            rows = rows.select_for_update(no_key=True).order_by("name")  # locked in name order
             self._last_node_lock = wanted[-1]
             self._locked_more()
         for name in wanted:
@@ -416,7 +416,7 @@ class DatabaseStore:
                 tx = _DatabaseTx(state, now, per_record=True, exclusive=exclusive)
             else:
                 self.ensure_state()
-                state = SimState.objects.select_for_update().get(pk=STATE_PK)
+                state = SimState.objects.select_for_update(no_key=True).get(pk=STATE_PK)
                 tx = _DatabaseTx(state, max(self._clock_now(state), state.now), per_record=False, exclusive=True)
             yield tx
             tx.commit()

@@ -153,7 +153,9 @@ def delete_command(access: Access, namespace: str, name: str) -> Outcome:
     """Delete a Command the runtime has not acted on yet (a consumed one is already gone from the API)."""
     resolve_namespace(access, namespace, "delete", COMMAND_INFO, name)
     found = [
-        c for c in pending_commands().select_for_update().filter(target_namespace=namespace) if command_name(c) == name
+        c
+        for c in pending_commands().select_for_update(no_key=True).filter(target_namespace=namespace)
+        if command_name(c) == name
     ]
     if not found:
         raise not_found("commands.bus.volcano.sh", name, "Command", "bus.volcano.sh")

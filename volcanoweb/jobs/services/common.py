@@ -21,19 +21,14 @@ def get_for_write(
     namespace: str,
     name: str,
     verb: str,
-    *,
-    no_key: bool = False,
 ) -> Any:
     """Return the namespaced object ``name``, locked, once the caller may ``verb`` objects of its namespace;
     raise NotFound when it does not exist.
 
-    ``no_key`` locks it ``FOR NO KEY UPDATE`` (PostgreSQL; other databases ignore it): writers still wait for
-    one another, but a ``FOR KEY SHARE`` lock on the row (a foreign-key check, or the change log's stamp at
-    the commit of a change to a dependent row) passes. A delete that first removes the object's dependents
-    takes it so: a concurrent commit of a change to one of them then completes instead of deadlocking.
+    The row is locked ``FOR NO KEY UPDATE``, as every row lock of the product is (CONTRIBUTING, "Row locks").
     """
     resolve_namespace(access, namespace, verb, info, name)
-    obj = model.objects.select_for_update(no_key=no_key).filter(namespace=namespace, name=name).first()
+    obj = model.objects.select_for_update(no_key=True).filter(namespace=namespace, name=name).first()
     if obj is None:
         raise not_found(info.qualified_resource, name, info.kind, info.group)
     return obj
@@ -73,7 +68,7 @@ def delete_cluster_scoped(
     """Delete a platform admin's cluster-scoped object (PriorityClass, HyperNode)."""
     if not access.platform_admin:
         raise forbidden(access, "delete", info, None, name)
-    existing = model.objects.select_for_update().filter(name=name).first()
+    existing = model.objects.select_for_update(no_key=True).filter(name=name).first()
     if existing is None:
         raise not_found(info.qualified_resource, name, info.kind, info.group)
     before = show(existing)

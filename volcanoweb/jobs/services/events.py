@@ -19,7 +19,7 @@ def record_event(
     namespace = getattr(involved, "namespace", "") or ""
     now = timezone.now()
     last = (
-        Event.objects.select_for_update()
+        Event.objects.select_for_update(no_key=True)
         .filter(
             involved_kind=kind,
             involved_namespace=namespace,

@@ -28,7 +28,7 @@ def apply_hypernode(
     meta, _ = prepare(access, doc, info, None)
     if not access.platform_admin:
         raise forbidden(access, "create", info, None, meta.name)
-    existing = HyperNode.objects.select_for_update().filter(name=meta.name).first()
+    existing = HyperNode.objects.select_for_update(no_key=True).filter(name=meta.name).first()
     check_existence(info, meta.name, existing, mode)
     check_version(info, meta, existing)
     errors = Errors()
@@ -88,8 +88,8 @@ def discover_hypernodes() -> int:
         wanted[spine] = _discovered(
             spine, 2, [{"type": "HyperNode", "selector": {"exactMatch": {"name": r}}} for r in sorted(members)]
         )
-    existing = {h.name: h for h in HyperNode.objects.select_for_update().filter(name__in=list(wanted))}
-    mine = HyperNode.objects.select_for_update().filter(**{f"labels__{DISCOVERY_SOURCE}": "label"})
+    existing = {h.name: h for h in HyperNode.objects.select_for_update(no_key=True).filter(name__in=list(wanted))}
+    mine = HyperNode.objects.select_for_update(no_key=True).filter(**{f"labels__{DISCOVERY_SOURCE}": "label"})
     changed = 0
     for gone in mine.exclude(name__in=list(wanted)):
         before = render.hypernode(gone)

@@ -203,7 +203,7 @@ def apply_job(
     """
     meta, namespace = prepare(access, doc, parse.JOB, default_namespace, name_check="label")
     assert namespace is not None
-    existing = Job.objects.select_for_update().filter(namespace=namespace.name, name=meta.name).first()
+    existing = Job.objects.select_for_update(no_key=True).filter(namespace=namespace.name, name=meta.name).first()
     check_existence(parse.JOB, meta.name, existing, mode)
     check_version(parse.JOB, meta, existing)
     spec = _admit_job(access, meta.name, doc.get("spec"), namespace.tenant, existing)
@@ -360,7 +360,7 @@ def _lock_existing_jobs(
         where = Q()
         for ns_name, job_names in wanted.items():
             where |= Q(namespace=ns_name, name__in=job_names)
-        for job in Job.objects.select_for_update().filter(where).order_by("pk"):
+        for job in Job.objects.select_for_update(no_key=True).filter(where).order_by("pk"):
             existing[(job.namespace, job.name)] = job
     return existing
 
@@ -429,9 +429,9 @@ def delete_job(access: Access, namespace: str, name: str, propagation: str = BAC
     """Delete a Job: at once when it has no finalizers (tasks, pods, PodGroup and commands go with it);
     otherwise set ``deletion_timestamp`` and leave the removal to the runtime's clean-up. Objects whose
     ownerReferences name the Job (other than its own PodGroup and pods) follow ``propagation``."""
-    # FOR NO KEY UPDATE until the row itself is deleted: the commit of a controller's change to the job's
-    # PodGroup or pods key-share locks the job, and must not wait for us while we wait for its rows.
-    job = get_for_write(access, Job, parse.JOB, namespace, name, "delete", no_key=True)
+    # FOR NO KEY UPDATE (get_for_write) until the row itself is deleted: the commit of a controller's change to
+    # the job's PodGroup or pods key-share locks the job, and must not wait for us while we wait for its rows.
+    job = get_for_write(access, Job, parse.JOB, namespace, name, "delete")
     before = render.job(job)
     collect_garbage(access, namespace, str(job.uid), propagation)
     if job.finalizers:
@@ -442,7 +442,9 @@ def delete_job(access: Access, namespace: str, name: str, propagation: str = BAC
     else:
         # The row goes before its PodGroup (whose key to it is no constraint): lock the PodGroup first, while
         # the job is held FOR NO KEY UPDATE, so that a commit changing the PodGroup completes before we delete.
-        list(PodGroup.objects.select_for_update().filter(job=job).order_by("pk").values_list("pk", flat=True))
+        list(
+            PodGroup.objects.select_for_update(no_key=True).filter(job=job).order_by("pk").values_list("pk", flat=True)
+        )
         job.delete()
         after = None
     audit.record(access.user, "delete", "Job", f"{namespace}/{name}", tenant=job.tenant, before=before, after=after)

@@ -26,7 +26,7 @@ def apply_podgroup(
     info = parse.PODGROUP
     meta, namespace = prepare(access, doc, info, default_namespace)
     assert namespace is not None
-    existing = PodGroup.objects.select_for_update().filter(namespace=namespace.name, name=meta.name).first()
+    existing = PodGroup.objects.select_for_update(no_key=True).filter(namespace=namespace.name, name=meta.name).first()
     check_existence(info, meta.name, existing, mode)
     check_version(info, meta, existing)
     if existing is not None and existing.job_id is not None:

@@ -57,7 +57,7 @@ def apply_pod(
     info = parse.POD
     meta, namespace = prepare(access, doc, info, default_namespace)
     assert namespace is not None
-    existing = Pod.objects.select_for_update().filter(namespace=namespace.name, name=meta.name).first()
+    existing = Pod.objects.select_for_update(no_key=True).filter(namespace=namespace.name, name=meta.name).first()
     check_existence(info, meta.name, existing, mode)
     check_version(info, meta, existing)
     errors = Errors()

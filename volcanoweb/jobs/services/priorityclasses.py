@@ -24,7 +24,7 @@ def apply_priorityclass(
     meta, _ = prepare(access, doc, info, None)
     if not access.platform_admin:
         raise forbidden(access, "create", info, None, meta.name)
-    existing = PriorityClass.objects.select_for_update().filter(name=meta.name).first()
+    existing = PriorityClass.objects.select_for_update(no_key=True).filter(name=meta.name).first()
     check_existence(info, meta.name, existing, mode)
     check_version(info, meta, existing)
     errors = Errors()

@@ -50,7 +50,9 @@ def apply_resourcequota(
     meta, namespace = prepare(access, doc, info, default_namespace)
     assert namespace is not None
     _quota_writer(access, info, namespace, "create", meta.name)
-    existing = ResourceQuota.objects.select_for_update().filter(namespace=namespace.name, name=meta.name).first()
+    existing = (
+        ResourceQuota.objects.select_for_update(no_key=True).filter(namespace=namespace.name, name=meta.name).first()
+    )
     check_existence(info, meta.name, existing, mode)
     check_version(info, meta, existing)
     errors = Errors()
@@ -72,7 +74,7 @@ def delete_resourcequota(access: Access, namespace: str, name: str) -> Outcome:
     info = parse.RESOURCEQUOTA
     ns = resolve_namespace(access, namespace, "delete", info, name)
     _quota_writer(access, info, ns, "delete", name)
-    quota = ResourceQuota.objects.select_for_update().filter(namespace=namespace, name=name).first()
+    quota = ResourceQuota.objects.select_for_update(no_key=True).filter(namespace=namespace, name=name).first()
     if quota is None:
         raise not_found(info.qualified_resource, name, info.kind, info.group)
     before = render.resourcequota(quota)

@@ -72,7 +72,7 @@ class DeleteVerbs(ResourceBase):
 
         def checked_remove() -> Any:
             if wanted:  # DeleteOptions.preconditions, against the row as locked for the delete
-                locked = type(obj).objects.select_for_update().filter(pk=obj.pk).first()
+                locked = type(obj).objects.select_for_update(no_key=True).filter(pk=obj.pk).first()
                 if locked is not None:
                     uid, version = str(getattr(locked, "uid", "")), str(getattr(locked, "resource_version", ""))
                     check_preconditions(wanted, uid, version, resource.info.qualified_resource, name)

@@ -145,7 +145,7 @@ def ensure_job_podgroup(
     fields = job_podgroup_fields(job, priority)
     if current is not None and all(getattr(current, key) == value for key, value in fields.items()):
         return current, False
-    podgroup = PodGroup.objects.select_for_update().filter(job=job).first()
+    podgroup = PodGroup.objects.select_for_update(no_key=True).filter(job=job).first()
     if podgroup is None:
         owner = render.controller_reference(parse.JOB, job)
         podgroup = PodGroup.objects.create(

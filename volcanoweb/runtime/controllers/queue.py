@@ -43,7 +43,7 @@ def close(queue: Queue, *, by_parent: bool = False) -> None:
         log.info("the root queue can not be closed")
         return
     if queue.state not in NOT_OPEN:
-        for child in Queue.objects.select_for_update().filter(parent=queue):
+        for child in Queue.objects.select_for_update(no_key=True).filter(parent=queue):
             if child.state not in NOT_OPEN:
                 close(child, by_parent=True)
     _write(queue, QueueState.CLOSING if _has_podgroups(queue) else QueueState.CLOSED, True if by_parent else None)
@@ -57,7 +57,7 @@ def open_(queue: Queue) -> str:
             f"Failed to open queue {queue.name} because its parent queue {parent.name} is closing or closed. "
             "Open the parent queue first."
         )
-    for child in Queue.objects.select_for_update().filter(parent=queue):
+    for child in Queue.objects.select_for_update(no_key=True).filter(parent=queue):
         if child.annotations.get(CLOSED_BY_PARENT_ANNOTATION) == "true":
             open_(child)
     had_mark = CLOSED_BY_PARENT_ANNOTATION in queue.annotations
@@ -90,9 +90,11 @@ def _sync_one(queue: Queue, counts: dict[str, int]) -> None:
 
 
 def _run_commands() -> None:
-    commands = Command.objects.select_for_update(skip_locked=True).filter(target_kind="Queue", consumed_at__isnull=True)
+    commands = Command.objects.select_for_update(no_key=True, skip_locked=True).filter(
+        target_kind="Queue", consumed_at__isnull=True
+    )
     for command in commands.order_by("id"):
-        queue = Queue.objects.select_for_update().filter(name=command.target_name).first()
+        queue = Queue.objects.select_for_update(no_key=True).filter(name=command.target_name).first()
         result = f"queue {command.target_name} not found"
         if queue is not None and command.action == CommandAction.CLOSE_QUEUE:
             close(queue)
@@ -114,7 +116,7 @@ def sync_queues(names: list[str] | None = None) -> dict[str, str]:
         for queue_name, phase, n in rows:
             counts.setdefault(queue_name, {})[phase] = n
         # locked in primary-key order, as the scheduling cycle's queue status update does (no deadlock)
-        queues = Queue.objects.select_for_update().order_by("pk")
+        queues = Queue.objects.select_for_update(no_key=True).order_by("pk")
         if names is not None:
             queues = queues.filter(name__in=names)
         ordered = sorted(queues, key=lambda q: (q.depth(), q.name))

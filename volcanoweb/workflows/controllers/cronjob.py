@@ -240,7 +240,7 @@ def sync_cronjob(cronjob_id: int, now: datetime) -> SyncResult | None:
     """
     if timezone.is_naive(now):
         raise ValueError("now must be timezone-aware")
-    cronjob = CronJob.objects.select_for_update().filter(pk=cronjob_id).first()
+    cronjob = CronJob.objects.select_for_update(no_key=True).filter(pk=cronjob_id).first()
     if cronjob is None:
         return None
     result = SyncResult()

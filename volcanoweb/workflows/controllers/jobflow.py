@@ -240,7 +240,7 @@ def sync_jobflow(jobflow_id: int, now: datetime | None = None) -> SyncResult | N
     ``jobRetainPolicy: delete`` has its jobs deleted (the status keeps their names).
     """
     now = now or timezone.now()
-    jobflow = JobFlow.objects.select_for_update().filter(pk=jobflow_id).first()
+    jobflow = JobFlow.objects.select_for_update(no_key=True).filter(pk=jobflow_id).first()
     if jobflow is None:
         return None
     result = SyncResult(phase=jobflow.phase)

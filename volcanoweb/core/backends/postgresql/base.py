@@ -1,12 +1,11 @@
 """Django's PostgreSQL backend, giving the change log's entries their revisions just before ``COMMIT``.
 
 Every transaction that wrote a followed table left entries with ``rev`` NULL; ``volcanoweb_feed_commit()``
-runs the deferred constraint checks, then numbers them under the head's row lock, which the ``COMMIT`` right
-after releases (:mod:`volcanoweb.feed.triggers`, ADR 0024). Both go to the server in one round trip: the lock
-is never held while this process waits for its turn on a CPU (or for the GIL) between them, which made
-every other committer wait too. A transaction that wrote nothing followed pays
-one index probe. Until the function exists (a database not migrated yet) nothing is called; a statement run
-outside a transaction is stamped by the log's deferred constraint trigger instead.
+runs the deferred constraint checks, then takes the revisions from a sequence and numbers them, registered as
+committing until the ``COMMIT`` right after is visible (:mod:`volcanoweb.feed.triggers`, ADR 0029). Both go
+to the server in one round trip. A transaction that wrote nothing followed pays one index probe. Until the
+function exists (a database not migrated yet) nothing is called; a statement run outside a transaction is
+stamped by the log's deferred constraint trigger instead.
 """
 
 from __future__ import annotations
