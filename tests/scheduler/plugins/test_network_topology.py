@@ -1,8 +1,8 @@
 """The network-topology-aware plugin through the library: Volcano's tests that build the plugin or a
 session by hand (TestNew, TestReverseAndCapEvictionGradients, TestHyperNodeGradientPreFiltering,
 TestHyperNodeGradientForSubJobFn_NoSubJobPolicyRespectsHardTopology, Test_initHyperNodeResourceCache,
-Test_batchNodeOrderFnForNormalPods), each case named after its Go test and case. The cases that go through a session's scores are data
-(``tests/scheduler/volcano_cases/network_topology_aware.yaml``)."""
+Test_batchNodeOrderFnForNormalPods), each case named after its Go test and case. The cases that go through a
+session's scores are data (``tests/scheduler/volcano_cases/network_topology_aware.yaml``)."""
 
 from __future__ import annotations
 
