@@ -65,7 +65,7 @@ NEW_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "arguments", "want"), NEW_CASES, ids=[c[0] for c in NEW_CASES])
+@pytest.mark.parametrize(("name", "arguments", "want"), NEW_CASES, ids=[f"TestNew:{c[0]}" for c in NEW_CASES])
 def test_new(name: str, arguments: dict[str, Any], want: tuple[Any, ...]) -> None:
     """TestNew: weights (negative ones reset to 1), the extra resources, the normal-pod settings."""
     p = _plugin(arguments)
@@ -152,7 +152,7 @@ PREFILTER = [
 @pytest.mark.parametrize(
     ("name", "subjob", "purpose", "highest", "minimum", "idle", "future", "kept"),
     PREFILTER,
-    ids=[c[0] for c in PREFILTER],
+    ids=[f"TestHyperNodeGradientPreFiltering:{c[0]}" for c in PREFILTER],
 )
 def test_hyper_node_gradient_pre_filtering(
     name: str,

@@ -109,7 +109,14 @@ STRING_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("arg", "args", "message"), STRING_CASES)
+@pytest.mark.parametrize(
+    ("arg", "args", "message"),
+    STRING_CASES,
+    ids=[
+        f"{'ours' if 'unknown key' in c[2] else 'TestUsageConfigKeepsDefaultForGenericStringValues'}:{c[0]}:{c[2]}"
+        for c in STRING_CASES
+    ],
+)
 def test_generic_string_values_are_refused_naming_the_argument(arg: str, args: dict[str, Any], message: str) -> None:
     """Volcano's TestUsageConfigKeepsDefaultForGenericStringValues: Volcano keeps the defaults silently; we
     refuse a wrongly typed argument at load time (docs/scheduler.md, deviation 12), naming it."""
@@ -134,7 +141,11 @@ SHADOW_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "status", "started", "want"), SHADOW_CASES, ids=[c[0] for c in SHADOW_CASES])
+@pytest.mark.parametrize(
+    ("name", "status", "started", "want"),
+    SHADOW_CASES,
+    ids=[f"TestShouldAddToShadowCache:{c[0]}" for c in SHADOW_CASES],
+)
 def test_should_add_to_shadow_cache(name: str, status: TaskStatus, started: float, want: bool) -> None:
     assert shadow_tracked(status, started, 1000.0, interval=300.0) is want
 
