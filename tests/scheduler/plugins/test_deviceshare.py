@@ -251,9 +251,14 @@ def test_gpu_exclusive_rules_from_yaml_text() -> None:
 @pytest.mark.parametrize(
     ("rules", "message"),
     [
-        ("not a slice", "expected a list of label maps"),  # TestParseExclusiveRulesHandlesEdgeCases:wrong type
+        ("not a slice", "expected a list of label maps"),
         (["app=training"], "[0]: expected a map of labels"),
         ([{"app": "training", "gpus": 2}], "[0].gpus: expected a string label value"),
+    ],
+    ids=[
+        "TestParseExclusiveRulesHandlesEdgeCases:wrong type",
+        "ours: a rule that is not a map",
+        "ours: a label value that is not a string",
     ],
 )
 def test_a_wrong_exclusive_rule_is_a_configuration_error(rules: Any, message: str) -> None:
