@@ -58,6 +58,12 @@ def _parser() -> argparse.ArgumentParser:
     hooks.add_argument("--explain-hypernodes", metavar="JOB", help="a job's topology, HyperNode gradients and scores")
     hooks.add_argument("--task", help="only this pending pod (ns/name) for node scores and predicates")
     hooks.add_argument("--nodes", help="comma-separated: the candidate nodes scored together (default all)")
+    hooks.add_argument(
+        "--spans",
+        metavar="HYPERNODE",
+        help="for node scores: the HyperNode the scored pods' jobs span, as allocate says while it tries a job "
+        "inside it (default: the one a topology job's placed pods span)",
+    )
     return parser
 
 
@@ -91,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cycles < 1:
         return _fail("--cycles must be at least 1")
+    if args.spans and not args.explain_node_scores:
+        return _fail("--spans goes with --explain-node-scores")
     try:
         snapshot, config = _inputs(args)
     except _BadInput as exc:
@@ -160,9 +168,8 @@ def _explain(args: argparse.Namespace, snapshot: Snapshot, config: SchedulerConf
         return _fail("--explain-victims and --explain-hypernodes name one job")
     nodes = [n.strip() for n in (args.nodes or "").split(",") if n.strip()]
     try:
-        answers = explain(
-            snapshot, config, what, task=args.task, nodes=nodes, job=args.explain_victims or args.explain_hypernodes
-        )
+        job = args.explain_victims or args.explain_hypernodes
+        answers = explain(snapshot, config, what, task=args.task, nodes=nodes, job=job, spans=args.spans)
     except KeyError as exc:
         return _fail(str(exc.args[0]) if exc.args else str(exc))
     sys.stdout.write(json.dumps({"explain": answers}, indent=2, sort_keys=True) + "\n")

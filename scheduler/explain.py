@@ -46,17 +46,24 @@ def _pending(session: Session, task: str | None) -> list[TaskInfo]:
     return sorted((t for t in every if t.status == TaskStatus.PENDING), key=lambda t: t.key)
 
 
-def node_scores(session: Session, task: str | None = None, nodes: Sequence[str] = ()) -> dict[str, dict[str, float]]:
+def node_scores(
+    session: Session, task: str | None = None, nodes: Sequence[str] = (), spans: str | None = None
+) -> dict[str, dict[str, float]]:
     """``{pod: {node: score}}``: the summed node-order scores of each pending pod (or of ``task``) over
     ``nodes`` (every node when empty), the candidates scored together (ties that add a bonus look
-    at them only); a job with a network topology spans the HyperNode its placed pods span."""
+    at them only). The HyperNode a pod's job spans, which allocate tells network-topology-aware before it
+    scores, is ``spans`` when given (what allocate says while it tries the job inside that HyperNode), else,
+    for a job with a network topology, the one its placed pods span."""
     names = list(session.nodes.names)
     chosen = list(nodes) or names
     idx = np.array([session.nodes.index[n] for n in chosen], dtype=np.intp)
+    if spans is not None and spans not in session.topology.tier:
+        raise KeyError(f"no HyperNode {spans} in the snapshot")
     out: dict[str, dict[str, float]] = {}
     for t in _pending(session, task):
-        if t.job.job.network_topology is not None:
-            # The HyperNode the job spans, as allocate tells network-topology-aware before it scores.
+        if spans is not None:
+            session.job_hyper_nodes[t.job.key] = spans
+        elif t.job.job.network_topology is not None:
             session.job_hyper_nodes[t.job.key] = session.allocated_hyper_node(t.job)
         scores = session.node_scores(t, idx)
         out[t.key] = {n: float(s) for n, s in zip(chosen, scores.tolist(), strict=True)}
@@ -153,14 +160,16 @@ def explain(
     task: str | None = None,
     nodes: Sequence[str] = (),
     job: str | None = None,
+    spans: str | None = None,
 ) -> dict[str, Any]:
     """The answers named by ``what`` (``node-scores``, ``predicates``, ``job-order``, ``enqueue``,
-    ``victim-tasks``, ``victims``, ``hypernodes``; the last two need ``job``) on one opened session."""
+    ``victim-tasks``, ``victims``, ``hypernodes``; the last two need ``job``) on one opened session
+    (``spans``: see :func:`node_scores`)."""
     session = open_session(snapshot, config)
     out: dict[str, Any] = {}
     for item in what:
         if item == "node-scores":
-            out["node_scores"] = node_scores(session, task, nodes)
+            out["node_scores"] = node_scores(session, task, nodes, spans)
         elif item == "predicates":
             out["predicates"] = predicates(session, task)
         elif item == "job-order":

@@ -1,4 +1,5 @@
-"""Node hardware and pod QoS read from manifests: the simulated NUMA layout and Guaranteed pods' CPUs.
+"""Node hardware and pod QoS read from manifests: the simulated NUMA layout, Guaranteed pods' CPUs and a
+pod's resource limits.
 
 ``volcanoweb.io/numa-topology`` (a node annotation, JSON) declares what Volcano reads from the resource
 exporter's Numatopology object, in the simulated cluster's terms::
@@ -22,7 +23,14 @@ from scheduler.model import NumaTopology
 from scheduler.numa import POLICIES
 from scheduler.quantity import QuantityError, parse_cpu, parse_resource
 
-__all__ = ["NUMA_TOPOLOGY", "guaranteed_cpus", "numa_layout", "numa_topology", "parse_numa_annotation"]
+__all__ = [
+    "NUMA_TOPOLOGY",
+    "guaranteed_cpus",
+    "numa_layout",
+    "numa_topology",
+    "parse_numa_annotation",
+    "pod_limits",
+]
 
 NUMA_TOPOLOGY = "volcanoweb.io/numa-topology"
 _COUNTS = ("sockets", "numaPerSocket", "coresPerNuma", "threadsPerCore")
@@ -99,3 +107,46 @@ def guaranteed_cpus(containers: Sequence[Mapping[str, Any]], init: Sequence[Mapp
         except QuantityError:
             return ()
     return tuple(cpus)
+
+
+def _limits_of(container: Mapping[str, Any]) -> dict[str, int]:
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") if isinstance(resources, Mapping) else None
+    if not isinstance(limits, Mapping):
+        return {}
+    return {str(k): parse_resource(str(k), v) for k, v in limits.items()}
+
+
+def pod_limits(
+    containers: Sequence[Mapping[str, Any]],
+    init: Sequence[Mapping[str, Any]] = (),
+    overhead: Mapping[str, Any] | None = None,
+) -> dict[str, int]:
+    """A pod's resource limits, as Volcano's ``GetPodResourceLimit`` sums them: the containers' limits,
+    restartable init containers (``restartPolicy: Always``, sidecars) added to them, then the largest of
+    that and each other init container's limit (plus the sidecars started before it); the overhead is
+    added to the resources that have a limit. An unlimited container adds nothing (0 everywhere: no limit).
+    Raises :class:`QuantityError` on a bad quantity."""
+    total: dict[str, int] = {}
+    for c in containers:
+        for k, v in _limits_of(c).items():
+            total[k] = total.get(k, 0) + v
+    sidecars: dict[str, int] = {}
+    largest: dict[str, int] = {}
+    for c in init:
+        limits = _limits_of(c)
+        if c.get("restartPolicy") == "Always":
+            for k, v in limits.items():
+                total[k] = total.get(k, 0) + v
+                sidecars[k] = sidecars.get(k, 0) + v
+            running = dict(sidecars)
+        else:
+            running = {k: limits.get(k, 0) + sidecars.get(k, 0) for k in {*limits, *sidecars}}
+        for k, v in running.items():
+            largest[k] = max(largest.get(k, 0), v)
+    for k, v in largest.items():
+        total[k] = max(total.get(k, 0), v)
+    for k, v in (overhead or {}).items():
+        if total.get(str(k), 0):
+            total[str(k)] += parse_resource(str(k), v)
+    return {k: v for k, v in total.items() if v}

@@ -418,6 +418,8 @@ class Task:
     #: Per container, its cpu request in millicores, when the pod's QoS class is Guaranteed (else empty):
     #: numa-aware pins the CPUs of such pods.
     guaranteed_cpus: tuple[int, ...] = ()
+    #: The pod's resource limits (``scheduler.hardware.pod_limits``; empty: none), read by usage's estimator.
+    limits: Resource = EMPTY
 
     @property
     def key(self) -> str:

@@ -22,8 +22,8 @@ from scheduler.decode.annotations import (
 from scheduler.decode.common import Ctx, parse_timestamp
 from scheduler.decode.nodes import gpu_ids
 from scheduler.decode.placement import placement_of
-from scheduler.hardware import guaranteed_cpus
-from scheduler.model import Resource, Task, TaskStatus
+from scheduler.hardware import guaranteed_cpus, pod_limits
+from scheduler.model import EMPTY, Resource, Task, TaskStatus
 from scheduler.quantity import parse_duration
 
 POD_STATUS = {
@@ -112,6 +112,7 @@ def decode_pod(ctx: Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, s
         gpu_index=gpu_ids(ann.get(GPU_INDEX, ""), strict=True),
         numa_policy=ann.get(NUMA_POLICY, ""),
         guaranteed_cpus=_guaranteed_cpus(ctx, spec),
+        limits=_pod_limits(ctx, spec),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 
@@ -151,6 +152,20 @@ def _guaranteed_cpus(ctx: Ctx, spec: Mapping[str, Any]) -> tuple[int, ...]:
         [c for c in ctx.seq(spec.get("containers"), "spec.containers") if isinstance(c, Mapping)],
         [c for c in ctx.seq(spec.get("initContainers"), "spec.initContainers") if isinstance(c, Mapping)],
     )
+
+
+def _pod_limits(ctx: Ctx, spec: Mapping[str, Any]) -> Resource:
+    """The pod's limits (``scheduler.hardware.pod_limits``), each quantity checked where it is written."""
+    kinds = {"containers": ctx.seq(spec.get("containers"), "spec.containers")}
+    kinds["initContainers"] = ctx.seq(spec.get("initContainers"), "spec.initContainers")
+    for kind, containers in kinds.items():
+        for j, c in enumerate(containers):
+            f = f"spec.{kind}[{j}]"
+            res = ctx.mapping(ctx.mapping(c, f).get("resources"), f"{f}.resources")
+            ctx.resources(res.get("limits"), f"{f}.resources.limits")
+    overhead = ctx.mapping(spec.get("overhead"), "spec.overhead")
+    limits = pod_limits(kinds["containers"], kinds["initContainers"], overhead)
+    return Resource.from_dict(limits) if limits else EMPTY
 
 
 def cooldown_time(labels: Mapping[str, str], annotations: Mapping[str, str]) -> float | None:

@@ -22,13 +22,17 @@ cards of its ``volcano.sh/gpu-index`` annotation.
 Differences: Volcano lets the predicates plugin's allocate handler pick the cards; here deviceshare does
 it, so it needs no predicates plugin. Volcano takes the idle cards of ``gpu-number`` in Go map order (at
 random); here the lowest ids. ``deviceshare.VGPUEnable``, the Ascend switches, ``NodeLockEnable`` and the
-known-geometries ConfigMap arguments are accepted with no effect (no vGPU, NPU or node lock model).
+known-geometries ConfigMap arguments are accepted with no effect (no vGPU, NPU or node lock model), as is
+``deviceshare.GPUExclusiveRules`` (a list of label maps: pods matching all labels of a rule get vGPU cards no
+other pod of that rule holds; Volcano applies it to the vGPU device only). Its rules are read as Volcano reads
+them (an empty map is skipped), but what Volcano silently drops (not a list, a rule that is not a map, a
+label value that is not a string) is a configuration error naming the argument.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -40,12 +44,43 @@ if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
 
-__all__ = ["GPU_INDEX", "GPU_MEMORY", "GPU_NUMBER", "PREDICATE_TIME", "Cards", "DeviceSharePlugin"]
+__all__ = [
+    "EXCLUSIVE_RULES",
+    "GPU_INDEX",
+    "GPU_MEMORY",
+    "GPU_NUMBER",
+    "PREDICATE_TIME",
+    "Cards",
+    "DeviceSharePlugin",
+    "exclusive_rules",
+]
 
 GPU_MEMORY = "volcano.sh/gpu-memory"
 GPU_NUMBER = "volcano.sh/gpu-number"
 GPU_INDEX = "volcano.sh/gpu-index"
 PREDICATE_TIME = "volcano.sh/predicate-time"
+EXCLUSIVE_RULES = "deviceshare.GPUExclusiveRules"
+
+
+def _check_exclusive_rules(value: Any) -> str | None:
+    """A list of maps from label names to string values (null: no rules)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        return f"expected a list of label maps, got {value!r}"
+    for k, rule in enumerate(value):
+        if not isinstance(rule, Mapping):
+            return f"[{k}]: expected a map of labels, got {rule!r}"
+        for label, v in rule.items():
+            if not isinstance(label, str) or not isinstance(v, str):
+                return f"[{k}].{label}: expected a string label value, got {v!r}"
+    return None
+
+
+def exclusive_rules(value: Any) -> tuple[dict[str, str], ...]:
+    """The rules of a checked ``deviceshare.GPUExclusiveRules`` value (Volcano's ``parseExclusiveRules``:
+    empty maps skipped)."""
+    return tuple(dict(rule) for rule in (value or ()) if rule)
 
 
 class Cards:
@@ -104,7 +139,15 @@ class DeviceSharePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         "deviceshare.ScheduleWeight": ArgSpec("int", 0, "the device score's weight; gpushare scores 0"),
         "deviceshare.KnownGeometriesCMName": ArgSpec("str", "volcano-vgpu-device-config", "no effect"),
         "deviceshare.KnownGeometriesCMNamespace": ArgSpec("str", "kube-system", "no effect"),
+        EXCLUSIVE_RULES: ArgSpec(
+            "any", None, "label maps of pods given vGPU cards of their own; no effect (no vGPU)", _check_exclusive_rules
+        ),
     }
+
+    def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:
+        super().__init__(args, hierarchy)
+        #: The GPU exclusivity rules as Volcano reads them (it applies them to vGPU cards only).
+        self.exclusive_rules = exclusive_rules(self.args[EXCLUSIVE_RULES])
 
     def on_session_open(self, session: SessionHandle) -> None:
         self.session = session

@@ -18,16 +18,18 @@ plugin off on that node (pass, score 0), as Volcano's.
   Binding or Bound, or Running and started less than the metrics interval (30 s, Volcano's default
   ``metrics.interval``) before the clock (or with no known start), and every pod placed in the session
   (``on_allocate``; taken back by ``on_deallocate``), adds ``request * estimator.request_ratio`` (0.7)
-  times the node's risk factor, at most the request; a BestEffort pod adds ``estimator.be_cpu`` (250m)
+  times the node's risk factor (see below for the limit); a BestEffort pod adds ``estimator.be_cpu`` (250m)
   and ``estimator.be_mem`` (200Mi) times it. The risk factor is ``estimator.risk_factor`` (1.2) once the
   node's composite load (cpu and memory composites weighted by cpu.weight and memory.weight) reaches
   ``estimator.risk_threshold`` (0.6), else 1.
 
-Differences: pods carry requests only (no limits), so ``estimator.burst_ratio`` is accepted with no
-effect (a pod's limit is its request); a Running pod's start is its ``PodScheduled`` time; the
-capacity is the node's allocatable; out-of-range values keep the default as in Volcano (negative
-weights, thresholds outside 0-100, ratios outside 0-1, a risk factor below 1), while wrongly typed
-ones are configuration errors.
+  A pod's estimate adds ``(limit - request) * estimator.burst_ratio`` (0) for its cpu and memory limits
+  (``Task.limits``; none: the request), and is clamped to the limit. Each pod's estimate is kept as it was
+  added (:class:`ShadowLoad`, Volcano's per-pod snapshot), so taking it back subtracts exactly that.
+
+Differences: a Running pod's start is its ``PodScheduled`` time; the capacity is the node's allocatable;
+out-of-range values keep the default as in Volcano (negative weights, thresholds outside 0-100, ratios
+outside 0-1, a risk factor below 1), while wrongly typed ones are configuration errors.
 """
 
 from __future__ import annotations
@@ -46,7 +48,17 @@ if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
 
-__all__ = ["UsagePlugin", "estimate_pod", "node_score", "risk_factor", "shadow_tracked"]
+__all__ = [
+    "ShadowLoad",
+    "UsagePlugin",
+    "composite",
+    "estimate_best_effort",
+    "estimate_pod",
+    "load_composite",
+    "node_score",
+    "risk_factor",
+    "shadow_tracked",
+]
 
 CPU_REASON = "the CPU load of the node exceeds the upper limit."
 MEMORY_REASON = "the memory load of the node exceeds the upper limit."
@@ -96,6 +108,15 @@ def _best_effort(key: str, value: Any, default: float) -> float:
     return default
 
 
+def load_composite(cpu: float, mem: float, cpu_weight: int, mem_weight: int) -> float:
+    """Volcano's ``CalcLoadCompositePercentage``: the cpu and memory composites (0-1) weighted by the
+    plugin's cpu and memory weights (0 when both weights are 0)."""
+    total = cpu_weight + mem_weight
+    if total == 0:
+        return 0.0
+    return (cpu * cpu_weight + mem * mem_weight) / total
+
+
 def risk_factor(load: float, threshold: float, factor: float) -> float:
     """Volcano's ``CalcAppliedRiskFactor``: ``factor`` once ``load`` reaches ``threshold`` (factors below
     1 never apply)."""
@@ -111,6 +132,12 @@ def estimate_pod(request: float, limit: float, request_ratio: float, burst_ratio
     limit = request if limit <= 0 or limit < request else limit
     estimate = (request * request_ratio + (limit - request) * burst_ratio) * risk
     return min(max(estimate, 0.0), limit)
+
+
+def estimate_best_effort(configured: float, risk: float) -> float:
+    """Volcano's ``EstimateBestEffortResource``: the configured amount (a negative one counts 0) times the
+    risk factor."""
+    return max(configured, 0.0) * risk
 
 
 def composite(percent: float, shadow: float, capacity: float) -> float:
@@ -138,6 +165,49 @@ def shadow_tracked(status: TaskStatus, started: float, now: float | None, interv
     if started <= 0:
         return True
     return now is not None and now - started < interval
+
+
+class ShadowLoad:
+    """Volcano's ``ShadowLoadCache`` over node positions: each node's estimated cpu (millicores) and memory
+    (bytes) of the pods its metrics cannot see yet, and each pod's estimate as it was added, so that taking
+    the pod back subtracts exactly that (adding a pod again first takes back its earlier estimate)."""
+
+    def __init__(self, nodes: int) -> None:
+        self.load = np.zeros((2, nodes), dtype=np.float64)
+        self.pods: dict[str, tuple[int, float, float]] = {}
+
+    def add(self, node: int, uid: str, cpu: float, mem: float) -> None:
+        """Add a pod's estimate on ``node`` (``AddEstimate``)."""
+        self.sub(uid)
+        self.pods[uid] = (node, cpu, mem)
+        self.load[0, node] += cpu
+        self.load[1, node] += mem
+
+    def sub(self, uid: str) -> None:
+        """Take back the estimate the pod was added with, no node going below 0 (``SubEstimateBySnapshot``;
+        nothing for a pod never added)."""
+        held = self.pods.pop(uid, None)
+        if held is not None:
+            node, cpu, mem = held
+            self.load[0, node] = max(self.load[0, node] - cpu, 0.0)
+            self.load[1, node] = max(self.load[1, node] - mem, 0.0)
+
+    def node(self, node: int) -> tuple[float, float]:
+        """The node's estimated (cpu, memory) (``GetNodeEst``)."""
+        return float(self.load[0, node]), float(self.load[1, node])
+
+    def pod(self, uid: str) -> tuple[int, float, float] | None:
+        """The (node, cpu, memory) the pod was added with (``GetSnapshot``; None: not held)."""
+        return self.pods.get(uid)
+
+    def reset(self) -> None:
+        """Forget every estimate (``Reset``)."""
+        self.load[:] = 0.0
+        self.pods.clear()
+
+    def is_clean(self) -> bool:
+        """No estimate held (``IsClean``)."""
+        return not self.pods and not self.load.any()
 
 
 def _weight(value: Any, default: int) -> int:
@@ -185,8 +255,7 @@ class UsagePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         self.cpu = np.array([n.usage.get(self.period, {}).get("cpu", 0.0) for n in table.nodes], dtype=np.float64)
         self.mem = np.array([n.usage.get(self.period, {}).get("memory", 0.0) for n in table.nodes], dtype=np.float64)
         self.capacity = table.alloc[:2].astype(np.float64)
-        self.shadow = np.zeros((2, len(table)), dtype=np.float64)
-        self.estimates: dict[str, tuple[int, float, float]] = {}
+        self.shadow = ShadowLoad(len(table))
         for i in range(len(table)):
             for t in list(table.tasks[i].values()):
                 if shadow_tracked(t.status, t.task.scheduled_at, now):
@@ -205,32 +274,24 @@ class UsagePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         return [Filter(self.name, ~(over_cpu | over_mem), CPU_REASON, True, reasons)]
 
     def _composites(self, i: int) -> tuple[float, float]:
-        cpu = composite(float(self.cpu[i]), float(self.shadow[0, i]), float(self.capacity[0, i]))
-        mem = composite(float(self.mem[i]), float(self.shadow[1, i]), float(self.capacity[1, i]))
+        shadow_cpu, shadow_mem = self.shadow.node(i)
+        cpu = composite(float(self.cpu[i]), shadow_cpu, float(self.capacity[0, i]))
+        mem = composite(float(self.mem[i]), shadow_mem, float(self.capacity[1, i]))
         return cpu, mem
 
     def _add(self, t: TaskInfo, i: int) -> None:
         cpu, mem = self._composites(i)
-        weights = self.cpu_weight + self.mem_weight
-        load = (cpu * self.cpu_weight + mem * self.mem_weight) / weights if weights else 0.0
+        load = load_composite(cpu, mem, self.cpu_weight, self.mem_weight)
         risk = risk_factor(load, self.estimator["risk_threshold"], self.estimator["risk_factor"])
         if t.best_effort:
-            est_cpu, est_mem = self.best_effort["be_cpu"] * risk, self.best_effort["be_mem"] * risk
+            est_cpu = estimate_best_effort(self.best_effort["be_cpu"], risk)
+            est_mem = estimate_best_effort(self.best_effort["be_mem"], risk)
         else:
             ratio, burst = self.estimator["request_ratio"], self.estimator["burst_ratio"]
-            est_cpu = estimate_pod(float(t.req[0]), float(t.req[0]), ratio, burst, risk)
-            est_mem = estimate_pod(float(t.req[1]), float(t.req[1]), ratio, burst, risk)
-        self._sub(t.uid)
-        self.estimates[t.uid] = (i, est_cpu, est_mem)
-        self.shadow[0, i] += est_cpu
-        self.shadow[1, i] += est_mem
-
-    def _sub(self, uid: str) -> None:
-        held = self.estimates.pop(uid, None)
-        if held is not None:
-            i, est_cpu, est_mem = held
-            self.shadow[0, i] = max(self.shadow[0, i] - est_cpu, 0.0)
-            self.shadow[1, i] = max(self.shadow[1, i] - est_mem, 0.0)
+            limits = t.task.limits
+            est_cpu = estimate_pod(float(t.req[0]), float(limits.cpu), ratio, burst, risk)
+            est_mem = estimate_pod(float(t.req[1]), float(limits.memory), ratio, burst, risk)
+        self.shadow.add(i, t.uid, est_cpu, est_mem)
 
     def predicate(self, task: TaskInfo) -> Sequence[Filter]:
         """Nodes with fresh metrics above a threshold fail."""
@@ -250,4 +311,4 @@ class UsagePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
             self._add(task, task.node)
 
     def on_deallocate(self, task: TaskInfo) -> None:
-        self._sub(task.uid)
+        self.shadow.sub(task.uid)

@@ -153,6 +153,7 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         gpu_index=tuple(int(x) for x in d.get("gpu_index") or ()),
         numa_policy=str(d.get("numa_policy", "")),
         guaranteed_cpus=tuple(int(x) for x in d.get("guaranteed_cpus") or ()),
+        limits=_dres(d["limits"], f"{field}.limits") if "limits" in d else t.limits,
     )
 
 

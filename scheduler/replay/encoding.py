@@ -159,7 +159,7 @@ def _encode_task_pod_placement(t: Task, out: dict[str, Any]) -> None:
 
 def _encode_task_plugin_fields(t: Task, out: dict[str, Any]) -> None:
     """Add what single plugins read (cooldown, scheduled time, revocable zone, resource strategy, GPUs,
-    NUMA) to ``out``."""
+    NUMA, limits) to ``out``."""
     if t.cooldown is not None:
         out["cooldown"] = t.cooldown
     if t.scheduled_at:
@@ -176,6 +176,8 @@ def _encode_task_plugin_fields(t: Task, out: dict[str, Any]) -> None:
         out["numa_policy"] = t.numa_policy
     if t.guaranteed_cpus:
         out["guaranteed_cpus"] = list(t.guaranteed_cpus)
+    if t.limits.cpu or t.limits.memory or t.limits.scalars:
+        out["limits"] = _res(t.limits)
 
 
 def encode_job(j: Job) -> dict[str, Any]:

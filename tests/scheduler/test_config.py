@@ -260,6 +260,27 @@ def test_a_configuration_naming_every_volcano_plugin_loads() -> None:
     assert sorted(cfg.plugin_names()) == sorted(VOLCANO_PLUGINS)
 
 
+#: Every action Volcano registers (pkg/scheduler/actions/factory.go).
+VOLCANO_ACTIONS = ["reclaim", "allocate", "backfill", "preempt", "gangpreempt", "gangreclaim", "enqueue", "shuffle"]
+
+
+def test_a_configuration_naming_every_volcano_action_loads() -> None:
+    cfg = parse_config({"actions": ", ".join(VOLCANO_ACTIONS), "tiers": [{"plugins": [{"name": "gang"}]}]})
+    assert list(cfg.actions) == VOLCANO_ACTIONS
+
+
+#: Arguments Volcano's plugins read that change nothing here (no vGPU model), with a value Volcano accepts.
+VOLCANO_ARGUMENTS = [
+    ("deviceshare", {"deviceshare.GPUExclusiveRules": [{"app": "training", "team": "ml"}, {"workload": "inference"}]}),
+]
+
+
+@pytest.mark.parametrize(("plugin", "arguments"), VOLCANO_ARGUMENTS, ids=[a[0] for a in VOLCANO_ARGUMENTS])
+def test_a_configuration_with_volcanos_arguments_loads(plugin: str, arguments: dict[str, object]) -> None:
+    cfg = parse_config({"actions": "allocate", "tiers": [{"plugins": [{"name": plugin, "arguments": arguments}]}]})
+    assert list(cfg.plugin_names()) == [plugin]
+
+
 @pytest.mark.parametrize(
     ("plugin", "arguments", "path"),
     [

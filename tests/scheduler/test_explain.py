@@ -4,10 +4,10 @@ Volcano's plugin tests that check a hook's answer directly (node scores, predica
 scores) are reproduced through the command line here, from the same data the library path checks
 (``volcano_cases/*.yaml``, ``expect.scores`` / ``predicates`` / ``hypernode_scores``): the case's
 objects are written out as a state file and its configuration as a ``--conf`` file. The cases whose Go
-test sets a task's ``JobAllocatedHyperNode`` by hand (network-topology-aware's node scores with a
-``volcano.sh/job-allocated-hypernode`` annotation) go through the library only: on the command line the
-HyperNode a job spans is the one its placed pods span. Job order, enqueue and victims are checked
-against scenarios of ours.
+test sets a task's ``JobAllocatedHyperNode`` by hand (network-topology-aware's node scores, a
+``volcano.sh/job-allocated-hypernode`` annotation on the PodGroup in the data) pass that HyperNode as
+``--spans`` (what allocate tells the plugin while it tries the job inside it). Job order, enqueue and
+victims are checked against scenarios of ours as well.
 """
 
 from __future__ import annotations
@@ -32,12 +32,18 @@ from tests.scheduler.volcano_harness import (
     manifests_of,
 )
 
-HOOK_CASES = [
-    c
-    for c in load_cases()
-    if {"scores", "predicates", "hypernode_scores"} & set(c.data["expect"])
-    and not any(ALLOCATED_HYPERNODE in (pg.get("annotations") or {}) for pg in c.data.get("podgroups", ()))
-]
+HOOK_CASES = [c for c in load_cases() if {"scores", "predicates", "hypernode_scores"} & set(c.data["expect"])]
+
+
+def _spans(case: VolcanoCase, task: str) -> list[str]:
+    """``--spans`` for a pod whose PodGroup the Go test gave a ``JobAllocatedHyperNode`` ([] otherwise)."""
+    ns, pod = task.split("/")
+    group = next(p.get("pg") for p in case.data["pods"] if p.get("ns", "default") == ns and p["name"] == pod)
+    for pg in case.data.get("podgroups", ()):
+        spans = (pg.get("annotations") or {}).get(ALLOCATED_HYPERNODE)
+        if pg["name"] == group and pg.get("ns", "default") == ns and spans:
+            return ["--spans", spans]
+    return []
 
 
 def _run(tmp_path: Path, case_docs: list[dict[str, Any]], conf: str, *flags: str) -> Any:
@@ -79,10 +85,14 @@ def test_volcanos_victim_task_cases_through_simulate_explain(case: VolcanoCase, 
     assert len(got["victim_tasks"]) == case.data["expect"]["victim_task_count"]
 
 
-def test_some_of_volcanos_hook_cases_go_through_the_command_line() -> None:
+def test_every_one_of_volcanos_hook_cases_goes_through_the_command_line() -> None:
     kinds = {k for c in HOOK_CASES for k in ("scores", "predicates", "hypernode_scores") if k in c.data["expect"]}
     assert kinds == {"scores", "predicates", "hypernode_scores"}
-    assert len(HOOK_CASES) >= 15
+    spanning = [
+        c for c in HOOK_CASES if any(ALLOCATED_HYPERNODE in (g.get("annotations") or {}) for g in c.data["podgroups"])
+    ]
+    assert len(spanning) == 13  # network-topology-aware's node scores with a JobAllocatedHyperNode
+    assert len(HOOK_CASES) >= 50
 
 
 @pytest.mark.parametrize("case", HOOK_CASES, ids=lambda c: c.id)
@@ -96,6 +106,7 @@ def test_volcanos_hook_cases_through_simulate_explain(case: VolcanoCase, tmp_pat
     for key, want in (expect.get("scores") or {}).items():
         nodes = case.data.get("score_nodes")
         flags = ["--explain-node-scores", "--task", key, *(["--nodes", ",".join(nodes)] if nodes else [])]
+        flags += _spans(case, key)
         got = _run(tmp_path, docs, conf, *flags, *clock)["node_scores"][key]
         problems += [
             f"{key} on {n}: want {s}, got {got[n]}" for n, s in want.items() if abs(got[n] - float(s)) > tolerance
@@ -178,6 +189,8 @@ def test_explain_names_what_it_cannot_answer(tmp_path: Path) -> None:
     state = tmp_path / "s.yaml"
     state.write_text(yaml.safe_dump_all(_cluster()), encoding="utf-8")
     assert main(["simulate", str(state), "--explain-victims", "ns/nothing"]) == 2
+    assert main(["simulate", str(state), "--explain-node-scores", "--spans", "no-such-hypernode"]) == 2
+    assert main(["simulate", str(state), "--spans", "r1"]) == 2  # only node scores read it
 
 
 def test_explain_node_scores_see_the_hypernode_the_job_spans(tmp_path: Path) -> None:

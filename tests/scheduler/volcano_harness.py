@@ -260,6 +260,9 @@ def manifests_of(case: Mapping[str, Any]) -> list[dict[str, Any]]:
         if pg.get("topology") is not None:
             # util.BuildPodGroupWithNetWorkTopologies; an empty mode (a Go literal) is left out.
             pgspec["networkTopology"] = {k: v for k, v in pg["topology"].items() if v != ""}
+        if pg.get("sub_group_policy") is not None:
+            # util.BuildPodGroupWithSubGroupPolicy: accepted and ignored by the scheduler (deviation 18).
+            pgspec["subGroupPolicy"] = list(pg["sub_group_policy"])
         docs.append(
             {
                 "apiVersion": "scheduling.volcano.sh/v1beta1",

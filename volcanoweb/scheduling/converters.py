@@ -51,9 +51,10 @@ from scheduler.decode import (
     pod_placement,
     sla_waiting_time,
 )
-from scheduler.hardware import guaranteed_cpus, numa_topology
-from scheduler.model import HyperNode, NumaTopology
+from scheduler.hardware import guaranteed_cpus, numa_topology, pod_limits
+from scheduler.model import EMPTY, HyperNode, NumaTopology
 from scheduler.policies import ResourceQuota
+from scheduler.quantity import QuantityError
 from volcanoweb.clusters.backends.base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL
 from volcanoweb.jobs.models import HyperNode as HyperNodeRow
 from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow
@@ -310,7 +311,25 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
         gpu_index=gpu_ids(str(annotations.get(GPU_INDEX) or ""), strict=True),
         numa_policy=str(annotations.get(NUMA_POLICY) or ""),
         guaranteed_cpus=_guaranteed(spec),
+        limits=_limits(spec),
     )
+
+
+def _limits(spec: Mapping[str, Any]) -> Resource:
+    """The pod's limits (usage's estimator reads them); none when the spec is not as admission leaves it."""
+    containers, init = spec.get("containers") or [], spec.get("initContainers") or []
+    overhead = spec.get("overhead")
+    if not isinstance(containers, list) or not isinstance(init, list):
+        return EMPTY
+    try:
+        limits = pod_limits(
+            [c for c in containers if isinstance(c, dict)],
+            [c for c in init if isinstance(c, dict)],
+            overhead if isinstance(overhead, dict) else None,
+        )
+    except QuantityError:
+        return EMPTY
+    return Resource.from_dict(limits) if limits else EMPTY
 
 
 def _guaranteed(spec: Mapping[str, Any]) -> tuple[int, ...]:

@@ -19,6 +19,10 @@ from scheduler.testing import make_job, make_node, make_snapshot
         ("normal", {"volcano.sh/cooldown-time": "600s"}, 600.0),
         ("not-enabled", {"volcano.sh/cooldown-time": "600abcde"}, None),
     ],
+    ids=[
+        "Test_CooldownTimePlugin_podPreemptStableTime:normal",
+        "Test_CooldownTimePlugin_podPreemptStableTime:not-enabled",
+    ],
 )
 def test_cooldown_time_plugin_pod_preempt_stable_time(
     name: str, annotations: dict[str, str], want: float | None

@@ -5,8 +5,10 @@ TestPredicateGPUbyMemory_OverSubscribedCardNotOffered), device_info_test.go (Tes
 TestGetGPUNumberOfPod: a pod's GPU memory and number are the sum over its containers, or the largest init
 container's if larger, which is how the manifests sum every request; Volcano reads the limits, which Kubernetes
 copies into unset requests), deviceshare_test.go's TestArguments (the schedule weight and policy are read; its vGPU
-tests, TestVgpuScore and Test_FilterNode, need the vGPU device, which is not modelled). The scenarios after them are
-ours: the predicate, the card chosen and the annotation written with the bind."""
+tests, TestVgpuScore and Test_FilterNode, need the vGPU device, which is not modelled), gpuexclusive_test.go's
+TestLoadGPUExclusiveConfig and TestParseExclusiveRulesHandlesEdgeCases (the ``deviceshare.GPUExclusiveRules``
+argument loads; its other tests match pods to rules and reserve vGPU cards, which are not modelled). The scenarios
+in between are ours: the predicate, the card chosen and the annotation written with the bind."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from scheduler import parse_config, run_cycle
+from scheduler.config import ConfigError
 from scheduler.decode import load_manifests, snapshot_from_manifests
 from scheduler.plugins.deviceshare import Cards, DeviceSharePlugin
 from scheduler.registry import default_registry
@@ -202,3 +205,65 @@ def test_the_next_cycle_sees_the_cards_held() -> None:
     nxt = advance(first, result)
     nxt = replace(nxt, jobs=nxt.jobs + later.jobs, tasks=nxt.tasks + later.tasks)
     assert run_cycle(nxt, parse_config(CONF)).bind_annotations["default/p1"]["volcano.sh/gpu-index"] == "1"
+
+
+def _exclusive_rules(rules: Any) -> tuple[dict[str, str], ...]:
+    arguments = {} if rules is _ABSENT else {"deviceshare.GPUExclusiveRules": rules}
+    cfg = parse_config(
+        {"actions": "allocate", "tiers": [{"plugins": [{"name": "deviceshare", "arguments": arguments}]}]}
+    )
+    return DeviceSharePlugin(cfg.tiers[0].plugins[0].arguments).exclusive_rules
+
+
+_ABSENT = object()
+
+#: gpuexclusive_test.go's TestLoadGPUExclusiveConfig and TestParseExclusiveRulesHandlesEdgeCases: the
+#: ``deviceshare.GPUExclusiveRules`` argument loads (a list of label maps, empty maps skipped). Its "wrong type"
+#: case is a configuration error here (deviation 12), in test_a_wrong_exclusive_rule_is_a_configuration_error.
+EXCLUSIVE_RULE_CASES = [
+    ("TestLoadGPUExclusiveConfig:defaults with no rules", _ABSENT, ()),
+    (
+        "TestLoadGPUExclusiveConfig:rules from map[string]interface{}",
+        [{"app": "training", "team": "ml"}, {"workload": "inference"}],
+        ({"app": "training", "team": "ml"}, {"workload": "inference"}),
+    ),
+    ("TestParseExclusiveRulesHandlesEdgeCases:nil input", None, ()),
+    ("TestParseExclusiveRulesHandlesEdgeCases:empty slice", [], ()),
+    ("TestParseExclusiveRulesHandlesEdgeCases:empty map skipped", [{}], ()),
+]
+
+
+@pytest.mark.parametrize(("name", "rules", "want"), EXCLUSIVE_RULE_CASES, ids=[c[0] for c in EXCLUSIVE_RULE_CASES])
+def test_gpu_exclusive_rules_load(name: str, rules: Any, want: tuple[dict[str, str], ...]) -> None:
+    assert _exclusive_rules(rules) == want
+
+
+def test_gpu_exclusive_rules_from_yaml_text() -> None:
+    """TestLoadGPUExclusiveConfig:rules from map[interface{}]interface{} (what Go's YAML decoder makes of a
+    configuration file: here the same rules read from the file's text)."""
+    cfg = parse_config(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: deviceshare\n"
+        "    arguments:\n      deviceshare.GPUExclusiveRules:\n      - {app: training}\n"
+    )
+    assert DeviceSharePlugin(cfg.tiers[0].plugins[0].arguments).exclusive_rules == ({"app": "training"},)
+
+
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        ("not a slice", "expected a list of label maps"),
+        (["app=training"], "[0]: expected a map of labels"),
+        ([{"app": "training", "gpus": 2}], "[0].gpus: expected a string label value"),
+    ],
+    ids=[
+        "TestParseExclusiveRulesHandlesEdgeCases:wrong type",
+        "ours: a rule that is not a map",
+        "ours: a label value that is not a string",
+    ],
+)
+def test_a_wrong_exclusive_rule_is_a_configuration_error(rules: Any, message: str) -> None:
+    """Volcano drops what is not a list of string maps without a word; here the configuration names it."""
+    with pytest.raises(ConfigError) as err:
+        _exclusive_rules(rules)
+    assert "deviceshare.GPUExclusiveRules" in str(err.value)
+    assert message in str(err.value)

@@ -1,8 +1,8 @@
 """The network-topology-aware plugin through the library: Volcano's tests that build the plugin or a
 session by hand (TestNew, TestReverseAndCapEvictionGradients, TestHyperNodeGradientPreFiltering,
-TestHyperNodeGradientForSubJobFn_NoSubJobPolicyRespectsHardTopology, Test_initHyperNodeResourceCache),
-each case named after its Go test and case. The cases that go through a session's scores are data
-(``tests/scheduler/volcano_cases/network_topology_aware.yaml``)."""
+TestHyperNodeGradientForSubJobFn_NoSubJobPolicyRespectsHardTopology, Test_initHyperNodeResourceCache,
+Test_batchNodeOrderFnForNormalPods), each case named after its Go test and case. The cases that go through a
+session's scores are data (``tests/scheduler/volcano_cases/network_topology_aware.yaml``)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ NEW_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "arguments", "want"), NEW_CASES, ids=[c[0] for c in NEW_CASES])
+@pytest.mark.parametrize(("name", "arguments", "want"), NEW_CASES, ids=[f"TestNew:{c[0]}" for c in NEW_CASES])
 def test_new(name: str, arguments: dict[str, Any], want: tuple[Any, ...]) -> None:
     """TestNew: weights (negative ones reset to 1), the extra resources, the normal-pod settings."""
     p = _plugin(arguments)
@@ -152,7 +152,7 @@ PREFILTER = [
 @pytest.mark.parametrize(
     ("name", "subjob", "purpose", "highest", "minimum", "idle", "future", "kept"),
     PREFILTER,
-    ids=[c[0] for c in PREFILTER],
+    ids=[f"TestHyperNodeGradientPreFiltering:{c[0]}" for c in PREFILTER],
 )
 def test_hyper_node_gradient_pre_filtering(
     name: str,
@@ -259,3 +259,61 @@ def test_init_hyper_node_resource_cache() -> None:
             assert plugin.alloc[foo, col] == 5.0 * len(members)
             assert plugin.used[0, col] == 1000.0 * sum(1 for i in members if i % 7 == 0)
     assert np.all(plugin.used[:, plugin.pos[CLUSTER_TOP]] >= 0)
+
+
+def test_batch_node_order_fn_for_normal_pods() -> None:
+    """Test_batchNodeOrderFnForNormalPods: 2000 nodes half used (100 CPU, 8000 memory, 10 example.com/foo each)
+    in 4 tiers of 200, 40, 5 and 1 HyperNodes (node i in HyperNode i mod n of each tier); a pod without a
+    topology asking half a node scores the same on every node. Each tier's HyperNode binpack score is Go's:
+    (used + request) / allocatable = 0.55, 0.51, 0.50125, 0.50025, whose mean over the four tiers is the Go
+    test's 0.515375. The Go test sets the plugin's tier range to 1-4 by hand; a session always adds the
+    cluster-top HyperNode above the highest tier (Volcano's addClusterTopHyperNode, tier 5 here, its score
+    0.50025 too), so the score a session gives is the mean over five tiers, 0.51235 (times weight 10 x 100)."""
+    counts, n = [200, 40, 5, 1], 2000
+    foo = {"example.com/foo": "10"}
+    nodes = [make_node(f"node-{i}", cpu="100", memory="8000", pods=110, **foo) for i in range(n)]
+    used = [
+        make_task(
+            f"used-{i}",
+            cpu="50",
+            memory="4000",
+            status=TaskStatus.RUNNING,
+            node=f"node-{i}",
+            **{"example.com/foo": "5"},
+        )
+        for i in range(n)
+    ]
+    hyper = [
+        HyperNode(
+            f"hypernode-tier-{tier}-index-{k}",
+            tier,
+            tuple(HyperNodeMember("Node", exact=f"node-{i}") for i in range(k, n, counts[tier - 1])),
+        )
+        for tier in range(1, 5)
+        for k in range(counts[tier - 1])
+    ]
+    pod = make_job("task-without-network-topology", cpu="50", memory="4000", **{"example.com/foo": "5"})
+    snap = Snapshot.of(nodes, [make_queue("default")], [pod.job], [*used, *pod.tasks], hyper_nodes=hyper)
+    arguments = {
+        "weight": 10,
+        "hypernode.binpack.cpu": 5,
+        "hypernode.binpack.memory": 5,
+        "hypernode.binpack.resources": "example.com/foo",
+        "hypernode.binpack.resources.example.com/foo": 5,
+        "hypernode.binpack.normal-pod.enable": True,
+        "hypernode.binpack.normal-pod.fading": 1,
+    }
+    plugin = {"name": "network-topology-aware", "enableNodeOrder": True, "arguments": arguments}
+    session = Session(snap, parse_config({"actions": "allocate", "tiers": [{"plugins": [plugin]}]}), default_registry())
+    nta = session.plugin("network-topology-aware")
+    assert isinstance(nta, NetworkTopologyAwarePlugin)
+    info = session.jobs["default/task-without-network-topology"]
+    per_tier = [
+        nta.hyper_node_base(info, [f"hypernode-tier-{t}-index-0"])[f"hypernode-tier-{t}-index-0"] for t in range(1, 5)
+    ]
+    assert per_tier == pytest.approx([0.55, 0.51, 0.50125, 0.50025])
+    assert sum(per_tier) / 4 == pytest.approx(0.515375)
+    assert nta.hyper_node_base(info, [CLUSTER_TOP])[CLUSTER_TOP] == pytest.approx(0.50025)
+    [task] = info.tasks.values()
+    scores = session.node_scores(task, np.arange(n, dtype=np.intp))
+    assert scores == pytest.approx(np.full(n, (sum(per_tier) + 0.50025) / 5 * 10 * 100))

@@ -126,7 +126,9 @@ def _hints(provider: dict[str, Any]) -> dict[str, list[Hint] | None]:
 
 
 @pytest.mark.parametrize(
-    ("policy", "name", "providers", "want"), POLICY_CASES, ids=[f"{c[0]}:{c[1]}" for c in POLICY_CASES]
+    ("policy", "name", "providers", "want"),
+    POLICY_CASES,
+    ids=[f"Test_{c[0].replace('-', '_')}_predicate:{c[1]}" for c in POLICY_CASES],
 )
 def test_policy_best_hint(policy: str, name: str, providers: list[dict[str, Any]], want: tuple[Any, bool]) -> None:
     best, _ = admit(policy, [0, 1], [_hints(p) for p in providers])
@@ -134,7 +136,7 @@ def test_policy_best_hint(policy: str, name: str, providers: list[dict[str, Any]
 
 
 def test_policy_none_admits_without_a_hint() -> None:
-    """policy_none_test.go test-1."""
+    """policy_none_test.go Test_none_predicate test-1."""
     assert admit("none", [0, 1], []) == (Hint(None, False), True)
 
 
@@ -152,7 +154,9 @@ HINT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "request_cpus", "free", "want"), HINT_CASES, ids=[c[0] for c in HINT_CASES])
+@pytest.mark.parametrize(
+    ("name", "request_cpus", "free", "want"), HINT_CASES, ids=[f"Test_GetTopologyHints:{c[0]}" for c in HINT_CASES]
+)
 def test_get_topology_hints(name: str, request_cpus: int, free: frozenset[int], want: list[Any]) -> None:
     assert cpu_hints(free, DETAILS, request_cpus) == [Hint(frozenset(m), p) for m, p in want]
 
@@ -167,7 +171,9 @@ ALLOCATE_CASES = [
 
 
 @pytest.mark.parametrize(
-    ("name", "request_cpus", "free", "numa", "want"), ALLOCATE_CASES, ids=[c[0] for c in ALLOCATE_CASES]
+    ("name", "request_cpus", "free", "numa", "want"),
+    ALLOCATE_CASES,
+    ids=[f"Test_Allocate:{c[0]}" for c in ALLOCATE_CASES],
 )
 def test_allocate(name: str, request_cpus: int, free: frozenset[int], numa: tuple[int, ...], want: set[int]) -> None:
     assert allocate_cpus(DETAILS, free, request_cpus, Hint(frozenset(numa), True)) == frozenset(want)

@@ -1,7 +1,7 @@
 """resource-strategy-fit: Volcano's tests of its helpers as tables (Test_calculateWeight, TestScore,
 Test_mostRequestedScore, Test_leastRequestedScore, Test_findResourceConfigWithPrefix,
-Test_checkNodeResourceIsProportional), each case under its Go name. The session-level cases are data
-(``volcano_cases/resource_strategy_fit.yaml``)."""
+Test_checkNodeResourceIsProportional, TestResourceStrategyFitPlugin_OnSessionOpen), each case under its Go name.
+The session-level cases are data (``volcano_cases/resource_strategy_fit.yaml``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from scheduler import parse_config, run_cycle
 from scheduler.plugins.resource_strategy_fit import (
     LEAST,
     MOST,
@@ -23,6 +24,9 @@ from scheduler.plugins.resource_strategy_fit import (
     proportional_fits,
     strategy_score,
 )
+from scheduler.registry import default_registry
+from scheduler.session import Session
+from scheduler.snapshot import Snapshot
 
 CPU_MEM_LEAST = {"cpu": (LEAST, 1), "memory": (LEAST, 1)}
 WEIGHT_CASES = [
@@ -87,7 +91,9 @@ WEIGHT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "args", "want"), WEIGHT_CASES, ids=[c[0] for c in WEIGHT_CASES])
+@pytest.mark.parametrize(
+    ("name", "args", "want"), WEIGHT_CASES, ids=[f"Test_calculateWeight:{c[0]}" for c in WEIGHT_CASES]
+)
 def test_calculate_weight(name: str, args: dict[str, Any], want: StrategyFit) -> None:
     """Test_calculateWeight (the helper, before the loader, which refuses unknown argument keys)."""
     assert parse_fit(args) == want
@@ -138,7 +144,9 @@ SCORE_CASES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("name", "req", "node", "fit", "ann", "want"), SCORE_CASES, ids=[c[0] for c in SCORE_CASES])
+@pytest.mark.parametrize(
+    ("name", "req", "node", "fit", "ann", "want"), SCORE_CASES, ids=[f"TestScore:{c[0]}" for c in SCORE_CASES]
+)
 def test_score(
     name: str, req: tuple[float, float], node: Any, fit: StrategyFit, ann: dict[str, str], want: float
 ) -> None:
@@ -148,13 +156,22 @@ def test_score(
     assert strategy_score(requests, used, alloc, fit, ann) == pytest.approx(want, abs=1e-6)
 
 
+#: Test_mostRequestedScore and Test_leastRequestedScore: (requested, used, capacity, weight) and the score (None:
+#: Go's error, an overflow).
+REQUESTED_CASES = [
+    ("test1", (0, 0, 0, 0), 0),
+    ("test2", (1, 2, 2, 1), None),
+]
+
+
 @pytest.mark.parametrize(
-    "fn", [most_requested, least_requested], ids=["Test_mostRequestedScore", "Test_leastRequestedScore"]
+    ("fn", "args", "want"),
+    [(fn, args, want) for fn in (most_requested, least_requested) for _, args, want in REQUESTED_CASES],
+    ids=[f"{go}:{c[0]}" for go in ("Test_mostRequestedScore", "Test_leastRequestedScore") for c in REQUESTED_CASES],
 )
-def test_requested_scores(fn: Any) -> None:
+def test_requested_scores(fn: Any, args: tuple[int, int, int, int], want: float | None) -> None:
     """test1: nothing requested on no capacity scores 0; test2: an overflow is an error (None here)."""
-    assert fn(0, 0, 0, 0) == 0
-    assert fn(1, 2, 2, 1) is None
+    assert fn(*args) == want
 
 
 PREFIX_CASES = [
@@ -176,7 +193,11 @@ PREFIX_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "resource", "resources", "want"), PREFIX_CASES, ids=[c[0] for c in PREFIX_CASES])
+@pytest.mark.parametrize(
+    ("name", "resource", "resources", "want"),
+    PREFIX_CASES,
+    ids=[f"Test_findResourceConfigWithPrefix:{c[0]}" for c in PREFIX_CASES],
+)
 def test_find_resource_config_with_prefix(name: str, resource: str, resources: dict[str, Any], want: Any) -> None:
     assert find_resource_config(resource, resources) == want
 
@@ -194,7 +215,11 @@ PROPORTIONAL_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "req", "idle", "ok"), PROPORTIONAL_CASES, ids=[c[0] for c in PROPORTIONAL_CASES])
+@pytest.mark.parametrize(
+    ("name", "req", "idle", "ok"),
+    PROPORTIONAL_CASES,
+    ids=[f"Test_checkNodeResourceIsProportional:{c[0]}" for c in PROPORTIONAL_CASES],
+)
 def test_check_node_resource_is_proportional(
     name: str, req: dict[str, float], idle: dict[str, float], ok: bool
 ) -> None:
@@ -244,3 +269,13 @@ def test_arguments() -> None:
     assert plugin.sra_resources == {"nvidia.com/t4": 1, "nvidia.com/a10": 2}
     assert sum(plugin.sra_resources.values()) == 3
     assert plugin.proportional == {"nvidia.com/t4": (3.0, 6.0), "nvidia.com/a10": (4.0, 8.0)}
+
+
+def test_resource_strategy_fit_plugin_on_session_open() -> None:
+    """TestResourceStrategyFitPlugin_OnSessionOpen:test1: the plugin (no arguments) opens on an empty session, and
+    that session scores nothing and runs a cycle that decides nothing."""
+    cfg = parse_config({"actions": "allocate", "tiers": [{"plugins": [{"name": "resource-strategy-fit"}]}]})
+    session = Session(Snapshot.of(), cfg, default_registry())
+    assert session.plugin("resource-strategy-fit") is not None
+    assert not session.jobs
+    assert run_cycle(Snapshot.of(), cfg).binds == {}

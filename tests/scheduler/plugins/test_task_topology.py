@@ -14,6 +14,16 @@ from scheduler.testing import make_job, make_node, make_snapshot, make_task
 
 ROLES = {"ps", "worker", "chief", "evaluator"}
 SOME = {"ps-some", "worker-another-some", "chief-kk", "evaluator-tt"}
+#: Test_readTopologyFromPgAnnotations' case descriptions, in the order of CASES.
+NAMES = [
+    "correct annotation",
+    "correct annotation with tasks whose names contain `-`",
+    "nil annotation",
+    "invalid annotation",
+    "invalid task name",
+    "duplicate task name",
+    "redundant punctuations",
+]
 CASES = [
     (
         ROLES,
@@ -57,7 +67,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(
-    ("roles", "aff", "anti", "order", "want", "error"), CASES, ids=[f"case {i}" for i in range(len(CASES))]
+    ("roles", "aff", "anti", "order", "want", "error"),
+    CASES,
+    ids=[f"Test_readTopologyFromPgAnnotations:{n}" for n in NAMES],
 )
 def test_read_topology_from_pg_annotations(
     roles: set[str], aff: str | None, anti: str | None, order: str | None, want: Topology | None, error: bool

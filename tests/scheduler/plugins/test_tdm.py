@@ -25,7 +25,9 @@ ZONES = [
 ]
 
 
-@pytest.mark.parametrize(("raw", "delta", "error"), ZONES, ids=[f"case {i}" for i in range(len(ZONES))])
+@pytest.mark.parametrize(
+    ("raw", "delta", "error"), ZONES, ids=[f"Test_parseRevocableZone:case {i}" for i in range(len(ZONES))]
+)
 def test_parse_revocable_zone(raw: str, delta: int, error: bool) -> None:
     """Test_parseRevocableZone: the window's length (0 and an error for a bad format)."""
     try:

@@ -104,6 +104,25 @@ def test_snapshot_pod_details(sim: Any, cast: Any) -> None:
     assert task.role == "ps"
 
 
+def test_a_pods_limits_reach_the_scheduler(sim: Any, cast: Any) -> None:
+    """usage's estimator reads a pod's limits: the containers' sum, a sidecar added, the largest init container."""
+    _, (pod,) = make_gang("lim", 1, tenant=cast.team_a)
+    pod.spec = {
+        **pod.spec,
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"limits": {"cpu": "500m"}}},
+        ],
+        "initContainers": [
+            {"name": "side", "restartPolicy": "Always", "resources": {"limits": {"memory": "1Gi"}}},
+            {"name": "init", "resources": {"limits": {"cpu": "4"}}},
+        ],
+    }
+    pod.save()
+    (task,) = build_snapshot().snapshot.tasks
+    assert task.limits == Resource(4000, 2 * GiB, 0)
+
+
 def test_unchanged_rows_give_the_same_objects(sim: Any, cast: Any) -> None:
     from volcanoweb.scheduling.memo import Memo
 
