@@ -25,13 +25,13 @@ TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _stat(pid: int) -> tuple[int, int, float] | None:
-    """Return (process group, session, cpu seconds) of ``pid``, or None."""
+    """Return (parent, session, cpu seconds) of ``pid``, or None."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = raw[raw.rindex(")") + 2 :].split()
-    return int(fields[2]), int(fields[3]), (int(fields[11]) + int(fields[12])) / TICK
+    return int(fields[1]), int(fields[3]), (int(fields[11]) + int(fields[12])) / TICK
 
 
 def _cmdline(pid: int) -> str:
@@ -89,15 +89,20 @@ class Sampler:
         }
 
     def _stack_now(self) -> dict[int, float]:
-        out = {}
+        """CPU seconds of the stack's supervisor and its descendants (each child leads a session of its own)."""
+        stats = {}
         for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            st = _stat(int(entry))
-            if st and st[1] == self.session:
-                out[int(entry)] = st[2]
-                if int(entry) not in self.cmd:
-                    self.cmd[int(entry)] = _cmdline(int(entry))
+            if entry.isdigit() and (st := _stat(int(entry))) is not None:
+                stats[int(entry)] = st
+        out = {}
+        for pid, (parent, _session, cpu) in stats.items():
+            ancestor, hops = pid, 0
+            while ancestor != self.session and ancestor in stats and hops < 16:
+                ancestor, hops = stats[ancestor][0], hops + 1
+            if ancestor == self.session:
+                out[pid] = cpu
+                if pid not in self.cmd:
+                    self.cmd[pid] = _cmdline(pid)
         return out
 
     def _pg_pids(self) -> list[int]:
