@@ -95,7 +95,7 @@ class Sampler:
             if entry.isdigit() and (st := _stat(int(entry))) is not None:
                 stats[int(entry)] = st
         out = {}
-        for pid, (parent, _session, cpu) in stats.items():
+        for pid, (_parent, _session, cpu) in stats.items():
             ancestor, hops = pid, 0
             while ancestor != self.session and ancestor in stats and hops < 16:
                 ancestor, hops = stats[ancestor][0], hops + 1

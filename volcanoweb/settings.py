@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
+    "volcanoweb.dashboard.middleware.LiveSocketCSPMiddleware",  # after CSPMiddleware: it reads our answer
     "volcanoweb.api.errors.ApiErrorMiddleware",
     "volcanoweb.dashboard.errors.ErrorPagesMiddleware",
     "volcanoweb.dashboard.errors.AuditSourceMiddleware",
@@ -106,6 +107,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "volcanoweb.dashboard.context.sim_clock",
+                "volcanoweb.dashboard.context.live_socket",
             ],
         },
     },
@@ -207,6 +209,12 @@ WEB_SERVER = env_choice("WEB_SERVER", ("uvicorn", "daphne"), "uvicorn")
 WEB_WORKERS = env_int("WEB_WORKERS", 2, minimum=1)
 # runstack: Celery worker processes consuming the controllers' queue (worker, worker2, ...; issue 17's bench).
 CONTROLLER_WORKERS = env_int("CONTROLLER_WORKERS", 1, minimum=1)
+# The stack's live processes (issue 26): LIVE_WORKERS uvicorn processes of their own serve the dashboard's
+# WebSockets on LIVE_PORT (runstack: PORT + 1 unless set), so that no request's sync view takes their CPU.
+# Pages open their socket on LIVE_PORT of the host they came from (0: on their own origin, as the embedded
+# mode and LIVE_WORKERS=0 do). Behind a proxy that routes /ws/ to the live processes, leave LIVE_PORT 0.
+LIVE_WORKERS = env_int("LIVE_WORKERS", 1, minimum=0)
+LIVE_PORT = env_int("LIVE_PORT", 0, minimum=0)
 # Periodic work: (name, Celery task, period in seconds). Celery beat runs these in the stack
 # mode; the embedded mode calls the same tasks from in-process loops (volcanoweb.serve.loops).
 CRONJOB_TICK_PERIOD = env_float("CRONJOB_TICK_PERIOD", 10.0, positive=True)
@@ -365,7 +373,8 @@ SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
 # Content-Security-Policy (django-csp): scripts only from our own static files, no inline scripts or
-# handlers; inline style attributes stay allowed (the meters' widths). The WebSocket is same-origin.
+# handlers; inline style attributes stay allowed (the meters' widths). The WebSocket is same-origin, or on
+# LIVE_PORT of the page's host (dashboard.middleware.LiveSocketCSPMiddleware adds that one origin).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],

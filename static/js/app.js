@@ -110,7 +110,9 @@
   function connect() {
     if (!document.getElementById("live-status")) return; // not logged in
     var proto = location.protocol === "https:" ? "wss://" : "ws://";
-    try { ws = new WebSocket(proto + location.host + "/ws/live/"); } catch (e) { schedule(); return; }
+    var livePort = document.body.dataset.livePort; // the stack's live processes, on a port of their own
+    var host = livePort ? location.hostname + ":" + livePort : location.host;
+    try { ws = new WebSocket(proto + host + "/ws/live/"); } catch (e) { schedule(); return; }
     setStatus("connecting", attempt ? "Reconnecting…" : "Connecting…");
     ws.onopen = function () {
       var wasDown = attempt > 0;

@@ -13,16 +13,20 @@ from typing import Any
 _INHERITED: list[Any] = []
 
 
-def _forget_inherited_connections() -> None:
-    """In the forked child: drop the parent's database connections without closing them.
+def _child_setup() -> None:
+    """In the forked child: drop the parent's database connections without closing them, and run the
+    controllers' informer as the embedded mode does (pages that submit jobs see their pods come).
 
-    Closing (or garbage-collecting) them would send the server a Terminate on sockets the parent still
-    uses; the child opens its own connections instead."""
+    Closing (or garbage-collecting) the connections would send the server a Terminate on sockets the parent
+    still uses; the child opens its own connections instead."""
     from django.db import connections
+
+    from volcanoweb.runtime.informer import Runner
 
     for conn in connections.all(initialized_only=True):
         _INHERITED.append(conn.connection)
         conn.connection = None
+    _INHERITED.append(Runner().start())
 
 
 def _application() -> Any:
@@ -39,7 +43,7 @@ class AsgiServer:
     def __init__(self) -> None:
         from daphne.testing import DaphneProcess
 
-        self.process = DaphneProcess("127.0.0.1", _application, setup=_forget_inherited_connections)
+        self.process = DaphneProcess("127.0.0.1", _application, setup=_child_setup)
         self.url = ""
 
     def start(self, timeout: float = 30.0) -> AsgiServer:

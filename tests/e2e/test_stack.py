@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import websocket
 from asgiref.sync import async_to_sync
@@ -26,8 +27,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 def test_stack_serves_runs_celery_and_pushes_channels_messages(tmp_path: Path) -> None:
     if settings.EMBEDDED:
         pytest.skip("needs REDIS_URL (make test provides it)")
-    port = free_port()
+    port, live = free_port(), free_port()
     env = {
+        "LIVE_PORT": str(live),
         **os.environ,
         "DATABASE_URL": database_url(settings.DATABASES["default"]),
         "VAR_DIR": str(tmp_path),
@@ -50,8 +52,12 @@ def test_stack_serves_runs_celery_and_pushes_channels_messages(tmp_path: Path) -
         client = Client()
         client.force_login(user)
         cookie = f"sessionid={client.cookies['sessionid'].value}"
+        # Pages come from the web processes and open their socket on the live processes' port.
+        page = httpx.get(f"http://127.0.0.1:{port}/", headers={"Cookie": cookie})
+        assert f'data-live-port="{live}"' in page.text
+        assert f"ws://127.0.0.1:{live}" in page.headers["Content-Security-Policy"]
         ws = websocket.create_connection(
-            f"ws://127.0.0.1:{port}/ws/live/",
+            f"ws://127.0.0.1:{live}/ws/live/",
             header=[f"Cookie: {cookie}"],
             origin=f"http://127.0.0.1:{port}",
             timeout=20,
@@ -97,5 +103,5 @@ def test_stack_serves_runs_celery_and_pushes_channels_messages(tmp_path: Path) -
         assert app.send_task("volcanoweb.ping").get(timeout=60) == "pong"  # served by the restarted worker
         assert len(re.findall(r"started worker \(pid \d+\)", (tmp_path / "stack.log").read_text())) == 2
     log = (tmp_path / "stack.log").read_text()
-    for role in ("web", "worker", "beat"):
+    for role in ("web", "live", "worker", "beat"):
         assert f"started {role}" in log

@@ -18,7 +18,8 @@ from django.db import transaction
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from tests.volcanoweb import builders
+from tests.conftest import _transactional
+from tests.volcanoweb import builders, reactions
 from volcanoweb.tenancy import services as tenancy_services
 from volcanoweb.tenancy.models import Role, Tenant
 
@@ -29,6 +30,17 @@ FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 def _fast_passwords(settings: Any) -> None:
     """PBKDF2 at production strength costs ~0.5 s per user; tests do not need it."""
     settings.PASSWORD_HASHERS = FAST_HASHERS
+
+
+@pytest.fixture(autouse=True)
+def _controllers_informer(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each database test gets the controllers' informer from its own start (``tests.volcanoweb.reactions``)."""
+    uses_db = request.node.get_closest_marker("django_db") is not None or "db" in request.fixturenames
+    if uses_db:
+        request.getfixturevalue("transactional_db" if _transactional(request) else "db")
+        reactions.start()
+    yield
+    reactions.stop()
 
 
 @pytest.fixture(autouse=True)

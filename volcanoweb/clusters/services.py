@@ -5,7 +5,7 @@
 backend's events, mirrors pod phase / node / exit code / timestamps into ``jobs.Pod`` rows and
 nodes into :class:`~volcanoweb.clusters.models.Node`, gives plain ``schedulerName: volcano`` pods a
 PodGroup (docs/controllers.md, "Plain pods and their PodGroups"), creates API-submitted plain pods in
-the backend, and then tells the job controller which jobs' pods changed (``volcanoweb.runtime.dispatch.request_sync``).
+the backend. The job controller learns which jobs' pods changed from the change log (``runtime.informer``).
 """
 
 from __future__ import annotations
@@ -503,7 +503,7 @@ def create_plain_pods_in_backend(backend: ClusterBackend) -> int:
 
 @stage("backend mirror")
 def sync_from_backend(backend: ClusterBackend | None = None, *, timeout: float = 0.0) -> SyncResult:
-    """Poll the backend once and mirror what changed; then notify the job controller.
+    """Poll the backend once and mirror what changed.
 
     Events are consumed and mirrored in one transaction (with the database-backed sim a crash
     loses nothing: the consumed events come back). Safe to call from several processes at once.
@@ -511,12 +511,7 @@ def sync_from_backend(backend: ClusterBackend | None = None, *, timeout: float =
     backend = backend or get_backend()
     result = SyncResult()
     _sync_once(backend, result, timeout)
-    if result.job_ids:
-        from volcanoweb.runtime import dispatch  # the runtime calls back into this module
-
-        # Coalesced with every other request for these jobs (run at once when Celery is eager).
-        dispatch.request_sync(sorted(result.job_ids))
-    return result
+    return result  # the job controller learns of the mirrored pods from the change log (runtime.informer)
 
 
 #: Node labels Volcano's label-based HyperNode discovery reads (``jobs.services.DISCOVERY_TIERS``).

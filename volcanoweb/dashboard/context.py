@@ -1,4 +1,5 @@
-"""Template context every page gets: how fast the simulated cluster's clock runs (durations depend on it)."""
+"""Template context every page gets: how fast the simulated cluster's clock runs (durations depend on it), and
+where its live socket connects."""
 
 from __future__ import annotations
 
@@ -6,6 +7,12 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
+
+
+def live_socket(request: HttpRequest) -> dict[str, Any]:
+    """``live_port``: the port of the live processes pages open their socket on ("" for their own origin)."""
+    port = int(getattr(settings, "LIVE_PORT", 0) or 0)
+    return {"live_port": str(port) if port else ""}
 
 
 def sim_clock(request: HttpRequest) -> dict[str, Any]:

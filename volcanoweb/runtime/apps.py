@@ -11,9 +11,6 @@ class RuntimeConfig(AppConfig):
     verbose_name = "Runtime controllers"
 
     def ready(self) -> None:
-        """React to committed changes (``live.notify`` calls the listeners; it never imports the runtime) and
-        register the controllers' tasks (``dispatch`` queues them by name)."""
-        from volcanoweb.live import notify
-        from volcanoweb.runtime import hooks, tasks  # noqa: F401  (tasks: registered with Celery on import)
-
-        notify.listen(hooks.on_change, hooks.on_change_many)
+        """Register the controllers' tasks (``dispatch`` queues them by name). The controllers learn of changes
+        from the change log (``runtime.informer``), which the periodic worker or the embedded mode runs."""
+        from volcanoweb.runtime import tasks  # noqa: F401  (registered with Celery on import)

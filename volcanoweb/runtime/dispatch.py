@@ -46,6 +46,10 @@ BATCH = 20
 #: The tasks that reconcile queued jobs (``volcanoweb.runtime.tasks``), by name.
 SYNC_JOBS_TASK = "volcanoweb.runtime.sync_jobs"
 SYNC_DIRTY_JOBS_TASK = "volcanoweb.runtime.sync_dirty_jobs"
+JOB_DELETED_TASK = "volcanoweb.runtime.job_deleted"
+SYNC_QUEUES_TASK = "volcanoweb.runtime.sync_queues"
+GROUP_BARE_PODS_TASK = "volcanoweb.runtime.group_bare_pods"
+RESYNC_TASK = "volcanoweb.runtime.resync_controllers"
 
 _client: Any = None
 #: The embedded mode's in-process drain: ``sink(ids, urgent)`` queues ids (see :func:`set_local_sink`).
@@ -75,12 +79,12 @@ def redis_client() -> Any:
     return _client
 
 
-def _queue(task: str, argument: object) -> None:
+def queue_task(task: str, *args: object) -> None:
     """Queue a task of ``runtime.tasks`` by its name (the tasks call this module, which never imports them;
     the runtime app registers them in every process, so an eager Celery runs them in place)."""
     from volcanoweb.celery import app
 
-    app.signature(task, args=(argument,)).delay()
+    app.signature(task, args=args).delay()
 
 
 def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
@@ -97,13 +101,13 @@ def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
         return
     if client is None:  # eager (tests) or another broker: batches of BATCH, set-based
         for start in range(0, len(ids), BATCH):
-            _queue(SYNC_JOBS_TASK, ids[start : start + BATCH])
+            queue_task(SYNC_JOBS_TASK, ids[start : start + BATCH])
         return
     now = time.time()
     client.zadd(URGENT_KEY if urgent else DIRTY_KEY, dict.fromkeys(ids, now), nx=True)
     for slot in range(DRAIN_SLOTS):
         if client.set(f"{DRAIN_KEY}:{slot}", "1", nx=True, ex=DRAIN_TTL):
-            _queue(SYNC_DIRTY_JOBS_TASK, slot)
+            queue_task(SYNC_DIRTY_JOBS_TASK, slot)
             return
 
 

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 
 from volcanoweb.runtime import dispatch, services
@@ -42,19 +43,19 @@ def on_podgroups_changed(job_ids: list[int]) -> dict[int, list[str]]:
     return services.on_podgroups_changed(job_ids)
 
 
-@shared_task(name="volcanoweb.runtime.job_deleted", ignore_result=True)
+@shared_task(name=dispatch.JOB_DELETED_TASK, ignore_result=True)
 def job_deleted(job_id: int | None = None, job_uid: str | None = None) -> int:
     """Clean up the cluster objects of a deleted job."""
     return services.on_job_deleted(job_id, job_uid=job_uid)
 
 
-@shared_task(name="volcanoweb.runtime.sync_queues", ignore_result=True)
+@shared_task(name=dispatch.SYNC_QUEUES_TASK, ignore_result=True)
 def sync_queues(names: list[str] | None = None) -> dict[str, str]:
     """Run the queue controller."""
     return services.sync_queues(names)
 
 
-@shared_task(name="volcanoweb.runtime.group_bare_pods", ignore_result=True)
+@shared_task(name=dispatch.GROUP_BARE_PODS_TASK, ignore_result=True)
 def group_bare_pods() -> int:
     """Create PodGroups for Volcano pods without one."""
     return services.group_bare_pods()
@@ -79,7 +80,7 @@ def _due(kind: str, period: float) -> bool:
     return True
 
 
-@shared_task(name="volcanoweb.runtime.resync_controllers", ignore_result=True)
+@shared_task(name=dispatch.RESYNC_TASK, ignore_result=True)
 def resync_controllers() -> dict[str, Any]:
     """The periodic resync (skipped while this worker is still running the previous one).
 
@@ -102,3 +103,23 @@ def resync_controllers() -> dict[str, Any]:
 def gc_finished_jobs() -> list[str]:
     """Delete finished jobs whose ttlSecondsAfterFinished expired."""
     return services.gc_finished_jobs()
+
+
+#: The controllers' informer of this worker process, if it runs one (see :func:`_start_informer`).
+_informer: Any = None
+
+
+@worker_ready.connect
+def _start_informer(sender: Any = None, **_kwargs: Any) -> None:
+    """The worker that consumes the periodic queue (one per deployment: runstack's and compose's "scheduler")
+    runs the controllers' informer (``runtime.informer``): the log's changes become sync requests for the
+    controller workers. A second such worker stands by on the informer's advisory lock."""
+    global _informer
+    try:
+        queues = {queue.name for queue in sender.task_consumer.queues}
+    except AttributeError:
+        return
+    if settings.PERIODIC_QUEUE in queues and _informer is None:
+        from volcanoweb.runtime import informer
+
+        _informer = informer.Runner().start()

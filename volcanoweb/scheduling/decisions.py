@@ -25,7 +25,6 @@ from volcanoweb.core.idlist import one_of
 from volcanoweb.core.stageprof import stage
 from volcanoweb.jobs.models import Event, EventType, Pod, PodGroup, PodGroupPhase
 from volcanoweb.queues.models import Queue
-from volcanoweb.runtime.dispatch import request_sync
 from volcanoweb.scheduling import messages
 from volcanoweb.scheduling.lease import LEASE_NAME, LeaseLost
 from volcanoweb.scheduling.models import IntentKind, PodIntent, SchedulerLease, SchedulingRun
@@ -330,15 +329,6 @@ def apply_result(info: SnapshotInfo, result: CycleResult, run: SchedulingRun, to
             "queueDeserved": {k: dict(v) for k, v in sorted(result.queue_deserved.items())},
         }
         run.save(update_fields=["binds", "evictions", "pipelined", "unschedulable", "decisions"])
-        if stats.admitted or stats.job_ids:
-            # Volcano's job controller watches PodGroups: an admitted (Inqueue) gang gets its pods now,
-            # not at the next periodic resync.
-            admitted, changed = sorted(stats.admitted), sorted(stats.job_ids)
-
-            # robust: the decisions are committed; a notification lost here is found by the drift resync
-            def notify() -> None:
-                request_sync(admitted, urgent=True)
-                request_sync(changed)
-
-            transaction.on_commit(notify, robust=True)
+        # Volcano's job controller watches PodGroups: the controllers' informer (runtime.informer) reads the
+        # phases written here from the change log and asks for the admitted gangs' pods at once.
     return stats

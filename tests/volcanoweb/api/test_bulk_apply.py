@@ -22,8 +22,9 @@ from tests.volcanoweb.conftest import Cast, post_yaml
 from volcanoweb.apply import apply_documents
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.errors import ApiError
+from volcanoweb.feed import log
 from volcanoweb.jobs.models import Job, PodGroup, Task
-from volcanoweb.runtime import dispatch
+from volcanoweb.runtime import dispatch, informer
 from volcanoweb.tenancy.access import access_for
 
 pytestmark = pytest.mark.both_databases
@@ -82,24 +83,21 @@ def _run(
         requested.append(sorted(Job.objects.get(pk=i).key for i in job_ids))
 
     monkeypatch.setattr(dispatch, "request_sync", record)
+    monkeypatch.setattr(dispatch, "queue_task", lambda task, *args: None)
     result: dict[str, Any] = {}
     with transaction.atomic():
         for docs in setup:
             apply_documents(access, copy.deepcopy(docs), default_namespace="team-a", bulk=False)
         AuditEntry.objects.all().delete()
-        connection.run_on_commit.clear()  # only the commit callbacks of the apply under test
+        watching = informer.Informer(cursor=log.head()[0])  # what the controllers read of the apply under test
         try:
             outcomes = apply_documents(access, copy.deepcopy(documents), default_namespace="team-a", bulk=bulk)
         except ApiError as exc:
             result["error"] = (type(exc).__name__, exc.code, exc.message, exc.details())
-            connection.run_on_commit.clear()
         else:
             result["outcomes"] = [_norm({**o.summary(), "object": o.object}) for o in outcomes]
             result["state"] = _state()
-            callbacks = [callback for _, callback, _ in connection.run_on_commit]
-            connection.run_on_commit.clear()
-            for callback in callbacks:
-                callback()
+            watching.step()
             result["synced"] = sorted(key for keys in requested for key in keys)
         transaction.set_rollback(True)
     return result
@@ -252,16 +250,15 @@ def test_a_bulk_apply_takes_as_many_queries_for_40_jobs_as_for_5(access, queues)
     assert _queries(access, 40) == _queries(access, 5) <= 20
 
 
-def test_the_controller_is_told_about_a_batch_in_one_call(
-    monkeypatch, cast, queues, client_for, django_capture_on_commit_callbacks
-) -> None:
+def test_the_controller_is_told_about_a_batch_in_one_call(monkeypatch, cast, queues, client_for) -> None:
     calls: list[list[int]] = []
     monkeypatch.setattr(dispatch, "request_sync", lambda ids, urgent=False: calls.append(sorted(ids)))
     docs = [builders.job_manifest(f"j{i}", queue="ml-training") for i in range(30)]
     client = client_for(cast.alice, "token")
-    with django_capture_on_commit_callbacks(execute=True):
-        response = post_yaml(client, "/api/v1/apply", builders.to_yaml(*docs))
+    watching = informer.Informer(cursor=log.head()[0])
+    response = post_yaml(client, "/api/v1/apply", builders.to_yaml(*docs))
     assert response.status_code == 200, response.json()
+    watching.step()  # the controllers' informer reads the batch from the log
     assert calls == [sorted(Job.objects.values_list("pk", flat=True))]
 
 

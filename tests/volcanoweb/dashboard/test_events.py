@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.volcanoweb.dashboard.test_runtime import sim, submit  # noqa: F401  (the fixture)
+from tests.volcanoweb.reactions import react
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Event, Job, Pod, PodGroup
@@ -20,11 +21,13 @@ pytestmark = pytest.mark.django_db
 def _running(name: str) -> Job:
     job = submit(name, "default", replicas=2, cpu="1")
     run_cycle()  # admits the gang
-    runtime_services.on_podgroups_changed([job.pk])
+    react()  # its pods
     cluster_services.sync_from_backend()
     run_cycle()  # binds its pods
     cluster_services.sync_from_backend()
+    react()
     run_cycle()  # sees them running: the PodGroup is Running ("pod group is ready")
+    react()
     return Job.objects.get(pk=job.pk)
 
 
@@ -44,6 +47,7 @@ def test_node_failure_evictions_are_recorded_on_the_job_and_podgroup_events_stay
     assert node
     sim.fail_node(node)
     cluster_services.sync_from_backend()
+    react()  # the job controller sees its pods gone
     evicted = Event.objects.filter(involved_kind="Job", involved_name=job.name, reason="PodEvicted")
     assert evicted.exists()
     message = evicted.first().message

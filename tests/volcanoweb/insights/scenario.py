@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.volcanoweb import builders
+from tests.volcanoweb.reactions import react
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.jobs.models import Job
 from volcanoweb.runtime import services as runtime
@@ -23,12 +24,15 @@ def submit(name: str, queue: str, replicas: int, cpu: str, duration: str = "") -
 
 
 def cycle(clock: Any, seconds: float = 1.0) -> Any:
-    """Run one scheduling cycle, then let the sim clock move and mirror the cluster."""
+    """Run one scheduling cycle, then let the sim clock move and mirror the cluster (the controllers reacting to
+    each, as the stack's informer does)."""
     run = run_cycle()
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED, run.error
+    react()
     clock.advance(seconds)
     cluster_services.sync_from_backend()
+    react()
     return run
 
 
@@ -50,6 +54,7 @@ def small_queue_scenario(clock: Any, *, finish: bool = True) -> tuple[Job, Job]:
     if finish:
         clock.advance(15)
         cluster_services.sync_from_backend()
+        react()
         for _ in range(4):
             cycle(clock)
     return holder, waiter

@@ -8,6 +8,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.volcanoweb import builders
+from tests.volcanoweb.reactions import react
 from volcanoweb.jobs.models import Command, Job
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,7 +42,9 @@ def test_commands_and_garbage_collection(official, cast) -> None:
     }
     created = custom.create_namespaced_custom_object("bus.volcano.sh", "v1alpha1", "team-a", "commands", command)
     assert created["metadata"]["name"] == "restart-train"
-    # The job controller acts on it when the create commits (tasks run eagerly here): then it is gone.
+    # The job controller reads it from the log and acts on it (tasks run eagerly here): then it is gone.
+    found = react()
+    assert Job.objects.get(name="train").pk in found.urgent | found.jobs
     with pytest.raises(ApiException) as gone:
         custom.get_namespaced_custom_object("bus.volcano.sh", "v1alpha1", "team-a", "commands", "restart-train")
     assert gone.value.status == 404

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.volcanoweb.dashboard.test_events import _running
+from tests.volcanoweb.reactions import react
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.jobs.models import Event, Job, Pod
 from volcanoweb.scheduling.services import run_cycle
@@ -16,7 +17,9 @@ pytestmark = pytest.mark.django_db
 def _settle() -> None:
     for _ in range(3):
         cluster_services.sync_from_backend()
+        react()
         run_cycle()
+        react()
 
 
 def test_a_deleted_job_pod_is_created_again(sim_backend, client_for, cast) -> None:

@@ -6,11 +6,12 @@ import pytest
 
 from tests.volcanoweb import builders
 from tests.volcanoweb.runtime.harness import NAMESPACE, World
+from volcanoweb.feed import log
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Command, Job, Pod, PodGroup
 from volcanoweb.queues import services as queue_services
 from volcanoweb.queues.models import Queue
-from volcanoweb.runtime import hooks, services
+from volcanoweb.runtime import informer, services
 from volcanoweb.runtime.controllers.podgroup import min_resources
 from volcanoweb.runtime.models import JobRecord
 from volcanoweb.tenancy.access import SYSTEM
@@ -121,9 +122,12 @@ def test_resync_cleans_orphans_and_picks_up_new_jobs(world: World) -> None:
     assert not JobRecord.objects.exists()
 
 
-def test_the_post_commit_hook_syncs_jobs(world: World) -> None:
+def test_the_controllers_informer_syncs_a_submitted_job(world: World) -> None:
+    watching = informer.Informer(cursor=log.head()[0])
     job_services.apply_job(SYSTEM, builders.job_manifest("hooked", queue="ml-training"), NAMESPACE)
     job = Job.objects.get(name="hooked")
     PodGroup.objects.filter(job=job).update(phase="Inqueue")
-    hooks.on_change("Job", job, "create")  # what live.notify.changed runs after commit (Celery is eager in tests)
+    assert not world.pods(job)  # the write asked nobody: the controllers read the log
+    found = watching.step()  # (Celery is eager in tests: the syncs it asks for run now)
+    assert found.urgent == {job.pk}
     assert len(world.pods(job)) == 2

@@ -1,4 +1,5 @@
-"""The cycle and the backend mirror tell the job controller what changed, and only what matters to it."""
+"""The job controller learns from the change log what the cycle and the backend mirror changed, and only what
+matters to it (the controllers' informer, runtime.informer)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from volcanoweb.clusters import backend as backend_module
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.clusters.backends.sim import ManualClock
 from volcanoweb.clusters.backends.simdb import DatabaseSimCluster
+from volcanoweb.feed import log
 from volcanoweb.jobs.models import Job, Pod, PodGroup
 from volcanoweb.queues.builtin import ensure_builtin_queues
-from volcanoweb.runtime import dispatch
+from volcanoweb.runtime import informer
 from volcanoweb.runtime import services as runtime
 from volcanoweb.scheduling.models import RunStatus
 from volcanoweb.scheduling.services import run_cycle
@@ -34,18 +36,20 @@ def cluster(db: Any, cast: Any) -> Iterator[tuple[DatabaseSimCluster, ManualCloc
 
 def submit(name: str) -> Job:
     job = builders.make_job("team-a", name, tasks=[builders.task("w", 2)])
-    runtime.on_job_submitted(job.pk)  # (also run by the post-commit hook: Celery is eager in tests)
+    runtime.on_job_submitted(job.pk)
     return job
 
 
 @pytest.mark.django_db(transaction=True)
 def test_an_admitted_gang_gets_its_pods_from_the_cycle_that_admitted_it(cluster: Any) -> None:
     job = submit("admitted")
+    watching = informer.Informer(cursor=log.head(wait=True)[0])
     assert not Pod.objects.filter(job=job).exists()
-    run = run_cycle()  # enqueue: Pending -> Inqueue, then (on commit) the controller creates the pods
+    run = run_cycle()  # enqueue: Pending -> Inqueue
     assert run is not None
     assert run.status == RunStatus.SUCCEEDED, run.error
     assert PodGroup.objects.get(job=job).phase == "Inqueue"
+    assert watching.step().urgent == {job.pk}  # the admission, read from the log (Celery is eager in tests)
     assert Pod.objects.filter(job=job).count() == 2  # not only at the next periodic resync
     cluster_services.sync_from_backend()
     run = run_cycle()
@@ -54,21 +58,19 @@ def test_an_admitted_gang_gets_its_pods_from_the_cycle_that_admitted_it(cluster:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_mirror_asks_for_a_sync_only_when_the_controller_would_see_a_change(
-    cluster: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_mirror_asks_for_a_sync_only_when_the_controller_would_see_a_change(cluster: Any) -> None:
     _, clock = cluster
     job = submit("mirrored")
+    watching = informer.Informer(cursor=log.head(wait=True)[0])
     run_cycle()
-    asked: list[list[int]] = []
-    real = dispatch.request_sync
-    monkeypatch.setattr(dispatch, "request_sync", lambda ids: (asked.append(sorted(ids)), real(ids)))
+    assert watching.step().urgent == {job.pk}  # admitted: its pods are created
     cluster_services.sync_from_backend()  # the cluster's echo of the pods the controller created
-    assert asked == []
-    run_cycle()  # binds; the pods' node changes, their phase does not
-    cluster_services.sync_from_backend()
-    assert asked == []
+    assert not watching.step()
+    run_cycle()  # binds
+    watching.step()  # (the PodGroup's phase the cycle wrote)
+    cluster_services.sync_from_backend()  # the pods' node changes, their phase does not
+    assert not watching.step()
     clock.advance(1)
     cluster_services.sync_from_backend()  # Running
-    assert asked == [[job.pk]]
+    assert watching.step().jobs == {job.pk}
     assert Job.objects.get(pk=job.pk).phase == "Running"

@@ -16,8 +16,9 @@ from tests.volcanoweb import builders
 from tests.volcanoweb.conftest import post_yaml
 from tests.volcanoweb.runtime.harness import World
 from volcanoweb.clusters import backend as backend_module
+from volcanoweb.feed import log
 from volcanoweb.jobs.models import Job
-from volcanoweb.runtime import dispatch, services
+from volcanoweb.runtime import dispatch, informer, services
 from volcanoweb.runtime.models import JobRecord
 from volcanoweb.serve.loops import LocalDrain
 from volcanoweb.serve.management.commands.runembedded import start_local_drain, stop_local_drain
@@ -45,15 +46,15 @@ def _submit(client: Any, *names: str) -> None:
     assert response.status_code == 200, response.json()
 
 
-def test_a_submission_queues_its_sync_instead_of_running_it(
-    world, drain, cast, client_for, django_capture_on_commit_callbacks
-) -> None:
+def test_a_submission_queues_its_sync_instead_of_running_it(world, drain, cast, client_for) -> None:
     client = client_for(cast.alice, "token")
-    with django_capture_on_commit_callbacks(execute=True):
-        _submit(client, "one")
-        _submit(client, "two", "three", "four", "five")
+    watching = informer.Informer(cursor=log.head()[0])  # the embedded process's informer thread
+    _submit(client, "one")
+    _submit(client, "two", "three", "four", "five")
     assert Job.objects.count() == 5
-    assert not JobRecord.objects.exists()  # nothing reconciled inside the requests
+    assert drain.pending() == 0  # the requests asked nobody
+    watching.step()  # the informer reads the submissions from the log and queues their syncs
+    assert not JobRecord.objects.exists()  # nothing reconciled yet: the drain thread does that
     assert drain.pending() == 5
 
     assert drain.drain_once() == 5  # in batches of 3
@@ -61,11 +62,10 @@ def test_a_submission_queues_its_sync_instead_of_running_it(
     assert drain.pending() == 0
 
 
-def test_a_job_whose_queued_sync_was_lost_is_picked_up_by_the_resync(
-    world, drain, cast, client_for, django_capture_on_commit_callbacks
-) -> None:
-    with django_capture_on_commit_callbacks(execute=True):
-        _submit(client_for(cast.alice, "token"), "lost")
+def test_a_job_whose_queued_sync_was_lost_is_picked_up_by_the_resync(world, drain, cast, client_for) -> None:
+    watching = informer.Informer(cursor=log.head()[0])
+    _submit(client_for(cast.alice, "token"), "lost")
+    watching.step()
     assert drain.pending() == 1
     # The process stops before the drain ran: the queued id is gone with it, the job row is committed.
     dispatch.set_local_sink(None)

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from volcanoweb.runtime.informer import Runner
 from volcanoweb.serve.loops import LocalDrain, LoopRunner
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class Command(BaseCommand):
         logins = [] if options["no_seed"] else seed()
         runner = LoopRunner() if settings.RUN_LOOPS_IN_PROCESS else None
         drain = start_local_drain() if runner else None
+        informer = Runner().start() if runner else None  # the controllers learn of changes from the log
         if runner:
             runner.start()
         host, port = options["host"], options["port"]
@@ -70,6 +72,8 @@ class Command(BaseCommand):
         finally:
             if runner:
                 runner.stop()
+            if informer:
+                informer.stop()
             if drain:
                 stop_local_drain(drain)
             self.stdout.write("stopped.")

@@ -42,11 +42,21 @@ def web_command(bindir: Path, host: str, port: int, server: str, workers: int) -
     return [str(bindir / "daphne"), "-b", host, "-p", str(port), "volcanoweb.asgi:application"]
 
 
+def live_port(port: int) -> int:
+    """The port of the live processes (``LIVE_PORT``, else the web port + 1); 0 without live processes."""
+    if settings.LIVE_WORKERS <= 0:
+        return 0
+    return int(settings.LIVE_PORT or port + 1)
+
+
 def stack_commands(host: str, port: int, var_dir: Path) -> dict[str, list[str]]:
     """Return the command line of each stack process (docker-compose.yml runs the same ones)."""
     bindir = Path(sys.executable).parent
+    live = live_port(port)
     commands = {
         "web": web_command(bindir, host, port, settings.WEB_SERVER, settings.WEB_WORKERS),
+        # The dashboard's WebSockets in processes of their own (the same application; pages connect to LIVE_PORT).
+        **({"live": web_command(bindir, host, live, "uvicorn", settings.LIVE_WORKERS)} if live else {}),
         # Controller work (job syncs, hooks) on the default queue; CONTROLLER_WORKERS processes of it.
         **{
             f"worker{n if n > 1 else ''}": [
@@ -237,6 +247,9 @@ class Command(BaseCommand):
             self.stdout.write(message)
             self.stdout.flush()
 
+        live = live_port(options["port"])
+        if live:  # every process renders pages whose socket connects to the live processes
+            os.environ["LIVE_PORT"] = str(live)
         supervisor = Supervisor(
             stack_commands(options["host"], options["port"], settings.VAR_DIR),
             spawn=lambda cmd: GroupProcess(cmd, env=os.environ.copy()),
@@ -244,6 +257,8 @@ class Command(BaseCommand):
         )
         supervisor.start_all()
         self.stdout.write(self.style.SUCCESS(f"volcanoweb stack is up at http://{options['host']}:{options['port']}/"))
+        if live:
+            self.stdout.write(f"live sockets: ws://{options['host']}:{live}/ws/live/ ({settings.LIVE_WORKERS} process(es))")
         self.stdout.flush()
         stopping = False
 
