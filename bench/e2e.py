@@ -137,6 +137,8 @@ class Stack:
     ) -> None:
         self.embedded = embedded
         self.port = _free_port()
+        #: the stack's live processes (the dashboard's sockets; runstack's LIVE_PORT); embedded: the one port
+        self.live_port = self.port if embedded else _free_port()
         self.log_dir = log_dir
         self.profile_dir = log_dir / "stageprof" if profile else None
         base = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_URL", "CHANNELS_", "CELERY_"))}
@@ -178,6 +180,7 @@ class Stack:
             "SIM_CLOCK_SPEED": "1",
             "PYTHONUNBUFFERED": "1",
             "INSIGHTS_RECORD": "true" if insights else "false",  # issue 19's recording, for A/B runs
+            **({} if embedded else {"LIVE_PORT": str(self.live_port)}),
         }
         self.proc: subprocess.Popen[str] | None = None
 
@@ -461,7 +464,7 @@ def websocket_fanout(
     for k in range(clients):
         try:
             ws = websocket.create_connection(
-                f"ws://127.0.0.1:{stack.port}/ws/live/",
+                f"ws://127.0.0.1:{stack.live_port}/ws/live/",
                 header=[f"Cookie: {cookies[k % len(cookies)]}"],
                 origin=stack.base,
                 timeout=30,

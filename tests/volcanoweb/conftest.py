@@ -47,7 +47,7 @@ def _controllers_informer(request: pytest.FixtureRequest) -> Iterator[None]:
 def _fresh_snapshot_memo() -> None:
     """The scheduling loop's snapshot memo starts empty in each test.
 
-    It keeps rows by (id, row_version) between cycles (ADR 0018). Each test's rows are rolled back, and
+    It keeps rows by (id, resource_version) between cycles (ADR 0018). Each test's rows are rolled back, and
     SQLite's AUTOINCREMENT counter rolls back with them, so the next test reuses the same ids at version 0:
     a memo carried over would take them for the previous test's rows. (A product's loop reads committed
     rows only, whose ids are never reused.)

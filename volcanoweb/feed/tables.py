@@ -35,5 +35,5 @@ BY_KIND = {t.kind: t for t in TRACKED}
 #: The kinds every signed-in user may read (the REST and Kubernetes APIs list them unscoped): a watch, a list at
 #: an old revision and a live socket show their changes to everyone.
 EVERYONE = frozenset({"nodes", "priorityclasses", "schedulerconfigurations", "hypernodes"})
-#: Columns whose change alone is no change of the object (the scheduler's row version, which a trigger bumps).
-IGNORED = ("row_version",)
+#: Columns whose change alone is no change of the object (none: every column is the object's).
+IGNORED: tuple[str, ...] = ()

@@ -5,7 +5,7 @@ Why it is built this way is ADR 0024 (docs/adr/0024-change-log.md) and ADR 0029;
 * **Every writer is covered** because the database writes the entries: an ``AFTER INSERT/UPDATE/DELETE``
   row trigger on each table of :data:`volcanoweb.feed.tables.TRACKED` appends the new row as JSON (``data``;
   the old row for a delete) and the old row (``prev``), in the writer's own transaction. An UPDATE that
-  changes only ``resource_version``/``row_version`` (or nothing) appends nothing.
+  changes nothing (the same values written again) appends nothing; nor does the stamp's write of ``resource_version``.
 * **Revisions are taken at commit, side by side** (ADR 0029). SQLite has one writer at a time (every
   transaction is ``BEGIN IMMEDIATE``), so its trigger takes ``feed_head.rev + 1`` at once and commit order is
   write order. PostgreSQL runs writers side by side: an entry is written with ``rev`` NULL, and

@@ -147,12 +147,6 @@ class PodGroup(NamespacedObject):
     spec = models.JSONField(default=dict)
     status = models.JSONField(default=dict, blank=True)
     owner_references = models.JSONField(default=list, blank=True)
-    row_version = models.BigIntegerField(
-        default=0,
-        editable=False,
-        help_text="bumped by the database on every change of the row (a trigger, migration jobs 0003): "
-        "the scheduler's snapshot re-reads only rows whose row_version moved",
-    )
 
     class Meta:
         ordering = ["namespace", "name"]
@@ -185,12 +179,6 @@ class Pod(NamespacedObject):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     deletion_timestamp = models.DateTimeField(null=True, blank=True)
-    row_version = models.BigIntegerField(
-        default=0,
-        editable=False,
-        help_text="bumped by the database on every change of the row (a trigger, migration jobs 0003): "
-        "the scheduler's snapshot re-reads only rows whose row_version moved",
-    )
 
     class Meta:
         ordering = ["namespace", "name"]

@@ -39,9 +39,9 @@ from volcanoweb.runtime import dispatch
 logger = logging.getLogger(__name__)
 KINDS = ("jobs", "commands", "podgroups", "pods", "queues")
 #: Job columns its controller writes (a change of only these is the controller's own echo).
-JOB_STATUS = frozenset({"status", "phase", "resource_version", "row_version", "updated_at"})
+JOB_STATUS = frozenset({"status", "phase", "resource_version", "updated_at"})
 #: Queue columns the queue controller and the cycle write.
-QUEUE_STATUS = frozenset({"status", "state", "annotations", "resource_version", "row_version", "updated_at"})
+QUEUE_STATUS = frozenset({"status", "state", "annotations", "resource_version", "updated_at"})
 #: The advisory lock (PostgreSQL, session-scoped) the deployment's one informer holds.
 LEADER_LOCK = (0xFEEF, 1)
 

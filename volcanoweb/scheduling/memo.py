@@ -1,8 +1,8 @@
 """The snapshot's memo between cycles (ADR 0018): an unchanged row gives back the very object built from it.
 
-A cycle reads the ``(id, row_version)`` pairs of the PodGroups and pods it needs and the full rows only of
-the new and changed ids (the database bumps ``row_version`` on every change of a row, whoever writes it:
-:mod:`volcanoweb.jobs.rowversion`). A row read again whose object comes out equal to the memo's (a write of
+A cycle reads the ``(id, resource_version)`` pairs of the PodGroups and pods it needs and the full rows only
+of the new and changed ids (the change log gives every change of a row, whoever writes it, a new revision:
+ADR 0029). A row read again whose object comes out equal to the memo's (a write of
 a field the snapshot does not use, such as the scheduler's own conditions) keeps the memo's object: the
 same object is what the core's session cache and the insights recorder take as unchanged.
 """
@@ -39,9 +39,9 @@ def _fetch_rows(fetch: Fetch, ids: Iterable[int], total: int) -> dict[int, dict[
 
 
 class _Rows:
-    """Objects built from the rows of one query, kept by row id with the ``row_version`` they were built from.
+    """Objects built from the rows of one query, kept by row id with the ``resource_version`` they were built from.
 
-    :meth:`refresh` takes the query's ``(id, row_version)`` pairs and reads the full rows (JSON columns
+    :meth:`refresh` takes the query's ``(id, resource_version)`` pairs and reads the full rows (JSON columns
     decoded) of the new and changed ids only; the ids no longer in the pairs are forgotten.
     """
 
@@ -66,7 +66,7 @@ class _Rows:
                 e = entries.get(pk)
                 if e is not None and e[1] == built:
                     built = e[1]  # a write that left what the snapshot uses alone: keep the very object
-                entries[pk] = (row["row_version"], built)
+                entries[pk] = (row["resource_version"], built)
         if gone or stale:
             self.order = sorted(entries)
         return len(stale)
@@ -126,13 +126,13 @@ class _Pods:
         managed = row["scheduler_name"] in VOLCANO_SCHEDULERS and group_key in groups
         inputs = (group_key if managed else "", key in binding)
         old = self.entries.get(pk)
-        if old is not None and old.version == row["row_version"] and old.inputs == inputs:
+        if old is not None and old.version == row["resource_version"] and old.inputs == inputs:
             return  # read again for nothing: an input toggled that this pod's task does not use
         self._drop(pk)
         task = task_from_row(row, *inputs) if managed or row["node_name"] else None
         if old is not None and task is not None and task == old.task:
             task = old.task  # a write that left what the task uses alone (a condition): keep the very object
-        self.entries[pk] = _PodEntry(row["row_version"], key, group_key, inputs, task, pod_usage(row))
+        self.entries[pk] = _PodEntry(row["resource_version"], key, group_key, inputs, task, pod_usage(row))
         self.by_key[key] = pk
         if group_key:
             self.by_group.setdefault(group_key, set()).add(pk)
@@ -171,9 +171,9 @@ class Memo:
     for the PodGroups whose job or task objects changed; building every object anew from the rows would
     make every cycle open a session over every pod. Not thread-safe: one per scheduling loop.
 
-    The large row sets are read incrementally: PodGroups and pods by ``row_version``, which the database
-    bumps on every change of a row (:mod:`volcanoweb.jobs.rowversion`): a snapshot reads the cheap
-    ``(id, row_version)`` pairs and the full rows (JSON columns decoded) only of the ids that are new or
+    The large row sets are read incrementally: PodGroups and pods by ``resource_version``, the change log's
+    last revision of the row, which every change moves (ADR 0029): a snapshot reads the cheap
+    ``(id, resource_version)`` pairs and the full rows (JSON columns decoded) only of the ids that are new or
     whose version moved; nodes by the text of their JSON columns, decoded only when it changed.
     """
 

@@ -13,9 +13,9 @@ scheduling logic. Mapping (docs/scheduler.md, "What the product reads"):
   cluster, else Bound; a deletion timestamp → Releasing; pods the cluster has deleted are left out.
 
 Incremental (ADR 0018): with the scheduling loop's :class:`~volcanoweb.scheduling.memo.Memo`, a cycle reads
-the ``(id, row_version)`` pairs of the PodGroups and pods it needs and the full rows only of the new and
-changed ids (the database bumps ``row_version`` on every change of a row, whoever writes it:
-:mod:`volcanoweb.jobs.rowversion`); nodes' JSON columns are read as text and decoded only when the text
+the ``(id, resource_version)`` pairs of the PodGroups and pods it needs and the full rows only of the new and
+changed ids (``resource_version`` is the change log's last revision of the row, which every change moves,
+whoever writes it: ADR 0029); nodes' JSON columns are read as text and decoded only when the text
 changed. A row read again whose object comes out equal to the memo's (a write of a field the snapshot does
 not use, such as the scheduler's own conditions) keeps the memo's object: the same object is what the
 core's session cache and the insights recorder take as unchanged. This module says which rows are read;
@@ -71,7 +71,7 @@ _POD_COLUMNS = (
     "annotations",
     "created_at",
     "deletion_timestamp",
-    "row_version",
+    "resource_version",
     "started_at",
 )
 _PODGROUP_COLUMNS = (
@@ -88,7 +88,7 @@ _PODGROUP_COLUMNS = (
     "annotations",
     "labels",
     "created_at",
-    "row_version",
+    "resource_version",
     "spec",
     "job__spec",  # the pod templates of a Volcano Job's PodGroup (read only while it is Pending)
 )
@@ -221,11 +221,11 @@ def _queues(memo: Memo) -> list[Queue]:
 
 def _jobs(memo: Memo, live_groups: QuerySet[PodGroup], info: SnapshotInfo) -> list[Job]:
     """The jobs of the live PodGroups, whose ids and phases go into ``info``."""
-    # PodGroups and pods: only the (id, row_version) pairs are read every cycle, the full rows of the new
-    # and changed ids only (the database bumps row_version on every change: volcanoweb/jobs/rowversion.py).
+    # PodGroups and pods: only the (id, resource_version) pairs are read every cycle, the full rows of the new
+    # and changed ids only (the change log gives every change of a row a new revision: ADR 0029).
     groups = memo.podgroups
     memo.fetched["podgroup"] = groups.refresh(
-        dict(live_groups.values_list("id", "row_version")),
+        dict(live_groups.values_list("id", "resource_version")),
         lambda ids: _by_ids(PodGroup.objects.order_by(), ids).values(*_PODGROUP_COLUMNS),
         lambda r: (f"{r['namespace']}/{r['name']}", r["phase"], job_from_row(r)),
     )
@@ -246,8 +246,8 @@ def _tasks(memo: Memo, live_groups: QuerySet[PodGroup], info: SnapshotInfo) -> l
     # Unfinished pods, and the finished pods of the PodGroups above (they count as ready).
     unfinished_pods = Pod.objects.exclude(phase__in=FINISHED).order_by()
     finished_pods = Pod.objects.filter(phase__in=FINISHED, podgroup_id__in=live_groups.values("id")).order_by()
-    versions = dict(unfinished_pods.values_list("id", "row_version"))
-    versions.update(finished_pods.values_list("id", "row_version"))
+    versions = dict(unfinished_pods.values_list("id", "resource_version"))
+    versions.update(finished_pods.values_list("id", "resource_version"))
 
     def fetch_pods(ids: list[int] | None) -> Iterable[dict[str, Any]]:
         if ids is None:

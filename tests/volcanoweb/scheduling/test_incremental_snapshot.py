@@ -1,5 +1,6 @@
-"""The incremental snapshot (ADR 0018): every write of a Pod or PodGroup row moves its ``row_version``, so a
-snapshot that reads only the changed rows equals one that reads them all, after every kind of write."""
+"""The incremental snapshot (ADR 0018, ADR 0029): every write of a Pod or PodGroup row moves its
+``resource_version`` (the change log's last revision of the row), so a snapshot that reads only the changed
+rows equals one that reads them all, after every kind of write."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from hypothesis import strategies as st
 from tests.volcanoweb.clusters.helpers import make_gang
 from volcanoweb.clusters import services as cluster_services
 from volcanoweb.clusters.bulk import bulk_update_rows
-from volcanoweb.jobs import rowversion
-from volcanoweb.jobs.apps import _install_row_versions
+from volcanoweb.feed import triggers
+from volcanoweb.feed.apps import _install
 from volcanoweb.jobs.models import Pod, PodGroup
 from volcanoweb.scheduling import cycles
 from volcanoweb.scheduling.memo import Memo
@@ -45,7 +46,7 @@ def _raw(table: str, column: str, value: Any, pk: int) -> None:
 
 # Each write changes something the snapshot shows, the way some part of the product writes it.
 POD_WRITES: dict[str, Callable[[Pod], None]] = {
-    # a stale instance saved whole (its row_version is an old one): ModelForm / admin / full save()
+    # a stale instance saved whole (its resource_version is an old one): ModelForm / admin / full save()
     "save": lambda pod: (setattr(pod, "node_name", "cpu-1"), pod.save()),
     "save update_fields": lambda pod: (
         setattr(pod, "annotations", {**pod.annotations, "volcano.sh/preemptable": "false"}),
@@ -99,12 +100,15 @@ def test_every_kind_of_pod_write_shows_in_the_incremental_snapshot(sim: Any, cas
     memo = Memo()
     assert_same(memo)
     pod = Pod.objects.get(pk=pods[1].pk)
-    before = pod.row_version
+    before = pod.resource_version
     Pod.objects.filter(pk=pods[1].pk).update(priority=5)  # someone else wrote since: `pod` is stale now
+    between = Pod.objects.filter(pk=pod.pk).values_list("resource_version", flat=True).first()
+    assert between is not None
+    assert between > before
     assert_same(memo)
     POD_WRITES[write](pod)
-    after = Pod.objects.filter(pk=pod.pk).values_list("row_version", flat=True).first()
-    assert after == before + 1 if write == "bulk_create" else after is None or after > before + 1
+    after = Pod.objects.filter(pk=pod.pk).values_list("resource_version", flat=True).first()
+    assert after == between if write == "bulk_create" else after is None or after > between
     info = assert_same(memo)
     assert memo.fetched["pod"] <= 2  # only the written row(s), not every pod
     if write in ("delete", "QuerySet.delete"):
@@ -126,23 +130,22 @@ def test_every_kind_of_podgroup_write_shows_in_the_incremental_snapshot(sim: Any
         assert "team-a/inc" not in info.podgroup_ids
 
 
-def test_an_update_that_writes_the_same_values_may_keep_the_version_but_never_lies(sim: Any, cast: Any) -> None:
+def test_an_update_that_writes_the_same_values_keeps_the_version_and_a_change_moves_it(sim: Any, cast: Any) -> None:
     _group, (pod,) = make_gang("same", 1, tenant=cast.team_a)
-    before = Pod.objects.get(pk=pod.pk).row_version
-    Pod.objects.filter(pk=pod.pk).update(node_name="")  # no change (PostgreSQL keeps the version)
-    unchanged = Pod.objects.get(pk=pod.pk).row_version
-    assert unchanged in (before, before + 1)  # SQLite's trigger bumps on every UPDATE
+    before = Pod.objects.get(pk=pod.pk).resource_version
+    Pod.objects.filter(pk=pod.pk).update(node_name="")  # no change: no entry in the log, no new revision
+    assert Pod.objects.get(pk=pod.pk).resource_version == before
     Pod.objects.filter(pk=pod.pk).update(node_name="cpu-1")
-    assert Pod.objects.get(pk=pod.pk).row_version == unchanged + 1
+    assert Pod.objects.get(pk=pod.pk).resource_version > before
 
 
 def test_the_comparison_sees_a_write_that_bypasses_the_version(sim: Any, cast: Any) -> None:
-    """Without the trigger (the state these tests guard against) the incremental snapshot goes stale: so the
-    comparison above would catch a write path that did not move ``row_version``."""
+    """Without the change log's triggers (the state these tests guard against) the incremental snapshot goes
+    stale: so the comparison above would catch a write path that did not move ``resource_version``."""
     _group, pods = make_gang("blind", 2, tenant=cast.team_a)
     memo = Memo()
     assert_same(memo)
-    rowversion.uninstall(connection)  # rolled back with the test's transaction
+    triggers.uninstall(connection)  # rolled back with the test's transaction
     Pod.objects.filter(pk=pods[0].pk).update(node_name="cpu-1")
     with pytest.raises(AssertionError):
         assert_same(memo)
@@ -213,11 +216,22 @@ def test_any_sequence_of_writes_keeps_the_incremental_snapshot_exact(sim: Any, c
 
 
 def test_the_triggers_exist_and_migrate_puts_back_a_lost_one(db: Any) -> None:
-    assert rowversion.installed(connection) == set(rowversion.TABLES)
-    rowversion.uninstall(connection)  # e.g. SQLite rebuilding jobs_pod for an AlterField
-    assert rowversion.installed(connection) == set()
-    _install_row_versions(sender=None, using="default")  # type: ignore[arg-type]
-    assert rowversion.installed(connection) == set(rowversion.TABLES)
+    def pod_trigger_count() -> int:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgname = 'feed_jobs_pod'")
+            else:
+                cursor.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name GLOB 'feed_jobs_pod_*'"
+                )
+            return int(cursor.fetchone()[0])
+
+    installed = pod_trigger_count()
+    assert installed in (1, 3)  # PostgreSQL: one trigger; SQLite: one per operation
+    triggers.uninstall(connection)  # e.g. SQLite rebuilding jobs_pod for an AlterField
+    assert pod_trigger_count() == 0
+    _install(sender=None, using="default")  # type: ignore[arg-type]  # what post_migrate runs
+    assert pod_trigger_count() == installed
 
 
 def test_clearing_stale_reasons_does_not_name_every_podgroup(sim: Any, cast: Any) -> None:

@@ -258,7 +258,8 @@ class Command(BaseCommand):
         supervisor.start_all()
         self.stdout.write(self.style.SUCCESS(f"volcanoweb stack is up at http://{options['host']}:{options['port']}/"))
         if live:
-            self.stdout.write(f"live sockets: ws://{options['host']}:{live}/ws/live/ ({settings.LIVE_WORKERS} process(es))")
+            workers = settings.LIVE_WORKERS
+            self.stdout.write(f"live sockets: ws://{options['host']}:{live}/ws/live/ ({workers} process(es))")
         self.stdout.flush()
         stopping = False
 
