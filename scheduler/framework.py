@@ -380,6 +380,13 @@ class Plugin:
         self.args: Mapping[str, Any] = merged
         self.hierarchy = hierarchy
 
+    @classmethod
+    def check_arguments(cls, args: Mapping[str, Any]) -> tuple[str, str] | None:
+        """A problem with the given arguments taken together, which each alone cannot show (the argument to
+        name, what is wrong), or None (the default). The configuration refuses to load with it, as Volcano
+        refuses to start."""
+        return None
+
     def on_session_open(self, session: SessionHandle) -> None:
         """Build per-session state. The default does nothing."""
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from scheduler.vgpu import VgpuCard, VgpuPod
+
 __all__ = [
     "EMPTY",
     "HyperNode",
@@ -355,6 +357,8 @@ class Node:
     unhealthy_gpus: tuple[int, ...] = ()
     #: The node's NUMA topology (Volcano's Numatopology), None when unknown; read by numa-aware.
     numa: NumaTopology | None = None
+    #: The node's vGPU cards (its ``volcano.sh/node-vgpu-register`` registration), read by deviceshare.
+    vgpu: tuple[VgpuCard, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,6 +424,8 @@ class Task:
     guaranteed_cpus: tuple[int, ...] = ()
     #: The pod's resource limits (``scheduler.hardware.pod_limits``; empty: none), read by usage's estimator.
     limits: Resource = EMPTY
+    #: What the pod asks of vGPU cards and which it holds (None: neither), read by deviceshare.
+    vgpu: VgpuPod | None = None
 
     @property
     def key(self) -> str:

@@ -32,6 +32,7 @@ from scheduler.model import (
 from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
 from scheduler.replay.format import DEFAULT_JOB, DEFAULT_QUEUE, DEFAULT_TASK, CycleInputError
 from scheduler.snapshot import Snapshot
+from scheduler.vgpu import VgpuCard, VgpuPod, VgpuRequest, VgpuUse
 
 
 def _dres(value: Any, field: str) -> Resource:
@@ -99,6 +100,27 @@ def _node(d: Mapping[str, Any], field: str) -> Node:
         usage_time=None if d.get("usage_time") is None else _seconds(d["usage_time"], f"{field}.usage_time"),
         unhealthy_gpus=tuple(int(x) for x in d.get("unhealthy_gpus") or ()),
         numa=_numa(d.get("numa")),
+        vgpu=tuple(
+            VgpuCard(int(i), str(u), int(n), int(m), str(k), bool(h)) for i, u, n, m, k, h in d.get("vgpu") or ()
+        ),
+    )
+
+
+def _vgpu_pod(d: Mapping[str, Any] | None) -> VgpuPod | None:
+    if d is None:
+        return None
+    return VgpuPod(
+        requests=tuple(VgpuRequest(int(n), int(m), int(p), int(c)) for n, m, p, c in d.get("requests") or ()),
+        devices=tuple(
+            tuple(VgpuUse(str(u), str(k), int(m), int(c)) for u, k, m, c in cont) for cont in d.get("devices") or ()
+        ),
+        mode=None if d.get("mode") is None else str(d["mode"]),
+        use_types=None if d.get("use_types") is None else str(d["use_types"]),
+        nouse_types=None if d.get("nouse_types") is None else str(d["nouse_types"]),
+        use_uuids=str(d.get("use_uuids", "")),
+        nouse_uuids=str(d.get("nouse_uuids", "")),
+        spread=bool(d.get("spread", False)),
+        group=str(d.get("group", "")),
     )
 
 
@@ -154,6 +176,7 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         numa_policy=str(d.get("numa_policy", "")),
         guaranteed_cpus=tuple(int(x) for x in d.get("guaranteed_cpus") or ()),
         limits=_dres(d["limits"], f"{field}.limits") if "limits" in d else t.limits,
+        vgpu=_vgpu_pod(d.get("vgpu")),
     )
 
 

@@ -22,6 +22,7 @@ from scheduler.model import (
 from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
 from scheduler.replay.format import DEFAULT_JOB, DEFAULT_QUEUE, DEFAULT_TASK, dumps
 from scheduler.snapshot import Snapshot
+from scheduler.vgpu import VgpuPod
 
 
 def _res(r: Resource | None) -> dict[str, int] | None:
@@ -88,6 +89,24 @@ def encode_node(n: Node) -> dict[str, Any]:
             "allocatable": None if m.allocatable is None else list(m.allocatable),
             "reserved_cpu": m.reserved_cpu,
         }
+    if n.vgpu:
+        out["vgpu"] = [[c.index, c.uuid, c.number, c.memory, c.type, c.health] for c in n.vgpu]
+    return out
+
+
+def _vgpu_pod(v: VgpuPod) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "requests": [[r.number, r.memory, r.percentage, r.cores] for r in v.requests],
+        "devices": [[[u.uuid, u.type, u.memory, u.cores] for u in c] for c in v.devices],
+    }
+    for name in ("mode", "use_types", "nouse_types"):
+        if getattr(v, name) is not None:
+            out[name] = getattr(v, name)
+    for name in ("use_uuids", "nouse_uuids", "group"):
+        if getattr(v, name):
+            out[name] = getattr(v, name)
+    if v.spread:
+        out["spread"] = True
     return out
 
 
@@ -159,7 +178,7 @@ def _encode_task_pod_placement(t: Task, out: dict[str, Any]) -> None:
 
 def _encode_task_plugin_fields(t: Task, out: dict[str, Any]) -> None:
     """Add what single plugins read (cooldown, scheduled time, revocable zone, resource strategy, GPUs,
-    NUMA, limits) to ``out``."""
+    NUMA, limits, vGPUs) to ``out``."""
     if t.cooldown is not None:
         out["cooldown"] = t.cooldown
     if t.scheduled_at:
@@ -178,6 +197,8 @@ def _encode_task_plugin_fields(t: Task, out: dict[str, Any]) -> None:
         out["guaranteed_cpus"] = list(t.guaranteed_cpus)
     if t.limits.cpu or t.limits.memory or t.limits.scalars:
         out["limits"] = _res(t.limits)
+    if t.vgpu is not None:
+        out["vgpu"] = _vgpu_pod(t.vgpu)
 
 
 def encode_job(j: Job) -> dict[str, Any]:
