@@ -22,6 +22,7 @@ from scheduler.model import (
     Queue,
     QueueState,
     Resource,
+    SubGroupPolicy,
     Taint,
     Task,
     TaskStatus,
@@ -200,6 +201,7 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
             None if d.get("sla_waiting_time") is None else _seconds(d["sla_waiting_time"], f"{field}.sla_waiting_time")
         ),
         network_topology=_dtopology(d.get("network_topology")),
+        sub_group_policies=tuple(_dsub_group(x) for x in d.get("sub_group_policies") or ()),
         jdb_min_available=str(d.get("jdb_min_available", "")),
         jdb_max_unavailable=str(d.get("jdb_max_unavailable", "")),
         task_affinity=None if d.get("task_affinity") is None else str(d["task_affinity"]),
@@ -219,6 +221,18 @@ def _dtopology(value: Any) -> NetworkTopology | None:
         str(value.get("mode", "hard")),
         None if allowed is None else int(allowed),
         str(value.get("highest_tier_name", "")),
+    )
+
+
+def _dsub_group(d: Mapping[str, Any]) -> SubGroupPolicy:
+    return SubGroupPolicy(
+        name=str(d.get("name", "")),
+        size=None if d.get("size") is None else int(d["size"]),
+        min_groups=None if d.get("min_groups") is None else int(d["min_groups"]),
+        match_label_keys=tuple(str(k) for k in d.get("match_label_keys") or ()),
+        selector=_dpairs(d.get("selector")),
+        selector_expressions=tuple(_dreq(r) for r in d.get("selector_expressions") or ()),
+        network_topology=_dtopology(d.get("network_topology")),
     )
 
 

@@ -9,12 +9,14 @@ from typing import Any
 from scheduler.model import (
     HyperNode,
     Job,
+    NetworkTopology,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodAffinityTerm,
     Queue,
     Resource,
+    SubGroupPolicy,
     Task,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
@@ -221,6 +223,13 @@ def encode_job(j: Job) -> dict[str, Any]:
         out["created_at"] = j.created_at
     if j.sla_waiting_time is not None:
         out["sla_waiting_time"] = j.sla_waiting_time
+    _encode_job_plugin_fields(j, out)
+    return out
+
+
+def _encode_job_plugin_fields(j: Job, out: dict[str, Any]) -> None:
+    """Add what single plugins read (disruption budget, task topology, network topology, sub-groups) and the pod
+    templates to ``out``."""
     if j.jdb_min_available:
         out["jdb_min_available"] = j.jdb_min_available
     if j.jdb_max_unavailable:
@@ -228,16 +237,28 @@ def encode_job(j: Job) -> dict[str, Any]:
     for name in ("task_affinity", "task_anti_affinity", "task_order"):
         if getattr(j, name) is not None:
             out[name] = getattr(j, name)
-    nt = j.network_topology
-    if nt is not None:
-        out["network_topology"] = {
-            "mode": nt.mode,
-            "highest_tier_allowed": nt.highest_tier_allowed,
-            "highest_tier_name": nt.highest_tier_name,
-        }
+    if j.network_topology is not None:
+        out["network_topology"] = _topology(j.network_topology)
+    if j.sub_group_policies:
+        out["sub_group_policies"] = [_sub_group(p) for p in j.sub_group_policies]
     if j.pod_templates:
         out["pod_templates"] = [[encode_task(t), n] for t, n in j.pod_templates]
-    return out
+
+
+def _sub_group(p: SubGroupPolicy) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "size": p.size,
+        "min_groups": p.min_groups,
+        "match_label_keys": list(p.match_label_keys),
+        "selector": _pairs(p.selector),
+        "selector_expressions": [_req(r) for r in p.selector_expressions],
+        "network_topology": None if p.network_topology is None else _topology(p.network_topology),
+    }
+
+
+def _topology(nt: NetworkTopology) -> dict[str, Any]:
+    return {"mode": nt.mode, "highest_tier_allowed": nt.highest_tier_allowed, "highest_tier_name": nt.highest_tier_name}
 
 
 def encode_hyper_node(h: HyperNode) -> dict[str, Any]:
