@@ -58,9 +58,9 @@ SWITCHES: Mapping[str, tuple[ExtensionPoint, ...]] = MappingProxyType(
         "enabledAllocatable": (ExtensionPoint.ALLOCATABLE,),
         "enabledClusterOrder": (),
         "enabledHyperNodeOrder": (ExtensionPoint.HYPERNODE_ORDER,),
-        "enabledSubJobReady": (),
-        "enabledSubJobPipelined": (),
-        "enabledSubJobOrder": (),
+        "enabledSubJobReady": (ExtensionPoint.SUB_JOB_READY,),
+        "enabledSubJobPipelined": (ExtensionPoint.SUB_JOB_PIPELINED,),
+        "enabledSubJobOrder": (ExtensionPoint.SUB_JOB_ORDER,),
         "enabledHyperNodeGradient": (ExtensionPoint.HYPERNODE_GRADIENT,),
     }
 )
