@@ -50,6 +50,7 @@ from scheduler.decode import (
     network_topology_of,
     pod_placement,
     sla_waiting_time,
+    sub_group_policies_of,
 )
 from scheduler.hardware import guaranteed_cpus, numa_topology, pod_limits
 from scheduler.model import EMPTY, HyperNode, NumaTopology
@@ -223,11 +224,17 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
     except ManifestError as exc:
         log.warning("PodGroup %s: %s", key, exc)
         sla = None
+    spec = row.get("spec") or {}
     try:
-        topology = network_topology_of((row.get("spec") or {}).get("networkTopology"), f"PodGroup {key}")
+        topology = network_topology_of(spec.get("networkTopology"), f"PodGroup {key}")
     except ManifestError as exc:
         log.warning("PodGroup %s: %s", key, exc)
         topology = None
+    try:
+        groups = sub_group_policies_of(spec.get("subGroupPolicy"), f"PodGroup {key}")
+    except ManifestError as exc:
+        log.warning("PodGroup %s: sub-group policies ignored: %s", key, exc)
+        groups = ()
     return Job(
         uid=str(row["uid"]),
         name=row["name"],
@@ -243,6 +250,7 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         created_at=_seconds(row["created_at"]),
         sla_waiting_time=sla,
         network_topology=topology,
+        sub_group_policies=groups,
         jdb_min_available=str(annotations.get(JDB_MIN_AVAILABLE) or ""),
         jdb_max_unavailable=str(annotations.get(JDB_MAX_UNAVAILABLE) or ""),
         task_affinity=annotations.get(TASK_AFFINITY),
