@@ -256,3 +256,28 @@ def test_sub_groups_decode_from_manifests_strictly() -> None:
     )
     assert policy.selects({"role": "worker"})
     assert not policy.selects({"role": "ps"})
+
+
+def test_cached_cycles_with_sub_groups_match_uncached() -> None:
+    """A SessionCache keeps a job's sub-jobs with its opened state: three cycles (each advanced) decide as uncached
+    ones, on a hit and on an update."""
+    import math
+
+    from scheduler.cache import SessionCache
+    from scheduler.snapshot import advance
+
+    policy = {"name": "w", "matchLabelKeys": ["part"], "subGroupSize": 2, "minSubGroups": 1}
+    pg = {"minMember": 2, "networkTopology": {"mode": "hard", "highestTierAllowed": 2}, "subGroupPolicy": [policy]}
+    snap = _docs(pg, [(f"p{i}", {"part": str(i // 2)}) for i in range(8)], nodes=6, rack=2)
+    config = parse_config(CONF)
+    cache = SessionCache(update_limit=math.inf)
+    placed = []
+    for _ in range(3):
+        want = run_cycle(snap, config).to_json()
+        assert run_cycle(snap, config, cache=cache).to_json() == want
+        assert run_cycle(snap, config, cache=cache).to_json() == want
+        result = run_cycle(snap, config)
+        placed.append(len(result.binds))
+        snap = advance(snap, result)
+    assert placed == [6, 0, 0]
+    assert cache.hits == 3
