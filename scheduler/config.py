@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from scheduler.config_types import PluginOption, SchedulerConfig, Tier
-from scheduler.framework import ArgSpec
+from scheduler.framework import ArgSpec, Plugin
 from scheduler.points import ExtensionPoint
 
 if TYPE_CHECKING:
@@ -58,9 +58,9 @@ SWITCHES: Mapping[str, tuple[ExtensionPoint, ...]] = MappingProxyType(
         "enabledAllocatable": (ExtensionPoint.ALLOCATABLE,),
         "enabledClusterOrder": (),
         "enabledHyperNodeOrder": (ExtensionPoint.HYPERNODE_ORDER,),
-        "enabledSubJobReady": (),
-        "enabledSubJobPipelined": (),
-        "enabledSubJobOrder": (),
+        "enabledSubJobReady": (ExtensionPoint.SUB_JOB_READY,),
+        "enabledSubJobPipelined": (ExtensionPoint.SUB_JOB_PIPELINED,),
+        "enabledSubJobOrder": (ExtensionPoint.SUB_JOB_ORDER,),
         "enabledHyperNodeGradient": (ExtensionPoint.HYPERNODE_GRADIENT,),
     }
 )
@@ -174,7 +174,15 @@ def _parse_plugin(raw: Any, path: str, registry: Registry, warnings: list[str] |
                     raise ConfigError(f"{sub}[{i}]", f"unknown extension point {point!r}") from None
         else:
             raise ConfigError(sub, f"unknown plugin option {key!r}")
+    _check_together(cls, arguments, path)
     return PluginOption(name, frozenset(disabled), hierarchy, arguments)
+
+
+def _check_together(cls: type[Plugin], arguments: Mapping[str, Any], path: str) -> None:
+    """Refuse arguments that conflict with each other (``Plugin.check_arguments``)."""
+    problem = cls.check_arguments(arguments)
+    if problem is not None:
+        raise ConfigError(f"{path}.arguments.{problem[0]}", problem[1])
 
 
 def _parse_actions(raw: Any, registry: Registry) -> tuple[str, ...]:

@@ -17,7 +17,8 @@ from scheduler.points import ExtensionPoint, Filter, Fit, FloatArray, IntArray, 
 
 if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
-    from scheduler.info import JobInfo, QueueInfo, TaskInfo
+    from scheduler.info import JobInfo, QueueInfo, SubJobInfo, TaskInfo
+    from scheduler.topology import JobTopology
 
 __all__ = [
     "Action",
@@ -45,6 +46,9 @@ __all__ = [
     "QueueOrder",
     "Reclaimable",
     "SessionClose",
+    "SubJobOrder",
+    "SubJobPipelined",
+    "SubJobReady",
     "TaskOrder",
     "VictimQueueOrder",
     "VictimTasks",
@@ -308,14 +312,14 @@ class VictimTasks(Capability, ABC):
 
 
 class HyperNodeOrder(Capability, ABC):
-    """``hyper_node_order(job, names) -> {name: score}``: how well the job's pods fit each
-    candidate HyperNode (Volcano's ``HyperNodeOrderFn``). Combine: sum over plugins; the highest
-    total wins, ties go to the first candidate."""
+    """``hyper_node_order(job, names) -> {name: score}``: how well the pods of a job (its one sub-job) or of a
+    sub-job fit each candidate HyperNode (Volcano's ``HyperNodeOrderFn``). Combine: sum over plugins; the
+    highest total wins, ties go to the first candidate."""
 
     point = ExtensionPoint.HYPERNODE_ORDER
 
     @abstractmethod
-    def hyper_node_order(self, job: JobInfo, names: Sequence[str]) -> Mapping[str, float]: ...
+    def hyper_node_order(self, job: JobInfo | SubJobInfo, names: Sequence[str]) -> Mapping[str, float]: ...
 
 
 class HyperNodeGradient(Capability, ABC):
@@ -323,7 +327,8 @@ class HyperNodeGradient(Capability, ABC):
     HyperNodes under ``root`` the job may be placed in, grouped in the order to try them
     (Volcano's ``HyperNodeGradientForJobFn``; ``purpose`` is ``allocate`` or ``evict``,
     ``allocated`` the HyperNode the job's placed pods already span, ``minimum`` the request the
-    search pre-filters by). Combine: the first plugin decides; nobody ⇒ ``[[root]]``."""
+    search pre-filters by); ``sub_job_gradient(topology, ...)`` the same for a sub-job of that effective
+    topology (``HyperNodeGradientForSubJobFn``). Combine: the first plugin decides; nobody ⇒ ``[[root]]``."""
 
     point = ExtensionPoint.HYPERNODE_GRADIENT
 
@@ -331,6 +336,41 @@ class HyperNodeGradient(Capability, ABC):
     def hyper_node_gradient(
         self, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
     ) -> list[list[str]]: ...
+
+    @abstractmethod
+    def sub_job_gradient(
+        self, topology: JobTopology | None, root: str, allocated: str, minimum: Sequence[float], purpose: str
+    ) -> list[list[str]]: ...
+
+
+class SubJobReady(Capability, ABC):
+    """``sub_job_ready(sub) -> bool``: whether a sub-job of a job with sub-group policies has its gang (Volcano's
+    ``SubJobReadyFn``). Combine: AND; nobody ⇒ ready."""
+
+    point = ExtensionPoint.SUB_JOB_READY
+
+    @abstractmethod
+    def sub_job_ready(self, sub: SubJobInfo) -> bool: ...
+
+
+class SubJobPipelined(Capability, ABC):
+    """``sub_job_pipelined(sub) -> Vote`` (Volcano's ``SubJobPipelinedFn``). Combine: the tier vote of
+    job_pipelined; nobody ⇒ pipelined."""
+
+    point = ExtensionPoint.SUB_JOB_PIPELINED
+
+    @abstractmethod
+    def sub_job_pipelined(self, sub: SubJobInfo) -> Vote: ...
+
+
+class SubJobOrder(Capability, ABC):
+    """``sub_job_order(a, b) -> int``: negative ⇒ a first (Volcano's ``SubJobOrderFn``). Combine: first
+    non-zero; fallback: the smaller match index, then id."""
+
+    point = ExtensionPoint.SUB_JOB_ORDER
+
+    @abstractmethod
+    def sub_job_order(self, a: SubJobInfo, b: SubJobInfo) -> int: ...
 
 
 class AllocateHandler(ABC):
@@ -379,6 +419,13 @@ class Plugin:
         merged.update(args)
         self.args: Mapping[str, Any] = merged
         self.hierarchy = hierarchy
+
+    @classmethod
+    def check_arguments(cls, args: Mapping[str, Any]) -> tuple[str, str] | None:
+        """A problem with the given arguments taken together, which each alone cannot show (the argument to
+        name, what is wrong), or None (the default). The configuration refuses to load with it, as Volcano
+        refuses to start."""
+        return None
 
     def on_session_open(self, session: SessionHandle) -> None:
         """Build per-session state. The default does nothing."""

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from scheduler.model import Job, JobPhase, Queue, QueueState, Task, TaskStatus
+from scheduler.model import Job, JobPhase, NetworkTopology, Queue, QueueState, SubGroupPolicy, Task, TaskStatus
 
 if TYPE_CHECKING:
     from scheduler.result import JobReason
 
-__all__ = ["ALLOCATED", "JobInfo", "QueueInfo", "TaskInfo"]
+__all__ = ["ALLOCATED", "JobInfo", "QueueInfo", "SubJobInfo", "TaskInfo", "sub_job_id"]
 
 #: Statuses whose requests count as allocated (Volcano's AllocatedStatus).
 ALLOCATED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
@@ -102,6 +104,7 @@ class JobInfo:
     """A PodGroup and its tasks inside a session, with incrementally kept status counts."""
 
     __slots__ = (
+        "_sub_jobs",
         "allocated",
         "be_pending",
         "best_effort_tasks",
@@ -109,6 +112,7 @@ class JobInfo:
         "counts",
         "creation",
         "fit_errors",
+        "grouped",
         "job",
         "key",
         "last_tx_pending",
@@ -157,6 +161,9 @@ class JobInfo:
         self.last_tx_pending = 0
         #: Phase and reason at close while untouched by a cycle (see ``Session.close``).
         self.closed: tuple[bool, JobPhase, JobReason | None] | None = None
+        #: Whether the PodGroup has sub-group policies (Volcano's ``ContainsSubJobPolicy``).
+        self.grouped = bool(job.sub_group_policies)
+        self._sub_jobs: tuple[dict[str, SubJobInfo], dict[str, SubJobInfo]] | None = None
 
     def __repr__(self) -> str:
         return f"JobInfo({self.key})"
@@ -269,6 +276,148 @@ class JobInfo:
     def pending_tasks(self) -> list[TaskInfo]:
         """Return the Pending, non-gated tasks."""
         return [t for t in self.tasks.values() if t.status == TaskStatus.PENDING and not t.task.scheduling_gated]
+
+    # -- sub-jobs (Volcano's SubJobInfo, for PodGroups with a subGroupPolicy) ----------------------
+
+    def sub_jobs(self) -> dict[str, SubJobInfo]:
+        """The job's sub-jobs by id (built on first use; the tasks' grouping never changes in a session)."""
+        if self._sub_jobs is None:
+            self._sub_jobs = _build_sub_jobs(self)
+        return self._sub_jobs[0]
+
+    def sub_job_of(self, task: TaskInfo) -> SubJobInfo | None:
+        """The sub-job of ``task`` (None for a job without sub-group policies)."""
+        if not self.grouped:
+            return None
+        if self._sub_jobs is None:
+            self._sub_jobs = _build_sub_jobs(self)
+        return self._sub_jobs[1].get(task.uid)
+
+    def min_sub_jobs(self) -> dict[str, int]:
+        """Per sub-group policy (its group id), ``minSubGroups`` (Volcano's ``MinSubJobs``)."""
+        return {f"{self.key}/{p.name}": p.min_groups or 0 for p in self.job.sub_group_policies}
+
+    def check_sub_job_valid(self) -> bool:
+        """Every policy has at least ``minSubGroups`` sub-jobs (Volcano's ``CheckSubJobValid``)."""
+        count: dict[str, int] = {}
+        for sub in self.sub_jobs().values():
+            count[sub.gid] = count.get(sub.gid, 0) + 1
+        return all(count.get(gid, 0) >= least for gid, least in self.min_sub_jobs().items())
+
+    def check_sub_jobs(self, pipelined: bool) -> bool:
+        """At least ``minSubGroups`` sub-jobs of every policy are ready (or pipelined: Volcano's
+        ``CheckSubJobReady`` / ``CheckSubJobPipelined``)."""
+        count: dict[str, int] = {}
+        for sub in self.sub_jobs().values():
+            if sub.is_pipelined() if pipelined else sub.is_ready():
+                count[sub.gid] = count.get(sub.gid, 0) + 1
+        return all(count.get(gid, 0) >= least for gid, least in self.min_sub_jobs().items() if least)
+
+
+class SubJobInfo:
+    """A sub-group of a job's tasks (Volcano's ``SubJobInfo``): the tasks one sub-group policy groups by equal
+    label values, or the job's other tasks (its default sub-job, id the job's key). Its gang is ``min_available``
+    (``subGroupSize``; the default sub-job: 1, or, without policies, the job's minMember); its network topology is
+    the policy's (the default sub-job's: the job's); ``priority`` the highest of its tasks' (at least 0);
+    ``match_index`` its first label value when a number (else 0), which orders sub-jobs."""
+
+    __slots__ = ("gid", "match_index", "min_available", "network_topology", "priority", "tasks", "uid")
+
+    def __init__(
+        self, gid: str, uid: str, min_available: int, network_topology: NetworkTopology | None, match_index: int
+    ) -> None:
+        self.gid = gid
+        self.uid = uid
+        self.min_available = min_available
+        self.network_topology = network_topology
+        self.match_index = match_index
+        self.priority = 0
+        self.tasks: dict[str, TaskInfo] = {}
+
+    def __repr__(self) -> str:
+        return f"SubJobInfo({self.uid})"
+
+    def add(self, t: TaskInfo) -> None:
+        self.tasks[t.uid] = t
+        self.priority = max(self.priority, t.priority)
+
+    def ready_num(self) -> int:
+        """Allocated, Binding, Bound, Running and Succeeded tasks."""
+        return sum(1 for t in self.tasks.values() if t.status in READY)
+
+    def _be_pending(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status == TaskStatus.PENDING and t.best_effort)
+
+    def is_ready(self) -> bool:
+        """ready + pending BestEffort ≥ minAvailable (Volcano's ``SubJobInfo.IsReady``)."""
+        return self.ready_num() + self._be_pending() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        """ready + Pipelined + pending BestEffort ≥ minAvailable."""
+        pipelined = sum(1 for t in self.tasks.values() if t.status == TaskStatus.PIPELINED)
+        return self.ready_num() + pipelined + self._be_pending() >= self.min_available
+
+    def pending(self) -> list[TaskInfo]:
+        """The Pending tasks."""
+        return [t for t in self.tasks.values() if t.status == TaskStatus.PENDING]
+
+
+#: What Go's ``strconv.Atoi`` reads as a number.
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+def _hash_id(text: str) -> str:
+    """Volcano's id of an over-long sub-job name: the FNV-1a hash of ``text`` in decimal, each digit mapped as
+    Kubernetes' ``rand.SafeEncodeString`` maps bytes."""
+    h = 0x811C9DC5
+    for b in text.encode():
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    alphanums = "bcdfghjklmnpqrstvwxz2456789"
+    return "".join(alphanums[b % len(alphanums)] for b in str(h).encode())
+
+
+def sub_job_id(job: str, policy: str, values: list[str]) -> str:
+    """Volcano's ``getSubJobID``: ``<job>/<policy>-<values joined by ->`` (a hash past 128 characters)."""
+    name = "-".join(values)
+    if len(name) > 128:
+        name = _hash_id(name)
+    return f"{job}/{policy}-{name}"
+
+
+def _match_values(policy: SubGroupPolicy, labels: Mapping[str, str]) -> list[str]:
+    """Volcano's ``getSubJobMatchValues``: the pod's values of the policy's keys ([]: the policy takes it not)."""
+    if not policy.selects(labels) or not policy.match_label_keys:
+        return []
+    values = [labels.get(k, "") for k in policy.match_label_keys]
+    return values if all(values) else []
+
+
+def _build_sub_jobs(job: JobInfo) -> tuple[dict[str, SubJobInfo], dict[str, SubJobInfo]]:
+    """The job's sub-jobs and each task's (Volcano's ``addTaskToSubJob``, tasks in uid order)."""
+    subs: dict[str, SubJobInfo] = {}
+    of_task: dict[str, SubJobInfo] = {}
+    policies = job.job.sub_group_policies
+    for uid in sorted(job.tasks):
+        t = job.tasks[uid]
+        sub: SubJobInfo | None = None
+        for policy in policies:
+            values = _match_values(policy, t.task.labels)
+            if values:
+                sid = sub_job_id(job.key, policy.name, values)
+                sub = subs.get(sid)
+                if sub is None:
+                    index = int(values[0]) if _DECIMAL.fullmatch(values[0]) else 0
+                    size = policy.size if policy.size is not None else 1
+                    sub = subs[sid] = SubJobInfo(f"{job.key}/{policy.name}", sid, size, policy.network_topology, index)
+                break
+        if sub is None:
+            sub = subs.get(job.key)
+            if sub is None:
+                size = 1 if policies else job.min_available
+                sub = subs[job.key] = SubJobInfo(job.key, job.key, size, job.job.network_topology, 0)
+        sub.add(t)
+        of_task[uid] = sub
+    return subs, of_task
 
 
 class QueueInfo:

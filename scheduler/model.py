@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from scheduler.vgpu import VgpuCard, VgpuPod
+
 __all__ = [
     "EMPTY",
     "HyperNode",
@@ -24,6 +26,7 @@ __all__ = [
     "Queue",
     "QueueState",
     "Resource",
+    "SubGroupPolicy",
     "Taint",
     "Task",
     "TaskStatus",
@@ -355,6 +358,8 @@ class Node:
     unhealthy_gpus: tuple[int, ...] = ()
     #: The node's NUMA topology (Volcano's Numatopology), None when unknown; read by numa-aware.
     numa: NumaTopology | None = None
+    #: The node's vGPU cards (its ``volcano.sh/node-vgpu-register`` registration), read by deviceshare.
+    vgpu: tuple[VgpuCard, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,6 +425,8 @@ class Task:
     guaranteed_cpus: tuple[int, ...] = ()
     #: The pod's resource limits (``scheduler.hardware.pod_limits``; empty: none), read by usage's estimator.
     limits: Resource = EMPTY
+    #: What the pod asks of vGPU cards and which it holds (None: neither), read by deviceshare.
+    vgpu: VgpuPod | None = None
 
     @property
     def key(self) -> str:
@@ -456,6 +463,8 @@ class Job:
     sla_waiting_time: float | None = None
     #: ``spec.networkTopology`` (None: the job may sit anywhere).
     network_topology: NetworkTopology | None = None
+    #: ``spec.subGroupPolicy``: how the job's pods form sub-groups (Volcano's sub-jobs).
+    sub_group_policies: tuple[SubGroupPolicy, ...] = ()
     #: The PodGroup's disruption budget (annotations ``volcano.sh/jdb-min-available`` and
     #: ``volcano.sh/jdb-max-unavailable``: a count or a percentage; "" unset), read by tdm.
     jdb_min_available: str = ""
@@ -485,6 +494,31 @@ class NetworkTopology:
     mode: str = "hard"
     highest_tier_allowed: int | None = None
     highest_tier_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroupPolicy:
+    """A PodGroup ``spec.subGroupPolicy`` entry: the job's pods its ``selector`` (None: every pod) selects are
+    grouped by the values of their ``match_label_keys`` labels into sub-groups of ``size`` (``subGroupSize``, gang
+    of each; None: 1), at least ``min_groups`` of which must be placed (``minSubGroups``; None: 0), each inside
+    its own ``network_topology``."""
+
+    name: str = ""
+    size: int | None = None
+    min_groups: int | None = None
+    match_label_keys: tuple[str, ...] = ()
+    #: ``labelSelector``: None when absent; its ``matchLabels`` and ``matchExpressions``.
+    selector: tuple[tuple[str, str], ...] | None = None
+    selector_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    network_topology: NetworkTopology | None = None
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        """Whether the policy's label selector matches ``labels`` (no selector: yes)."""
+        if self.selector is None:
+            return True
+        return all(labels.get(k) == v for k, v in self.selector) and all(
+            r.matches(labels) for r in self.selector_expressions
+        )
 
 
 @dataclass(frozen=True, slots=True)

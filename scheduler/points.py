@@ -54,6 +54,9 @@ class ExtensionPoint(StrEnum):
     RESERVED_NODES = "reserved_nodes"
     HYPERNODE_ORDER = "hypernode_order"
     HYPERNODE_GRADIENT = "hypernode_gradient"
+    SUB_JOB_READY = "sub_job_ready"
+    SUB_JOB_PIPELINED = "sub_job_pipelined"
+    SUB_JOB_ORDER = "sub_job_order"
 
 
 @dataclass(frozen=True, slots=True)

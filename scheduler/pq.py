@@ -73,3 +73,9 @@ class PriorityQueue(Generic[T]):
 
     def __bool__(self) -> bool:
         return bool(self._heap)
+
+    def items(self) -> list[T]:
+        """The queued items, in no particular order (a copy: a clone of the queue is built from it)."""
+        if self._key is None:
+            return [e.item for e in self._heap]
+        return [e[2] for e in self._heap]

@@ -37,12 +37,15 @@ from scheduler.framework import (
     QueueOrder,
     Reclaimable,
     SessionClose,
+    SubJobOrder,
+    SubJobPipelined,
+    SubJobReady,
     TaskOrder,
     VictimQueueOrder,
     VictimTasks,
     intersect_victims,
 )
-from scheduler.info import JobInfo, QueueInfo, TaskInfo
+from scheduler.info import JobInfo, QueueInfo, SubJobInfo, TaskInfo
 from scheduler.model import TaskStatus
 from scheduler.node_cache import CACHE_ENTRIES, NodeCache
 from scheduler.points import BoolArray, ExtensionPoint, Filter, FloatArray, IntArray, Vote
@@ -77,6 +80,9 @@ _CAPABILITIES: dict[ExtensionPoint, type[Capability]] = {
     ExtensionPoint.HYPERNODE_ORDER: HyperNodeOrder,
     ExtensionPoint.HYPERNODE_GRADIENT: HyperNodeGradient,
     ExtensionPoint.VICTIM_TASKS: VictimTasks,
+    ExtensionPoint.SUB_JOB_READY: SubJobReady,
+    ExtensionPoint.SUB_JOB_PIPELINED: SubJobPipelined,
+    ExtensionPoint.SUB_JOB_ORDER: SubJobOrder,
 }
 #: Extension points no switch can disable (Volcano: jobValid, victimQueueOrder).
 _ALWAYS_ON = frozenset({ExtensionPoint.JOB_VALID, ExtensionPoint.VICTIM_QUEUE_ORDER})
@@ -293,7 +299,7 @@ class Session(SessionState):
                 return fit
         return None
 
-    def _vote(self, point: ExtensionPoint, method: str, job: JobInfo) -> bool:
+    def _vote(self, point: ExtensionPoint, method: str, job: JobInfo | SubJobInfo) -> bool:
         for tier in self._points[point]:
             permit = False
             for p in tier:
@@ -322,6 +328,26 @@ class Session(SessionState):
     def job_ready(self, job: JobInfo) -> bool:
         """AND over job_ready."""
         return all(p.job_ready(job) for p in self._flat[ExtensionPoint.JOB_READY])
+
+    def sub_job_ready(self, job: JobInfo, sub: SubJobInfo) -> bool:
+        """Volcano's ``SubJobReady``: the job's readiness without sub-group policies, else AND over sub_job_ready."""
+        if not job.grouped:
+            return self.job_ready(job)
+        return all(p.sub_job_ready(sub) for p in self._flat[ExtensionPoint.SUB_JOB_READY])
+
+    def sub_job_pipelined(self, job: JobInfo, sub: SubJobInfo) -> bool:
+        """Volcano's ``SubJobPipelined``: job_pipelined without sub-group policies, else the tier vote."""
+        if not job.grouped:
+            return self.job_pipelined(job)
+        return self._vote(ExtensionPoint.SUB_JOB_PIPELINED, "sub_job_pipelined", sub)
+
+    def sub_job_less(self, a: SubJobInfo, b: SubJobInfo) -> bool:
+        """Return whether sub-job ``a`` is served before ``b`` (fallback: match index, then id)."""
+        for p in self._flat[ExtensionPoint.SUB_JOB_ORDER]:
+            r = p.sub_job_order(a, b)
+            if r:
+                return bool(r < 0)
+        return (a.match_index, a.uid) < (b.match_index, b.uid)
 
     def job_starving(self, job: JobInfo) -> bool:
         """AND within the first tier implementing job_starving; nobody ⇒ false."""
@@ -379,7 +405,16 @@ class Session(SessionState):
             return gradient
         return [[root]]
 
-    def hyper_node_scores(self, job: JobInfo, names: Sequence[str]) -> dict[str, float]:
+    def sub_job_gradient(
+        self, job: JobInfo, sub: SubJobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
+    ) -> list[list[str]]:
+        """The HyperNode gradients of sub-job ``sub`` under ``root`` (the first plugin decides; none: ``[[root]]``)."""
+        topology = self.sub_job_topology(job, sub)
+        for p in self._flat[ExtensionPoint.HYPERNODE_GRADIENT]:
+            return list(p.sub_job_gradient(topology, root, allocated, minimum, purpose))
+        return [[root]]
+
+    def hyper_node_scores(self, job: JobInfo | SubJobInfo, names: Sequence[str]) -> dict[str, float]:
         """The summed HyperNode-order scores of ``names`` for ``job`` (0 when nobody scores)."""
         total = dict.fromkeys(names, 0.0)
         for p in self._flat[ExtensionPoint.HYPERNODE_ORDER]:

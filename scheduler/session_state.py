@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from scheduler import vec
-from scheduler.info import ON_NODE, JobInfo, QueueInfo, TaskInfo, derive
+from scheduler.info import ON_NODE, JobInfo, QueueInfo, SubJobInfo, TaskInfo, derive
 from scheduler.model import Job, Resource, Task, TaskStatus
 from scheduler.nodes import NodeTable
 from scheduler.result import Eviction, JobReason, ReasonKind
-from scheduler.topology import JobTopology, Topology, job_topology
+from scheduler.topology import JobTopology, Topology, job_topology, sub_job_topology
 
 if TYPE_CHECKING:
     from scheduler.snapshot import Snapshot
@@ -294,6 +294,13 @@ class SessionState:
             return None
         topo = self.topology
         return job_topology(job.job, topo.tier_names, topo.top_tier)
+
+    def sub_job_topology(self, job: JobInfo, sub: SubJobInfo) -> JobTopology | None:
+        """A sub-job's effective network topology (see :func:`scheduler.topology.sub_job_topology`)."""
+        if sub.network_topology is None:
+            return None
+        topo = self.topology
+        return sub_job_topology(sub.network_topology, job.job, topo.tier_names, topo.top_tier)
 
     def allocated_hyper_node(self, job: JobInfo) -> str:
         """The lowest HyperNode holding every node the job's allocated pods sit on (Volcano's

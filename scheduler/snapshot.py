@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from scheduler.model import HyperNode, Job, JobPhase, Node, Queue, Task, TaskStatus
 from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
+from scheduler.vgpu import ASSIGNED_IDS, decode_pod_devices
 
 if TYPE_CHECKING:
     from scheduler.result import CycleResult
@@ -92,6 +93,8 @@ def advance(snapshot: Snapshot, result: CycleResult) -> Snapshot:
             notes = result.bind_annotations.get(key)
             if notes and "volcano.sh/gpu-index" in notes:
                 t = replace(t, gpu_index=tuple(int(c) for c in notes["volcano.sh/gpu-index"].split(",")))
+            if notes and ASSIGNED_IDS in notes and t.vgpu is not None:
+                t = replace(t, vgpu=replace(t.vgpu, devices=decode_pod_devices(notes[ASSIGNED_IDS])))
         elif t.status in (TaskStatus.BOUND, TaskStatus.BINDING):
             t = replace(t, status=TaskStatus.RUNNING)
         elif key in result.pipelined and t.nominated_node != result.pipelined[key]:

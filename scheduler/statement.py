@@ -55,6 +55,19 @@ class Statement:
         old = self.session.evict(task)
         self._ops.append((_EVICT, task, old, reason, preemptor))
 
+    def placements(self) -> list[tuple[bool, TaskInfo, int]]:
+        """The tasks the statement placed, each ``(allocated, task, node)`` (False: pipelined), while applied:
+        :meth:`replay` places them again once the statement is discarded (Volcano's ``SaveOperations``)."""
+        return [(op == _ALLOCATE, task, task.node) for op, task, *_ in self._ops if op != _EVICT]
+
+    def replay(self, placements: list[tuple[bool, TaskInfo, int]]) -> None:
+        """Place tasks as :meth:`placements` recorded them (Volcano's ``RecoverOperations``)."""
+        for allocated, task, node in placements:
+            if allocated:
+                self.allocate(task, node)
+            else:
+                self.pipeline(task, node)
+
     def merge(self, other: Statement) -> None:
         """Move ``other``'s operations into this statement."""
         self._ops.extend(other._ops)

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.model import HyperNode, HyperNodeMember, Job, Node
+from scheduler.model import HyperNode, HyperNodeMember, Job, NetworkTopology, Node
 from scheduler.points import IntArray
 
-__all__ = ["CLUSTER_TOP", "JobTopology", "Topology", "job_topology"]
+__all__ = ["CLUSTER_TOP", "JobTopology", "Topology", "job_topology", "sub_job_topology"]
 
 #: Volcano's ``framework.ClusterTopHyperNode``.
 CLUSTER_TOP = "<cluster-top-hypernode>"
@@ -210,5 +210,24 @@ def job_topology(job: Job, tier_names: Mapping[str, int], top_tier: int) -> JobT
     if nt.mode == "soft":
         return JobTopology(True, top_tier)
     if nt.mode == "hard" and allowed is not None:
+        return JobTopology(True, allowed)
+    return JobTopology(False, 0)
+
+
+def sub_job_topology(
+    sub: NetworkTopology | None, job: Job, tier_names: Mapping[str, int], top_tier: int
+) -> JobTopology | None:
+    """A sub-job's effective network topology (Volcano's ``adjustNetworkTopologySpec``): its ``highestTierName``
+    translated; soft mode is hard with the job's effective highest tier (the top tier when the job has none)."""
+    if sub is None:
+        return None
+    parent = job_topology(job, tier_names, top_tier)
+    limit = parent.highest if parent is not None and parent.hard else top_tier
+    allowed = sub.highest_tier_allowed
+    if allowed is None and sub.highest_tier_name:
+        allowed = tier_names.get(sub.highest_tier_name)
+    if sub.mode == "soft":
+        return JobTopology(True, limit)
+    if sub.mode == "hard" and allowed is not None:
         return JobTopology(True, allowed)
     return JobTopology(False, 0)

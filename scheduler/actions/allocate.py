@@ -14,6 +14,7 @@ from scheduler.actions.common import (
     record_job_failure,
     select_node,
 )
+from scheduler.actions.subgroups import SubGroupSearch
 from scheduler.framework import Action, ArgSpec
 from scheduler.info import JobInfo, QueueInfo, TaskInfo
 from scheduler.model import JobPhase, TaskStatus
@@ -94,6 +95,8 @@ class _Work:
     shapes: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     #: The jobs with a hard network topology: the HyperNode search.
     hard: set[str] = field(default_factory=set)
+    #: The jobs with sub-group policies: the sub-group search (``actions/subgroups.py``), when any.
+    grouped: SubGroupSearch | None = None
     #: Per shape, the generation (``len(nodes.changes)``) of its last recorded failure.
     failing: dict[tuple[Any, ...], int] = field(default_factory=dict)
     failures: dict[tuple[Any, ...], tuple[int, dict[str, int]]] = field(default_factory=dict)
@@ -157,10 +160,14 @@ class AllocateAction(Action):
             pending = self._pending_tasks(session, job)
             if pending is None:
                 continue
-            if job.job.network_topology is not None and self._topology_blocked(session, job, work.hard):
+            if job.grouped:
+                if not self._collect_grouped(session, work, job):
+                    continue
+            elif job.job.network_topology is not None and self._topology_blocked(session, job, work.hard):
                 continue
-            work.tasks[job.key] = PriorityQueue(session.task_less, pending, key=session.task_key)
-            if work.repeatable and not job.task_min and job.key not in work.hard:
+            else:
+                work.tasks[job.key] = PriorityQueue(session.task_less, pending, key=session.task_key)
+            if work.repeatable and not job.task_min and job.key in work.tasks and job.key not in work.hard:
                 first = pending[0]
                 one = (first.req, first.sig, first.role)
                 if all((t.req, t.sig, t.role) == one and not t.task.nominated_node for t in pending):
@@ -170,6 +177,17 @@ class AllocateAction(Action):
                 work.queues.push(session.queues[job.queue])
             work.jobs[job.queue].push(job)
         return work
+
+    def _collect_grouped(self, session: SessionHandle, work: _Work, job: JobInfo) -> bool:
+        """Whether a job with sub-group policies is served (its worksheet not empty), by the sub-group search; a
+        job or sub-job with a network topology waits for the HyperNodes to be ready (its reason recorded)."""
+        if not session.topology.ready and (
+            job.job.network_topology is not None or any(p.network_topology for p in job.job.sub_group_policies)
+        ):
+            return not self._topology_blocked(session, job, set())
+        if work.grouped is None:
+            work.grouped = SubGroupSearch(session, bool(self.args["predicateErrorCacheEnable"]))
+        return not work.grouped.organize(job).empty()
 
     @staticmethod
     def _pending_tasks(session: SessionHandle, job: JobInfo) -> list[TaskInfo] | None:
@@ -215,6 +233,9 @@ class AllocateAction(Action):
         is ready and serve it again later while tasks are left; remember a failure for want of a
         node only, and repeat an identical one (see :meth:`_collect`)."""
         pending_jobs = work.jobs[queue.name]
+        if work.grouped is not None and job.grouped:
+            self._serve_grouped(session, work.grouped, queue, job, pending_jobs)
+            return
         job_tasks = work.tasks[job.key]
         shape = work.shapes.get(job.key) if job.reason is None and not job.fit_errors else None
         generation = n_tasks = 0
@@ -244,6 +265,34 @@ class AllocateAction(Action):
             if errors is not None:
                 work.failing[shape] = generation
                 work.failures[_failure_key(shape, queue.name, job, n_tasks)] = (generation, errors)
+
+    def _serve_grouped(
+        self,
+        session: SessionHandle,
+        search: SubGroupSearch,
+        queue: QueueInfo,
+        job: JobInfo,
+        jobs: PriorityQueue[JobInfo],
+    ) -> None:
+        """A job with sub-group policies: commit its placement once the gang is ready and serve it again later while
+        sub-jobs are left; record why it found no HyperNode."""
+        stmt = search.allocate_for_job(queue, job)
+        if stmt is not None and session.job_ready(job):
+            stmt.commit()
+            search.commit(job)
+            if not search.sheets[job.key].empty():
+                jobs.push(job)
+        elif stmt is None:
+            order = [t for ts in search.sheets[job.key].tasks.values() for t in ts]
+            topologies = [
+                session.job_topology(job),
+                *(session.sub_job_topology(job, s) for s in job.sub_jobs().values()),
+            ]
+            hard = any(t is not None and t.hard for t in topologies)
+            if hard:
+                self._topology_failure(session, job, order, search.tried.get(job.key, []))
+            else:
+                record_job_failure(session, job, 0)
 
     @staticmethod
     def _repeat_failure(session: SessionHandle, job: JobInfo, first: TaskInfo, errors: dict[str, int]) -> None:

@@ -36,7 +36,7 @@ from scheduler.decode.documents import load_manifests
 from scheduler.decode.hypernodes import hyper_node
 from scheduler.decode.nodes import gpu_ids
 from scheduler.decode.placement import PodPlacement, pod_placement
-from scheduler.decode.podgroups import network_topology_of, sla_waiting_time
+from scheduler.decode.podgroups import network_topology_of, sla_waiting_time, sub_group_policies_of
 from scheduler.decode.pods import POD_STATUS, cooldown_time
 from scheduler.decode.snapshot import snapshot_from_manifests
 
@@ -72,5 +72,6 @@ __all__ = [
     "pod_placement",
     "sla_waiting_time",
     "snapshot_from_manifests",
+    "sub_group_policies_of",
     "timestamp",
 ]

@@ -1,4 +1,4 @@
-"""Node objects: allocatable resources, taints, and the usage, GPU health and NUMA annotations."""
+"""Node objects: allocatable resources, taints, and the usage, GPU health, NUMA and vGPU annotations."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from scheduler.decode.annotations import GPU_UNHEALTHY, NODE_USAGE, NODE_USAGE_T
 from scheduler.decode.common import Ctx, parse_timestamp
 from scheduler.hardware import NUMA_TOPOLOGY, parse_numa_annotation
 from scheduler.model import Node, NumaTopology, Resource, Taint
+from scheduler.vgpu import node_vgpu_cards
 
 
 def decode_node(ctx: Ctx, doc: Mapping[str, Any]) -> Node:
@@ -39,6 +40,7 @@ def decode_node(ctx: Ctx, doc: Mapping[str, Any]) -> Node:
         else None,
         gpu_ids(annotations.get(GPU_UNHEALTHY, ""), strict=False),
         _numa(ctx, annotations.get(NUMA_TOPOLOGY)),
+        node_vgpu_cards(annotations, alloc),
     )
 
 

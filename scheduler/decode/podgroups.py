@@ -1,4 +1,4 @@
-"""PodGroup objects: the job, its gang minimums, network topology and SLA waiting time."""
+"""PodGroup objects: the job, its gang minimums, network topology, sub-group policies and SLA waiting time."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from scheduler.decode.annotations import (
     preemptable_flag,
 )
 from scheduler.decode.common import Ctx, parse_timestamp
-from scheduler.model import Job, JobPhase, NetworkTopology, Resource
+from scheduler.decode.selectors import label_selector
+from scheduler.model import Job, JobPhase, NetworkTopology, Resource, SubGroupPolicy
 from scheduler.quantity import SLA_ANNOTATION, parse_duration
 
 
@@ -62,7 +63,44 @@ def decode_podgroup(ctx: Ctx, doc: Mapping[str, Any], creation: int) -> Job:
         creation=creation,
         created_at=parse_timestamp(ctx, meta.get("creationTimestamp"), "metadata.creationTimestamp"),
         sla_waiting_time=sla,
+        sub_group_policies=sub_group_policies(ctx, spec.get("subGroupPolicy"), "spec.subGroupPolicy"),
     )
+
+
+def sub_group_policies(ctx: Ctx, value: Any, field: str) -> tuple[SubGroupPolicy, ...]:
+    """A PodGroup's ``spec.subGroupPolicy``: per entry its ``name``, ``subGroupSize`` (>= 1), ``minSubGroups``
+    (>= 0), ``matchLabelKeys``, ``labelSelector`` and ``networkTopology``."""
+    out: list[SubGroupPolicy] = []
+    for i, item in enumerate(ctx.seq(value, field)):
+        f = f"{field}[{i}]"
+        m = ctx.mapping(item, f)
+        size = None if m.get("subGroupSize") is None else ctx.integer(m.get("subGroupSize"), f"{f}.subGroupSize", 1)
+        if size is not None and size < 1:
+            raise ctx.error(f"{f}.subGroupSize", "must be at least 1")
+        least = None if m.get("minSubGroups") is None else ctx.integer(m.get("minSubGroups"), f"{f}.minSubGroups", 0)
+        if least is not None and least < 0:
+            raise ctx.error(f"{f}.minSubGroups", "must not be negative")
+        keys = tuple(
+            ctx.string(k, f"{f}.matchLabelKeys") for k in ctx.seq(m.get("matchLabelKeys"), f"{f}.matchLabelKeys")
+        )
+        selector, expressions = label_selector(ctx, m.get("labelSelector"), f"{f}.labelSelector")
+        out.append(
+            SubGroupPolicy(
+                name=ctx.string(m.get("name"), f"{f}.name"),
+                size=size,
+                min_groups=least,
+                match_label_keys=keys,
+                selector=selector,
+                selector_expressions=expressions,
+                network_topology=network_topology(ctx, m.get("networkTopology"), f"{f}.networkTopology"),
+            )
+        )
+    return tuple(out)
+
+
+def sub_group_policies_of(value: Any, obj: str = "") -> tuple[SubGroupPolicy, ...]:
+    """Return a ``spec.subGroupPolicy`` value as the model's (raises ManifestError)."""
+    return sub_group_policies(Ctx(1, obj), value, "spec.subGroupPolicy")
 
 
 def network_topology(ctx: Ctx, value: Any, field: str) -> NetworkTopology | None:

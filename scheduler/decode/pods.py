@@ -25,6 +25,7 @@ from scheduler.decode.placement import placement_of
 from scheduler.hardware import guaranteed_cpus, pod_limits
 from scheduler.model import EMPTY, Resource, Task, TaskStatus
 from scheduler.quantity import parse_duration
+from scheduler.vgpu import VgpuPod, vgpu_pod
 
 POD_STATUS = {
     "Pending": TaskStatus.PENDING,
@@ -113,6 +114,7 @@ def decode_pod(ctx: Ctx, doc: Mapping[str, Any], creation: int) -> tuple[Task, s
         numa_policy=ann.get(NUMA_POLICY, ""),
         guaranteed_cpus=_guaranteed_cpus(ctx, spec),
         limits=_pod_limits(ctx, spec),
+        vgpu=_vgpu(ctx, spec, ns, ann),
     )
     return task, scheduler_name, ann.get(QUEUE_ANNOTATION, "")
 
@@ -166,6 +168,17 @@ def _pod_limits(ctx: Ctx, spec: Mapping[str, Any]) -> Resource:
     overhead = ctx.mapping(spec.get("overhead"), "spec.overhead")
     limits = pod_limits(kinds["containers"], kinds["initContainers"], overhead)
     return Resource.from_dict(limits) if limits else EMPTY
+
+
+def _vgpu(ctx: Ctx, spec: Mapping[str, Any], namespace: str, ann: Mapping[str, str]) -> VgpuPod | None:
+    """What the vGPU device reads of the pod (``scheduler.vgpu.vgpu_pod``)."""
+    containers = []
+    for j, c in enumerate(ctx.seq(spec.get("containers"), "spec.containers")):
+        f = f"spec.containers[{j}].resources"
+        res = ctx.mapping(ctx.mapping(c, f"spec.containers[{j}]").get("resources"), f)
+        limits = ctx.resources(res.get("limits"), f"{f}.limits")
+        containers.append({"limits": limits, "requests": ctx.resources(res.get("requests"), f"{f}.requests")})
+    return vgpu_pod(namespace, ann, containers)
 
 
 def cooldown_time(labels: Mapping[str, str], annotations: Mapping[str, str]) -> float | None:

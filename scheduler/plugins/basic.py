@@ -15,6 +15,9 @@ from scheduler.framework import (
     Reclaimable,
     SessionClose,
     SharedOpenState,
+    SubJobOrder,
+    SubJobPipelined,
+    SubJobReady,
     TaskOrder,
 )
 from scheduler.model import TaskStatus
@@ -22,7 +25,7 @@ from scheduler.points import Fit, Vote
 
 if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
-    from scheduler.info import JobInfo, TaskInfo
+    from scheduler.info import JobInfo, SubJobInfo, TaskInfo
 
 __all__ = ["ConformancePlugin", "GangPlugin", "PriorityPlugin"]
 
@@ -31,7 +34,7 @@ def _cmp(a: int, b: int) -> int:
     return (a < b) - (a > b)  # higher value first
 
 
-class PriorityPlugin(SharedOpenState, TaskOrder, JobOrder, Preemptable, GangEvictable, JobStarving):
+class PriorityPlugin(SharedOpenState, TaskOrder, JobOrder, SubJobOrder, Preemptable, GangEvictable, JobStarving):
     """Orders jobs and tasks by priority; victims must have lower (job or task) priority."""
 
     name = "priority"
@@ -56,6 +59,10 @@ class PriorityPlugin(SharedOpenState, TaskOrder, JobOrder, Preemptable, GangEvic
     def job_order_key(self, job: JobInfo) -> int:
         """Sort key of :meth:`job_order`."""
         return -job.priority
+
+    def sub_job_order(self, a: SubJobInfo, b: SubJobInfo) -> int:
+        """Higher sub-job priority (its highest task priority) first."""
+        return _cmp(a.priority, b.priority)
 
     def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """Other jobs' tasks with lower job priority; own job's tasks with lower task priority."""
@@ -93,9 +100,13 @@ class GangPlugin(
     JobReady,
     JobPipelined,
     JobStarving,
+    SubJobReady,
+    SubJobPipelined,
+    SubJobOrder,
     SessionClose,
 ):
-    """All-or-nothing placement of ``minMember`` tasks (and ``minTaskMember`` per role)."""
+    """All-or-nothing placement of ``minMember`` tasks (and ``minTaskMember`` per role, and ``minSubGroups``
+    sub-groups of ``subGroupSize`` per sub-group policy)."""
 
     name = "gang"
     has_job_order_key = True
@@ -108,6 +119,8 @@ class GangPlugin(
         """Enough pods must exist (per role and in total) to ever satisfy the gang."""
         if not job.check_task_valid():
             return Fit("gang", "NotEnoughPodsOfTask", "Not enough valid pods of each task for gang-scheduling")
+        if job.grouped and not job.check_sub_job_valid():
+            return Fit("gang", "NotEnoughPodsOfTask", "Not enough valid subGroups of each task for gang-scheduling")
         valid = job.valid_task_num()
         if valid < job.min_available:
             return Fit(
@@ -158,14 +171,29 @@ class GangPlugin(
         return job.is_ready()
 
     def job_ready(self, job: JobInfo) -> bool:
-        """Gang satisfied: per-role minimums and minMember."""
-        return job.check_task_ready() and job.is_ready()
+        """Gang satisfied: per-role minimums, minSubGroups ready sub-groups per policy and minMember."""
+        return job.check_task_ready() and (not job.grouped or job.check_sub_jobs(False)) and job.is_ready()
 
     def job_pipelined(self, job: JobInfo) -> Vote:
         """Permit when the gang is satisfied counting pipelined tasks, else reject."""
-        if job.check_task_pipelined() and job.is_pipelined():
+        if job.check_task_pipelined() and (not job.grouped or job.check_sub_jobs(True)) and job.is_pipelined():
             return Vote.PERMIT
         return Vote.REJECT
+
+    def sub_job_ready(self, sub: SubJobInfo) -> bool:
+        """The sub-job's gang: ``subGroupSize`` tasks ready."""
+        return sub.is_ready()
+
+    def sub_job_pipelined(self, sub: SubJobInfo) -> Vote:
+        """Permit when the sub-job's gang is satisfied counting pipelined tasks, else reject."""
+        return Vote.PERMIT if sub.is_pipelined() else Vote.REJECT
+
+    def sub_job_order(self, a: SubJobInfo, b: SubJobInfo) -> int:
+        """Sub-jobs that are not ready first."""
+        ra, rb = a.is_ready(), b.is_ready()
+        if ra == rb:
+            return 0
+        return 1 if ra else -1
 
     def job_starving(self, job: JobInfo) -> bool:
         """Fewer ready + pipelined tasks than minMember."""
@@ -174,7 +202,8 @@ class GangPlugin(
     def on_session_close(self, session: SessionHandle) -> None:
         """Mark jobs whose gang is not ready as unschedulable (drives the Unknown phase)."""
         for job in session.jobs.values():
-            if job.tasks and not self.job_ready(job) and not _gang_kept_by_releasing(job):
+            ready = job.check_task_ready() and job.is_ready()  # Volcano: not the sub-groups
+            if job.tasks and not ready and not _gang_kept_by_releasing(job):
                 session.unschedulable_jobs.add(job.key)
 
 

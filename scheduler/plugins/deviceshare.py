@@ -1,32 +1,43 @@
-"""The deviceshare plugin: GPU sharing by memory and by whole cards (Volcano's gpushare devices).
+"""The deviceshare plugin: GPU sharing by memory, by whole cards, and by virtual GPUs.
 
-Volcano's ``pkg/scheduler/plugins/deviceshare`` with the ``nvidia/gpushare`` device of
-``pkg/scheduler/api/devices``. A node has GPU cards when its allocatable holds ``volcano.sh/gpu-memory``
-(the total, split evenly: ``memory // number`` per card) and a non-zero ``volcano.sh/gpu-number``; the
-ids in its ``volcano.sh/gpu-unhealthy-ids`` annotation are out of service. A pod on the node holds the
-cards of its ``volcano.sh/gpu-index`` annotation.
+Volcano's ``pkg/scheduler/plugins/deviceshare`` with the ``nvidia/gpushare`` and ``nvidia/vgpu`` devices of
+``pkg/scheduler/api/devices``.
+
+gpushare. A node has GPU cards when its allocatable holds ``volcano.sh/gpu-memory`` (the total, split evenly:
+``memory // number`` per card) and a non-zero ``volcano.sh/gpu-number``; the ids in its
+``volcano.sh/gpu-unhealthy-ids`` annotation are out of service. A pod on the node holds the cards of its
+``volcano.sh/gpu-index`` annotation.
 
 * ``deviceshare.GPUSharingEnable`` (false): a pod requesting ``volcano.sh/gpu-memory`` needs one card
   with that much memory free (the card's memory less the requests of the pods holding it), else the node
   fails with ``GpuShare no enough gpu memory on node <name>`` (resolvable); it gets the lowest such card.
 * ``deviceshare.GPUNumberEnable`` (false): a pod requesting ``volcano.sh/gpu-number`` *n* needs *n* cards
   no pod holds, else ``GpuNumber no enough gpu number on node <name>``; it gets the *n* lowest idle ones.
-* Nodes without cards pass (Volcano has no device there to ask); the resource fit still checks the totals.
 * The cards chosen are written on the pod with its bind (``CycleResult.bind_annotations``):
   ``volcano.sh/gpu-index`` (``0,1``) and ``volcano.sh/predicate-time`` (the clock in nanoseconds, when
-  the snapshot has one). Pods placed earlier in the session hold their cards (``on_allocate``), and give
-  them back when unplaced (``on_deallocate``).
-* node order: 0 (gpushare scores nothing; ``deviceshare.ScheduleWeight`` and ``SchedulePolicy`` weigh the
-  vGPU and NPU devices, which are not modelled).
+  the snapshot has one). Node order 0.
+
+vGPU (``deviceshare.VGPUEnable``, false): the HAMi cards of :mod:`scheduler.vgpu`. A pod asking for vGPUs
+needs its cards on the node (``deviceshare.SchedulePolicy`` ``binpack``, ``spread`` or none chooses them),
+else ``hami-vgpuDeviceSharing error`` (resolvable); with ``deviceshare.ScheduleWeight`` > 0 a node scores its
+cards' policy score (binpack: the memory used on each card taken, in percent, after the pod; spread: 100 per
+unshared card), rounded, times the weight. The cards chosen go with the bind: ``volcano.sh/vgpu-ids-new`` (and
+``volcano.sh/devices-to-allocate``), ``volcano.sh/vgpu-node``, ``volcano.sh/bind-phase: allocating`` and, when
+the snapshot has a clock, ``volcano.sh/vgpu-time`` and ``volcano.sh/bind-time`` (seconds).
+``deviceshare.GPUExclusiveRules`` (label maps) gives the pods matching a rule cards no other pod of that rule
+holds (:mod:`scheduler.plugins.gpuexclusive`). Its rules are read as Volcano reads them (an empty map is
+skipped), but what Volcano silently drops (not a list, a rule that is not a map, a label value that is not a
+string) is a configuration error naming the argument.
+
+As Volcano at start-up, a configuration enabling ``GPUSharingEnable`` with ``GPUNumberEnable``, or either with
+``VGPUEnable``, is refused. Nodes without cards pass (Volcano has no device there to ask); the resource fit
+still checks the totals. Pods placed earlier in the session hold their cards (``on_allocate``), and give them
+back when unplaced (``on_deallocate``).
 
 Differences: Volcano lets the predicates plugin's allocate handler pick the cards; here deviceshare does
 it, so it needs no predicates plugin. Volcano takes the idle cards of ``gpu-number`` in Go map order (at
-random); here the lowest ids. ``deviceshare.VGPUEnable``, the Ascend switches, ``NodeLockEnable`` and the
-known-geometries ConfigMap arguments are accepted with no effect (no vGPU, NPU or node lock model), as is
-``deviceshare.GPUExclusiveRules`` (a list of label maps: pods matching all labels of a rule get vGPU cards no
-other pod of that rule holds; Volcano applies it to the vGPU device only). Its rules are read as Volcano reads
-them (an empty map is skipped), but what Volcano silently drops (not a list, a rule that is not a map, a
-label value that is not a string) is a configuration error naming the argument.
+random); here the lowest ids. The Ascend switches, ``NodeLockEnable`` and the known-geometries ConfigMap
+arguments are accepted with no effect (no NPU, node lock or MIG model).
 """
 
 from __future__ import annotations
@@ -37,8 +48,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, Predicate
-from scheduler.model import Node
+from scheduler.model import Node, TaskStatus
+from scheduler.plugins.gpuexclusive import ExclusiveCards, NodePod
 from scheduler.points import Filter, FloatArray, IntArray
+from scheduler.vgpu import (
+    ASSIGNED_IDS,
+    ASSIGNED_NODE,
+    ASSIGNED_TIME,
+    ASSIGNED_TO_ALLOCATE,
+    BIND_PHASE,
+    BIND_TIME,
+    VgpuDevices,
+    VgpuFit,
+    VgpuUse,
+    encode_pod_devices,
+    node_score,
+)
 
 if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
@@ -50,6 +75,7 @@ __all__ = [
     "GPU_MEMORY",
     "GPU_NUMBER",
     "PREDICATE_TIME",
+    "VGPU_FAILURE",
     "Cards",
     "DeviceSharePlugin",
     "exclusive_rules",
@@ -60,6 +86,11 @@ GPU_NUMBER = "volcano.sh/gpu-number"
 GPU_INDEX = "volcano.sh/gpu-index"
 PREDICATE_TIME = "volcano.sh/predicate-time"
 EXCLUSIVE_RULES = "deviceshare.GPUExclusiveRules"
+SHARING, NUMBER, VGPU = "deviceshare.GPUSharingEnable", "deviceshare.GPUNumberEnable", "deviceshare.VGPUEnable"
+#: The reason a node's vGPU cards give for a pod they cannot take (Volcano's ``FilterNode`` message).
+VGPU_FAILURE = "hami-vgpuDeviceSharing error"
+#: Pods on a node whose cards count (Volcano adds a task's devices unless it is Releasing or Pipelined).
+_NOT_HOLDING = frozenset({TaskStatus.RELEASING, TaskStatus.PIPELINED})
 
 
 def _check_exclusive_rules(value: Any) -> str | None:
@@ -129,30 +160,40 @@ class DeviceSharePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
     name = "deviceshare"
     node_local_filters = True
     arguments: ClassVar[Mapping[str, ArgSpec]] = {
-        "deviceshare.GPUSharingEnable": ArgSpec("bool", False, "share cards by volcano.sh/gpu-memory"),
-        "deviceshare.GPUNumberEnable": ArgSpec("bool", False, "whole cards by volcano.sh/gpu-number"),
+        SHARING: ArgSpec("bool", False, "share cards by volcano.sh/gpu-memory"),
+        NUMBER: ArgSpec("bool", False, "whole cards by volcano.sh/gpu-number"),
         "deviceshare.NodeLockEnable": ArgSpec("bool", False, "no effect (no node lock)"),
-        "deviceshare.VGPUEnable": ArgSpec("bool", False, "no effect (vGPU is not modelled)"),
+        VGPU: ArgSpec("bool", False, "HAMi vGPU cards (volcano.sh/vgpu-number, -memory, -cores)"),
         "deviceshare.AscendMindClusterVNPUEnable": ArgSpec("bool", False, "no effect (NPUs are not modelled)"),
         "deviceshare.AscendHAMiVNPUEnable": ArgSpec("bool", False, "no effect (NPUs are not modelled)"),
-        "deviceshare.SchedulePolicy": ArgSpec("str", "", "binpack or spread; no effect on gpushare"),
-        "deviceshare.ScheduleWeight": ArgSpec("int", 0, "the device score's weight; gpushare scores 0"),
+        "deviceshare.SchedulePolicy": ArgSpec("str", "", "vGPU card choice: binpack, spread, or none"),
+        "deviceshare.ScheduleWeight": ArgSpec("int", 0, "the vGPU score's weight (0: no score)"),
         "deviceshare.KnownGeometriesCMName": ArgSpec("str", "volcano-vgpu-device-config", "no effect"),
         "deviceshare.KnownGeometriesCMNamespace": ArgSpec("str", "kube-system", "no effect"),
         EXCLUSIVE_RULES: ArgSpec(
-            "any", None, "label maps of pods given vGPU cards of their own; no effect (no vGPU)", _check_exclusive_rules
+            "any", None, "label maps of pods given vGPU cards no other pod of their rule holds", _check_exclusive_rules
         ),
     }
 
     def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:
         super().__init__(args, hierarchy)
-        #: The GPU exclusivity rules as Volcano reads them (it applies them to vGPU cards only).
+        #: The GPU exclusivity rules as Volcano reads them (applied to vGPU cards).
         self.exclusive_rules = exclusive_rules(self.args[EXCLUSIVE_RULES])
+
+    @classmethod
+    def check_arguments(cls, args: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Volcano's start-up refusal (``enablePredicate``): GPU sharing with GPU number, either with vGPU."""
+        if args.get(SHARING) and args.get(NUMBER):
+            return NUMBER, f"can not define true in both gpu sharing and gpu number ({SHARING} and {NUMBER})"
+        if (args.get(SHARING) or args.get(NUMBER)) and args.get(VGPU):
+            other = SHARING if args.get(SHARING) else NUMBER
+            return VGPU, f"gpu-share and vgpu can't be used together ({other} and {VGPU})"
+        return None
 
     def on_session_open(self, session: SessionHandle) -> None:
         self.session = session
-        self.sharing = bool(self.args["deviceshare.GPUSharingEnable"])
-        self.number = bool(self.args["deviceshare.GPUNumberEnable"])
+        self.sharing = bool(self.args[SHARING])
+        self.number = bool(self.args[NUMBER])
         table = session.nodes
         self.cards: list[Cards | None] = [Cards.of(n) for n in table.nodes]
         self.dim_memory = session.dim_index.get(GPU_MEMORY)
@@ -166,6 +207,32 @@ class DeviceSharePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
                 if t.task.gpu_index and (self._memory(t) > 0 or self._count(t) > 0):
                     cards.hold(t.uid, t.task.gpu_index, self._memory(t))
                     self.held[t.uid] = i
+        self._open_vgpu(session)
+
+    def _open_vgpu(self, session: SessionHandle) -> None:
+        """Each node's vGPU cards with the pods on it holding theirs (wrapped by the exclusivity rules)."""
+        self.vgpu_on = bool(self.args[VGPU])
+        self.policy = str(self.args["deviceshare.SchedulePolicy"])
+        self.weight = int(self.args["deviceshare.ScheduleWeight"])
+        table = session.nodes
+        self.vgpus: list[VgpuDevices | ExclusiveCards | None] = [None] * len(table)
+        #: The node and cards of every pod placed in this session on vGPU cards, by uid.
+        self.vgpu_held: dict[str, tuple[int, tuple[tuple[VgpuUse, ...], ...]]] = {}
+        if not self.vgpu_on:
+            return
+        for i, node in enumerate(table.nodes):
+            if not node.vgpu:
+                continue
+            devices = VgpuDevices(node.name, node.vgpu)
+            on_node = list(table.tasks[i].values())
+            for t in on_node:
+                if t.task.vgpu is not None and t.status not in _NOT_HOLDING:
+                    devices.add_pod(t.uid, t.task.vgpu)
+            if self.exclusive_rules:
+                pods = [NodePod(t.key, t.uid, t.task.labels, t.task.vgpu) for t in on_node]
+                self.vgpus[i] = ExclusiveCards.open(devices, self.exclusive_rules, pods)
+            else:
+                self.vgpus[i] = devices
 
     def _memory(self, task: TaskInfo) -> int:
         return int(task.req[self.dim_memory]) if self.dim_memory is not None else 0
@@ -174,8 +241,22 @@ class DeviceSharePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         return int(task.req[self.dim_number]) if self.dim_number is not None else 0
 
     def _wants(self, task: TaskInfo) -> bool:
-        """Volcano's ``HasDeviceRequest``."""
+        """Volcano's ``HasDeviceRequest`` of the gpushare device."""
         return (self.sharing and self._memory(task) > 0) or (self.number and self._count(task) > 0)
+
+    def _wants_vgpu(self, task: TaskInfo) -> bool:
+        """Volcano's ``HasDeviceRequest`` of the vGPU device."""
+        return self.vgpu_on and task.task.vgpu is not None and bool(task.task.vgpu.requests)
+
+    def vgpu_fit(self, task: TaskInfo, node: int) -> VgpuFit | None:
+        """The cards ``task`` would take on node ``node`` (None: the node has no vGPU cards)."""
+        devices = self.vgpus[node]
+        pod = task.task.vgpu
+        if devices is None or pod is None:
+            return None
+        if isinstance(devices, ExclusiveCards):
+            return devices.fit(task.task.labels, pod, self.policy)
+        return devices.fit(pod, self.policy)
 
     def _reason(self, task: TaskInfo, cards: Cards) -> str:
         """The node's failure for ``task`` ("" when its cards take it)."""
@@ -186,36 +267,91 @@ class DeviceSharePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         return ""
 
     def predicate(self, task: TaskInfo) -> Sequence[Filter]:
-        """Nodes whose cards cannot take the pod's GPU memory or GPU count fail."""
-        if not self._wants(task):
-            return ()
-        reasons = ["" if c is None else self._reason(task, c) for c in self.cards]
-        passed = np.array([not r for r in reasons], dtype=np.bool_)
-        return [Filter(self.name, passed, "no enough gpu", False, reasons)]
+        """Nodes whose cards cannot take the pod's GPU memory, GPU count or vGPUs fail."""
+        out: list[Filter] = []
+        if self._wants(task):
+            reasons = ["" if c is None else self._reason(task, c) for c in self.cards]
+            passed = np.array([not r for r in reasons], dtype=np.bool_)
+            out.append(Filter(self.name, passed, "no enough gpu", False, reasons))
+        if self._wants_vgpu(task):
+            fits = [self.vgpu_fit(task, i) for i in range(len(self.vgpus))]
+            passed = np.array([f is None or not f.error for f in fits], dtype=np.bool_)
+            out.append(Filter(self.name, passed, VGPU_FAILURE, False))
+        return out
 
     def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
-        """gpushare scores every node 0."""
-        return np.zeros(len(nodes), dtype=np.float64)
+        """gpushare scores 0; the vGPU cards their policy score, rounded, times ``ScheduleWeight`` (if > 0)."""
+        out = np.zeros(len(nodes), dtype=np.float64)
+        if self.weight <= 0 or not self._wants_vgpu(task):
+            return out
+        for k, i in enumerate(nodes.tolist()):
+            fit = self.vgpu_fit(task, i)
+            if fit is not None and not fit.error:
+                out[k] = node_score(fit.score, self.weight)
+        return out
 
     def on_allocate(self, task: TaskInfo) -> None:
-        cards = self.cards[task.node] if task.node >= 0 else None
-        if cards is None or not self._wants(task):
+        if task.node < 0:
             return
+        notes: dict[str, str] = {}
+        if self._wants(task):
+            notes.update(self._allocate_gpushare(task))
+        if self._wants_vgpu(task):
+            notes.update(self._allocate_vgpu(task))
+        if notes:
+            self.session.bind_annotations[task.uid] = notes
+
+    def _allocate_gpushare(self, task: TaskInfo) -> dict[str, str]:
+        cards = self.cards[task.node]
+        if cards is None:
+            return {}
         memory = self._memory(task)
         chosen = cards.by_memory(memory)[:1] if memory > 0 else cards.by_number(self._count(task))
         if not chosen:
-            return
+            return {}
         cards.hold(task.uid, chosen, memory)
         self.held[task.uid] = task.node
         notes = {GPU_INDEX: ",".join(str(c) for c in chosen)}
         now = self.session.snapshot.now
         if now is not None:
             notes[PREDICATE_TIME] = str(int(now * 1e9))
-        self.session.bind_annotations[task.uid] = notes
+        return notes
+
+    def _allocate_vgpu(self, task: TaskInfo) -> dict[str, str]:
+        """Volcano's vGPU ``Allocate``: the cards taken and the annotations that go with the bind."""
+        devices, pod = self.vgpus[task.node], task.task.vgpu
+        if devices is None or pod is None:
+            return {}
+        if isinstance(devices, ExclusiveCards):
+            fit = devices.allocate(task.key, task.uid, task.task.labels, pod, self.policy)
+        else:
+            fit = devices.allocate(task.uid, pod, self.policy)
+        if fit.error:  # the predicate took the same cards: cannot happen
+            return {}
+        self.vgpu_held[task.uid] = (task.node, fit.devices)
+        ids = encode_pod_devices(fit.devices)
+        notes = {ASSIGNED_NODE: devices_name(devices), ASSIGNED_IDS: ids, ASSIGNED_TO_ALLOCATE: ids}
+        notes[BIND_PHASE] = "allocating"
+        now = self.session.snapshot.now
+        if now is not None:
+            notes[ASSIGNED_TIME] = notes[BIND_TIME] = str(int(now))
+        return notes
 
     def on_deallocate(self, task: TaskInfo) -> None:
         node = self.held.pop(task.uid, -1)
         cards = self.cards[node] if node >= 0 else None
         if cards is not None:
             cards.release(task.uid)
+        held = self.vgpu_held.pop(task.uid, None)
+        if held is not None:
+            devices = self.vgpus[held[0]]
+            if isinstance(devices, ExclusiveCards):
+                devices.release(task.key, task.uid, held[1])
+            elif devices is not None:
+                devices.sub_pod(task.uid, held[1])
         self.session.bind_annotations.pop(task.uid, None)
+
+
+def devices_name(devices: VgpuDevices | ExclusiveCards) -> str:
+    """The node of a node's vGPU cards."""
+    return devices.inner.node if isinstance(devices, ExclusiveCards) else devices.node

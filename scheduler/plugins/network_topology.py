@@ -37,8 +37,8 @@ from scheduler.points import FloatArray, IntArray
 
 if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
-    from scheduler.info import JobInfo, TaskInfo
-    from scheduler.topology import Topology
+    from scheduler.info import JobInfo, SubJobInfo, TaskInfo
+    from scheduler.topology import JobTopology, Topology
 
 __all__ = ["NetworkTopologyAwarePlugin", "reverse_and_cap"]
 
@@ -183,15 +183,15 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
             return np.zeros(len(cols), dtype=np.float64)
         return np.where(over, 0.0, total / weight)
 
-    def _task_share(self, name: str, job: JobInfo) -> float:
-        """The share of the job's pods on the nodes of HyperNode ``name``."""
+    def _task_share(self, name: str, job: JobInfo | SubJobInfo) -> float:
+        """The share of the job's (or sub-job's) pods on the nodes of HyperNode ``name``."""
         if not job.tasks:
             return 0.0
         mask = self.topo.mask(name)
         inside = sum(1 for t in job.tasks.values() if t.node >= 0 and mask[t.node])
         return inside / len(job.tasks)
 
-    def hyper_node_base(self, job: JobInfo, names: Sequence[str]) -> dict[str, float]:
+    def hyper_node_base(self, job: JobInfo | SubJobInfo, names: Sequence[str]) -> dict[str, float]:
         """The binpack part of :meth:`hyper_node_order` (before ties add the pods' share): the
         order of HyperNodes by it does not depend on which others are candidates."""
         request = [0.0] * len(self.session.dims)
@@ -201,8 +201,8 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
         cols = np.array([self.pos[n] for n in names], dtype=np.intp)
         return dict(zip(names, self._binpack(request, cols).tolist(), strict=True))
 
-    def hyper_node_order(self, job: JobInfo, names: Sequence[str]) -> Mapping[str, float]:
-        """Volcano's ``HyperNodeOrderFn`` for the job (its one sub-job)."""
+    def hyper_node_order(self, job: JobInfo | SubJobInfo, names: Sequence[str]) -> Mapping[str, float]:
+        """Volcano's ``HyperNodeOrderFn`` for a sub-job (a job without sub-group policies is its one sub-job)."""
         scores = self.hyper_node_base(job, names)
         if scores:
             best = max(scores.values())
@@ -219,10 +219,16 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
         job = task.job
         if job.key not in session.jobs:
             return np.zeros(len(nodes), dtype=np.float64)
-        if session.job_topology(job) is None:
+        sub = job.sub_job_of(task) if job.grouped else None
+        if sub is not None:  # a sub-job of a job with sub-group policies: by the sub-job's own topology
+            topology = sub.network_topology
+            scores = (
+                self._normal_pod_scores(task, nodes) if topology is None else self._topology_scores(job.key, sub, nodes)
+            )
+        elif session.job_topology(job) is None:
             scores = self._normal_pod_scores(task, nodes)
         else:
-            scores = self._topology_scores(job, nodes)
+            scores = self._topology_scores(job.key, job, nodes)
         return scores * (_MAX_NODE_SCORE * self.global_weight)
 
     def _normal_pod_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
@@ -256,8 +262,10 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
             return (self.max_tier - tier) / (self.max_tier - self.min_tier)
         return 0.0
 
-    def _topology_scores(self, job: JobInfo, nodes: IntArray) -> FloatArray:
-        allocated = self.session.job_hyper_nodes.get(job.key, "")
+    def _topology_scores(self, key: str, group: JobInfo | SubJobInfo, nodes: IntArray) -> FloatArray:
+        """By the HyperNode job ``key`` (or its sub-job ``group``) spans so far, which allocate sets per task it
+        places; ties at the best add the share of the group's pods there."""
+        allocated = self.session.job_hyper_nodes.get(key, "")
         out = np.zeros(len(nodes), dtype=np.float64)
         if not allocated:
             return out
@@ -278,7 +286,7 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
             if len(tied) > 1:
                 for k in tied.tolist():
                     if leaves[k]:
-                        out[k] += self._task_share(leaves[k], job)
+                        out[k] += self._task_share(leaves[k], group)
         return out
 
     # -- gradient --------------------------------------------------------------------------------
@@ -295,6 +303,15 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
         if purpose != "evict":
             return result
         return reverse_and_cap(result, self.evict_max)
+
+    def sub_job_gradient(
+        self, topology: JobTopology | None, root: str, allocated: str, minimum: Sequence[float], purpose: str
+    ) -> list[list[str]]:
+        """Volcano's ``HyperNodeGradientForSubJobFn``: as :meth:`hyper_node_gradient`, by the sub-job's topology."""
+        if topology is None or not topology.hard:
+            return [[root]]
+        result = self.gradient(root, topology.highest, allocated, minimum, purpose)
+        return result if purpose != "evict" else reverse_and_cap(result, self.evict_max)
 
     def gradient(
         self, root: str, highest: int, allocated: str, minimum: Sequence[float], purpose: str

@@ -22,6 +22,7 @@ from scheduler.model import (
     Queue,
     QueueState,
     Resource,
+    SubGroupPolicy,
     Taint,
     Task,
     TaskStatus,
@@ -32,6 +33,7 @@ from scheduler.model import (
 from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
 from scheduler.replay.format import DEFAULT_JOB, DEFAULT_QUEUE, DEFAULT_TASK, CycleInputError
 from scheduler.snapshot import Snapshot
+from scheduler.vgpu import VgpuCard, VgpuPod, VgpuRequest, VgpuUse
 
 
 def _dres(value: Any, field: str) -> Resource:
@@ -99,6 +101,27 @@ def _node(d: Mapping[str, Any], field: str) -> Node:
         usage_time=None if d.get("usage_time") is None else _seconds(d["usage_time"], f"{field}.usage_time"),
         unhealthy_gpus=tuple(int(x) for x in d.get("unhealthy_gpus") or ()),
         numa=_numa(d.get("numa")),
+        vgpu=tuple(
+            VgpuCard(int(i), str(u), int(n), int(m), str(k), bool(h)) for i, u, n, m, k, h in d.get("vgpu") or ()
+        ),
+    )
+
+
+def _vgpu_pod(d: Mapping[str, Any] | None) -> VgpuPod | None:
+    if d is None:
+        return None
+    return VgpuPod(
+        requests=tuple(VgpuRequest(int(n), int(m), int(p), int(c)) for n, m, p, c in d.get("requests") or ()),
+        devices=tuple(
+            tuple(VgpuUse(str(u), str(k), int(m), int(c)) for u, k, m, c in cont) for cont in d.get("devices") or ()
+        ),
+        mode=None if d.get("mode") is None else str(d["mode"]),
+        use_types=None if d.get("use_types") is None else str(d["use_types"]),
+        nouse_types=None if d.get("nouse_types") is None else str(d["nouse_types"]),
+        use_uuids=str(d.get("use_uuids", "")),
+        nouse_uuids=str(d.get("nouse_uuids", "")),
+        spread=bool(d.get("spread", False)),
+        group=str(d.get("group", "")),
     )
 
 
@@ -154,6 +177,7 @@ def _task(d: Mapping[str, Any], field: str) -> Task:
         numa_policy=str(d.get("numa_policy", "")),
         guaranteed_cpus=tuple(int(x) for x in d.get("guaranteed_cpus") or ()),
         limits=_dres(d["limits"], f"{field}.limits") if "limits" in d else t.limits,
+        vgpu=_vgpu_pod(d.get("vgpu")),
     )
 
 
@@ -177,6 +201,7 @@ def _job(d: Mapping[str, Any], field: str) -> Job:
             None if d.get("sla_waiting_time") is None else _seconds(d["sla_waiting_time"], f"{field}.sla_waiting_time")
         ),
         network_topology=_dtopology(d.get("network_topology")),
+        sub_group_policies=tuple(_dsub_group(x) for x in d.get("sub_group_policies") or ()),
         jdb_min_available=str(d.get("jdb_min_available", "")),
         jdb_max_unavailable=str(d.get("jdb_max_unavailable", "")),
         task_affinity=None if d.get("task_affinity") is None else str(d["task_affinity"]),
@@ -196,6 +221,18 @@ def _dtopology(value: Any) -> NetworkTopology | None:
         str(value.get("mode", "hard")),
         None if allowed is None else int(allowed),
         str(value.get("highest_tier_name", "")),
+    )
+
+
+def _dsub_group(d: Mapping[str, Any]) -> SubGroupPolicy:
+    return SubGroupPolicy(
+        name=str(d.get("name", "")),
+        size=None if d.get("size") is None else int(d["size"]),
+        min_groups=None if d.get("min_groups") is None else int(d["min_groups"]),
+        match_label_keys=tuple(str(k) for k in d.get("match_label_keys") or ()),
+        selector=_dpairs(d.get("selector")),
+        selector_expressions=tuple(_dreq(r) for r in d.get("selector_expressions") or ()),
+        network_topology=_dtopology(d.get("network_topology")),
     )
 
 

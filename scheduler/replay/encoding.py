@@ -9,12 +9,14 @@ from typing import Any
 from scheduler.model import (
     HyperNode,
     Job,
+    NetworkTopology,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodAffinityTerm,
     Queue,
     Resource,
+    SubGroupPolicy,
     Task,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
@@ -22,6 +24,7 @@ from scheduler.model import (
 from scheduler.policies import PodDisruptionBudget, PriorityClass, ResourceQuota
 from scheduler.replay.format import DEFAULT_JOB, DEFAULT_QUEUE, DEFAULT_TASK, dumps
 from scheduler.snapshot import Snapshot
+from scheduler.vgpu import VgpuPod
 
 
 def _res(r: Resource | None) -> dict[str, int] | None:
@@ -88,6 +91,24 @@ def encode_node(n: Node) -> dict[str, Any]:
             "allocatable": None if m.allocatable is None else list(m.allocatable),
             "reserved_cpu": m.reserved_cpu,
         }
+    if n.vgpu:
+        out["vgpu"] = [[c.index, c.uuid, c.number, c.memory, c.type, c.health] for c in n.vgpu]
+    return out
+
+
+def _vgpu_pod(v: VgpuPod) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "requests": [[r.number, r.memory, r.percentage, r.cores] for r in v.requests],
+        "devices": [[[u.uuid, u.type, u.memory, u.cores] for u in c] for c in v.devices],
+    }
+    for name in ("mode", "use_types", "nouse_types"):
+        if getattr(v, name) is not None:
+            out[name] = getattr(v, name)
+    for name in ("use_uuids", "nouse_uuids", "group"):
+        if getattr(v, name):
+            out[name] = getattr(v, name)
+    if v.spread:
+        out["spread"] = True
     return out
 
 
@@ -159,7 +180,7 @@ def _encode_task_pod_placement(t: Task, out: dict[str, Any]) -> None:
 
 def _encode_task_plugin_fields(t: Task, out: dict[str, Any]) -> None:
     """Add what single plugins read (cooldown, scheduled time, revocable zone, resource strategy, GPUs,
-    NUMA, limits) to ``out``."""
+    NUMA, limits, vGPUs) to ``out``."""
     if t.cooldown is not None:
         out["cooldown"] = t.cooldown
     if t.scheduled_at:
@@ -178,6 +199,8 @@ def _encode_task_plugin_fields(t: Task, out: dict[str, Any]) -> None:
         out["guaranteed_cpus"] = list(t.guaranteed_cpus)
     if t.limits.cpu or t.limits.memory or t.limits.scalars:
         out["limits"] = _res(t.limits)
+    if t.vgpu is not None:
+        out["vgpu"] = _vgpu_pod(t.vgpu)
 
 
 def encode_job(j: Job) -> dict[str, Any]:
@@ -200,6 +223,13 @@ def encode_job(j: Job) -> dict[str, Any]:
         out["created_at"] = j.created_at
     if j.sla_waiting_time is not None:
         out["sla_waiting_time"] = j.sla_waiting_time
+    _encode_job_plugin_fields(j, out)
+    return out
+
+
+def _encode_job_plugin_fields(j: Job, out: dict[str, Any]) -> None:
+    """Add what single plugins read (disruption budget, task topology, network topology, sub-groups) and the pod
+    templates to ``out``."""
     if j.jdb_min_available:
         out["jdb_min_available"] = j.jdb_min_available
     if j.jdb_max_unavailable:
@@ -207,16 +237,28 @@ def encode_job(j: Job) -> dict[str, Any]:
     for name in ("task_affinity", "task_anti_affinity", "task_order"):
         if getattr(j, name) is not None:
             out[name] = getattr(j, name)
-    nt = j.network_topology
-    if nt is not None:
-        out["network_topology"] = {
-            "mode": nt.mode,
-            "highest_tier_allowed": nt.highest_tier_allowed,
-            "highest_tier_name": nt.highest_tier_name,
-        }
+    if j.network_topology is not None:
+        out["network_topology"] = _topology(j.network_topology)
+    if j.sub_group_policies:
+        out["sub_group_policies"] = [_sub_group(p) for p in j.sub_group_policies]
     if j.pod_templates:
         out["pod_templates"] = [[encode_task(t), n] for t, n in j.pod_templates]
-    return out
+
+
+def _sub_group(p: SubGroupPolicy) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "size": p.size,
+        "min_groups": p.min_groups,
+        "match_label_keys": list(p.match_label_keys),
+        "selector": _pairs(p.selector),
+        "selector_expressions": [_req(r) for r in p.selector_expressions],
+        "network_topology": None if p.network_topology is None else _topology(p.network_topology),
+    }
+
+
+def _topology(nt: NetworkTopology) -> dict[str, Any]:
+    return {"mode": nt.mode, "highest_tier_allowed": nt.highest_tier_allowed, "highest_tier_name": nt.highest_tier_name}
 
 
 def encode_hyper_node(h: HyperNode) -> dict[str, Any]:

@@ -449,9 +449,31 @@ def test_pool_spec_hardware_section_declares_usage_numa_and_gpu_memory() -> None
     assert gpu.allocatable["volcano.sh/gpu-memory"] == str(4 * 40960)
 
 
+def test_pool_spec_hardware_section_declares_vgpu_cards() -> None:
+    """vgpu=M[xS]: each gpu card of M MiB shared by S pods (10 by default), registered by a label."""
+    split, default = parse_pool_spec("a:1x8c32Gi2gpu(vgpu=16384x4),b:1x8c32Gi4gpu(vgpu=1000)")
+    assert split.labels["sim.volcanoweb.io/vgpu"] == "2x16384x4"
+    assert {k: v for k, v in split.allocatable.items() if k.startswith("volcano.sh/")} == {
+        "volcano.sh/vgpu-number": "8",
+        "volcano.sh/vgpu-memory": "32768",
+        "volcano.sh/vgpu-cores": "200",
+    }
+    assert default.labels["sim.volcanoweb.io/vgpu"] == "4x1000x10"
+    assert default.allocatable["volcano.sh/vgpu-number"] == "40"
+
+
 @pytest.mark.parametrize(
     "bad",
-    ["a:1c(usage=x)", "a:1c(numa=2x1)", "a:1c(topology=single-numa-node)", "a:1c(gpumem=10)", "a:1c(cores=2)"],
+    [
+        "a:1c(usage=x)",
+        "a:1c(numa=2x1)",
+        "a:1c(topology=single-numa-node)",
+        "a:1c(gpumem=10)",
+        "a:1c(cores=2)",
+        "a:1c(vgpu=1000)",
+        "a:1c1gpu(vgpu=0)",
+        "a:1c1gpu(vgpu=1000x)",
+    ],
 )
 def test_pool_spec_rejects_bad_hardware_terms(bad: str) -> None:
     with pytest.raises(ValueError, match="pool"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.quantity import format_quantity
+from scheduler.vgpu import VGPU_REGISTER, register_text, simulated_cards
+from volcanoweb.clusters.backends.base import VGPU_LABEL
 from volcanoweb.manifests.render import timestamp
 
 #: What the simulated kubelet reports about itself (a real cluster's nodes keep their own labels).
@@ -28,6 +30,9 @@ def node_manifest(node: Any) -> dict[str, Any]:
         "creationTimestamp": timestamp(node.created_at),
         "labels": labels,
     }
+    registered = _vgpu_registration(node.name, labels)
+    if registered:
+        meta["annotations"] = {VGPU_REGISTER: registered}
     spec: dict[str, Any] = {}
     if node.taints:
         spec["taints"] = list(node.taints)
@@ -59,6 +64,16 @@ def node_manifest(node: Any) -> dict[str, Any]:
         },
     }
     return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}
+
+
+def _vgpu_registration(name: str, labels: dict[str, str]) -> str:
+    """The ``volcano.sh/node-vgpu-register`` annotation of a simulated node with vGPU cards (as the vGPU device
+    plugin writes it), "" for none."""
+    try:
+        count, memory, split = (int(x) for x in labels.get(VGPU_LABEL, "").split("x"))
+    except ValueError:
+        return ""
+    return register_text(simulated_cards(name, count, memory, split))
 
 
 def roles(obj: dict[str, Any]) -> str:

@@ -175,7 +175,13 @@ def check_podgroup(errors: Errors, spec: Any) -> dict[str, Any] | None:
     topologies = [("spec.networkTopology", spec.get("networkTopology"))]
     for i, sub in enumerate(get_list(errors, spec, "subGroupPolicy", "spec.subGroupPolicy")):
         if isinstance(sub, dict):
-            topologies.append((f"spec.subGroupPolicy[{i}].networkTopology", sub.get("networkTopology")))
+            path = f"spec.subGroupPolicy[{i}]"
+            # The CRD's bounds: subGroupSize >= 1, minSubGroups >= 0; matchLabelKeys a list of label keys.
+            get_int(errors, sub, "subGroupSize", f"{path}.subGroupSize", minimum=1)
+            get_int(errors, sub, "minSubGroups", f"{path}.minSubGroups", minimum=0)
+            for j, key in enumerate(get_list(errors, sub, "matchLabelKeys", f"{path}.matchLabelKeys")):
+                expect(errors, f"{path}.matchLabelKeys[{j}]", key, str, "string")
+            topologies.append((f"{path}.networkTopology", sub.get("networkTopology")))
     for path, topology in topologies:
         if (
             isinstance(topology, dict)

@@ -50,12 +50,14 @@ from scheduler.decode import (
     network_topology_of,
     pod_placement,
     sla_waiting_time,
+    sub_group_policies_of,
 )
 from scheduler.hardware import guaranteed_cpus, numa_topology, pod_limits
 from scheduler.model import EMPTY, HyperNode, NumaTopology
 from scheduler.policies import ResourceQuota
 from scheduler.quantity import QuantityError
-from volcanoweb.clusters.backends.base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL
+from scheduler.vgpu import VgpuCard, VgpuPod, simulated_cards, vgpu_pod
+from volcanoweb.clusters.backends.base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL, VGPU_LABEL
 from volcanoweb.jobs.models import HyperNode as HyperNodeRow
 from volcanoweb.jobs.models import ResourceQuota as ResourceQuotaRow
 from volcanoweb.manifests.pods import pod_requests
@@ -116,7 +118,21 @@ def node_from_row(row: Mapping[str, Any]) -> Node:
         usage={str(p): {str(k): float(v) for k, v in u.items()} for p, u in (row.get("usage") or {}).items()},
         usage_time=None if measured is None else measured.timestamp(),
         numa=_numa_of(row["name"], labels),
+        vgpu=vgpu_cards_of(row["name"], labels),
     )
+
+
+def vgpu_cards_of(name: str, labels: Mapping[str, str]) -> tuple[VgpuCard, ...]:
+    """A simulated node's vGPU cards from its pool's label (``sim.volcanoweb.io/vgpu``: COUNTxMEMORYxSPLIT)."""
+    value = labels.get(VGPU_LABEL)
+    if not value:
+        return ()
+    try:
+        count, memory, split = (int(x) for x in value.split("x"))
+    except ValueError:
+        log.warning("node %s: vGPU label ignored: %r", name, value)
+        return ()
+    return simulated_cards(name, count, memory, split)
 
 
 def _numa_of(name: str, labels: Mapping[str, str]) -> NumaTopology | None:
@@ -208,11 +224,17 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
     except ManifestError as exc:
         log.warning("PodGroup %s: %s", key, exc)
         sla = None
+    spec = row.get("spec") or {}
     try:
-        topology = network_topology_of((row.get("spec") or {}).get("networkTopology"), f"PodGroup {key}")
+        topology = network_topology_of(spec.get("networkTopology"), f"PodGroup {key}")
     except ManifestError as exc:
         log.warning("PodGroup %s: %s", key, exc)
         topology = None
+    try:
+        groups = sub_group_policies_of(spec.get("subGroupPolicy"), f"PodGroup {key}")
+    except ManifestError as exc:
+        log.warning("PodGroup %s: sub-group policies ignored: %s", key, exc)
+        groups = ()
     return Job(
         uid=str(row["uid"]),
         name=row["name"],
@@ -228,6 +250,7 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         created_at=_seconds(row["created_at"]),
         sla_waiting_time=sla,
         network_topology=topology,
+        sub_group_policies=groups,
         jdb_min_available=str(annotations.get(JDB_MIN_AVAILABLE) or ""),
         jdb_max_unavailable=str(annotations.get(JDB_MAX_UNAVAILABLE) or ""),
         task_affinity=annotations.get(TASK_AFFINITY),
@@ -312,7 +335,28 @@ def task_from_row(row: Mapping[str, Any], job_key: str, binding: bool) -> Task |
         numa_policy=str(annotations.get(NUMA_POLICY) or ""),
         guaranteed_cpus=_guaranteed(spec),
         limits=_limits(spec),
+        vgpu=_vgpu(spec, row["namespace"], annotations),
     )
+
+
+def _vgpu(spec: Mapping[str, Any], namespace: str, annotations: Mapping[str, Any]) -> VgpuPod | None:
+    """What deviceshare's vGPU device reads of the pod (its containers' vGPU resources, its annotations)."""
+    containers = spec.get("containers") or []
+    if not isinstance(containers, list):
+        return None
+    parsed: list[dict[str, dict[str, int]]] = []
+    try:
+        for c in containers:
+            res = (c.get("resources") or {}) if isinstance(c, dict) else {}
+            parsed.append(
+                {
+                    kind: {str(k): parse_resource(str(k), v) for k, v in (res.get(kind) or {}).items()}
+                    for kind in ("limits", "requests")
+                }
+            )
+    except (QuantityError, AttributeError):
+        return None
+    return vgpu_pod(namespace, {str(k): str(v) for k, v in annotations.items()}, parsed)
 
 
 def _limits(spec: Mapping[str, Any]) -> Resource:

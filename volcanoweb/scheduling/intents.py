@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from scheduler.vgpu import ASSIGNED_IDS, ASSIGNED_NODE, ASSIGNED_TIME, ASSIGNED_TO_ALLOCATE, BIND_PHASE, BIND_TIME
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend, EvictionBlocked
 from volcanoweb.clusters.backends.base import Conflict as BackendConflict
 from volcanoweb.clusters.backends.base import NotFound as BackendNotFound
@@ -22,8 +23,18 @@ from volcanoweb.core.stageprof import stage
 from volcanoweb.jobs.models import Pod
 from volcanoweb.scheduling.models import IntentKind, PodIntent
 
-#: The annotations plugins write with a bind (``CycleResult.bind_annotations``): deviceshare's cards.
-BIND_ANNOTATIONS = ("volcano.sh/gpu-index", "volcano.sh/predicate-time")
+#: The annotations plugins write with a bind (``CycleResult.bind_annotations``): deviceshare's cards (gpushare's
+#: and the vGPU device's).
+BIND_ANNOTATIONS = (
+    "volcano.sh/gpu-index",
+    "volcano.sh/predicate-time",
+    ASSIGNED_IDS,
+    ASSIGNED_TO_ALLOCATE,
+    ASSIGNED_NODE,
+    ASSIGNED_TIME,
+    BIND_PHASE,
+    BIND_TIME,
+)
 
 
 @dataclass

@@ -1,14 +1,15 @@
-"""The deviceshare plugin's gpushare device (Volcano's ``pkg/scheduler/api/devices/nvidia/gpushare``).
+"""The deviceshare plugin's gpushare device (Volcano's ``pkg/scheduler/api/devices/nvidia/gpushare``) and its arguments.
 
 Volcano's own tests of it, as tables: share_test.go (TestGetDevicesIdleGPUMemory_OverSubscribedCardReportsZero,
 TestPredicateGPUbyMemory_OverSubscribedCardNotOffered), device_info_test.go (TestGetGPUMemoryOfPod,
 TestGetGPUNumberOfPod: a pod's GPU memory and number are the sum over its containers, or the largest init
 container's if larger, which is how the manifests sum every request; Volcano reads the limits, which Kubernetes
-copies into unset requests), deviceshare_test.go's TestArguments (the schedule weight and policy are read; its vGPU
-tests, TestVgpuScore and Test_FilterNode, need the vGPU device, which is not modelled), gpuexclusive_test.go's
-TestLoadGPUExclusiveConfig and TestParseExclusiveRulesHandlesEdgeCases (the ``deviceshare.GPUExclusiveRules``
-argument loads; its other tests match pods to rules and reserve vGPU cards, which are not modelled). The scenarios
-in between are ours: the predicate, the card chosen and the annotation written with the bind."""
+copies into unset requests), deviceshare_test.go's TestArguments (the schedule weight and policy are read),
+gpuexclusive_test.go's TestLoadGPUExclusiveConfig and TestParseExclusiveRulesHandlesEdgeCases (the
+``deviceshare.GPUExclusiveRules`` argument loads). The vGPU tests (TestVgpuScore, Test_FilterNode and the rest of
+gpuexclusive_test.go) are in test_vgpu.py. The scenarios in between are ours: the predicate, the card chosen and
+the annotation written with the bind, and Volcano's start-up refusal of GPU sharing with GPU number, or either
+with vGPU."""
 
 from __future__ import annotations
 
@@ -24,14 +25,16 @@ from scheduler.registry import default_registry
 from scheduler.session import Session
 from scheduler.snapshot import Snapshot
 
-CONF = """
+#: Volcano refuses GPU sharing and GPU number together (test_sharing_with_number_is_refused): one each.
+SHARING = """
 actions: allocate
 tiers:
 - plugins:
   - name: predicates
   - name: deviceshare
-    arguments: {deviceshare.GPUSharingEnable: true, deviceshare.GPUNumberEnable: true}
+    arguments: {deviceshare.GPUSharingEnable: true}
 """
+NUMBER = SHARING.replace("GPUSharingEnable", "GPUNumberEnable")
 
 
 def _node(name: str, memory: int, number: int, unhealthy: str = "") -> str:
@@ -129,8 +132,8 @@ def test_arguments_are_read() -> None:
     assert plugin.args["deviceshare.SchedulePolicy"] == "binpack"
 
 
-def _filters(snap: Snapshot, pod: str) -> dict[str, str]:
-    session = Session(snap, parse_config(CONF), default_registry())
+def _filters(snap: Snapshot, pod: str, conf: str) -> dict[str, str]:
+    session = Session(snap, parse_config(conf), default_registry())
     task = next(t for j in session.jobs.values() for t in j.tasks.values() if t.task.name == pod)
     out = {}
     for f in session.filters(task):
@@ -139,33 +142,38 @@ def _filters(snap: Snapshot, pod: str) -> dict[str, str]:
     return out
 
 
-SCENARIOS: list[tuple[str, list[str], str, dict[str, Any]]] = [
+SCENARIOS: list[tuple[str, str, list[str], str, dict[str, Any]]] = [
     (
         "memory: a card with room is needed, one with the total free is not enough",
+        SHARING,
         [_node("n1", 8000, 2), _pod("old", {"memory": 3000}, "n1", "0"), _pod("old2", {"memory": 3000}, "n1", "1")],
         _pod("new", {"memory": 2000}),
         {"reasons": {"n1": "GpuShare no enough gpu memory on node n1"}, "binds": {}},
     ),
     (
         "memory: the lowest card with room is chosen and written with the bind",
+        SHARING,
         [_node("n1", 8000, 2), _pod("old", {"memory": 3000}, "n1", "0")],
         _pod("new", {"memory": 1000}),
         {"reasons": {"n1": ""}, "binds": {"default/new": "n1"}, "gpu_index": "0"},
     ),
     (
         "number: only cards no pod holds count",
+        NUMBER,
         [_node("n1", 8000, 2), _pod("old", {"memory": 100}, "n1", "0")],
         _pod("new", {"number": 2}),
         {"reasons": {"n1": "GpuNumber no enough gpu number on node n1"}, "binds": {}},
     ),
     (
         "number: the lowest idle cards are chosen",
+        NUMBER,
         [_node("n1", 12000, 3), _pod("old", {"memory": 100}, "n1", "0")],
         _pod("new", {"number": 2}),
         {"reasons": {"n1": ""}, "binds": {"default/new": "n1"}, "gpu_index": "1,2"},
     ),
     (
         "unhealthy cards are out of service",
+        NUMBER,
         [_node("n1", 8000, 2, "0")],
         _pod("new", {"number": 2}),
         {"reasons": {"n1": "GpuNumber no enough gpu number on node n1"}, "binds": {}},
@@ -173,11 +181,11 @@ SCENARIOS: list[tuple[str, list[str], str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "cluster", "pod", "want"), SCENARIOS, ids=[s[0] for s in SCENARIOS])
-def test_gpushare(name: str, cluster: list[str], pod: str, want: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("name", "conf", "cluster", "pod", "want"), SCENARIOS, ids=[s[0] for s in SCENARIOS])
+def test_gpushare(name: str, conf: str, cluster: list[str], pod: str, want: dict[str, Any]) -> None:
     snap = _snapshot(*cluster, pod)
-    assert _filters(snap, "new") == want["reasons"]
-    result = run_cycle(snap, parse_config(CONF))
+    assert _filters(snap, "new", conf) == want["reasons"]
+    result = run_cycle(snap, parse_config(conf))
     assert dict(result.binds) == want["binds"]
     if "gpu_index" in want:
         assert result.bind_annotations["default/new"]["volcano.sh/gpu-index"] == want["gpu_index"]
@@ -187,7 +195,7 @@ def test_pods_of_one_session_share_cards_in_turn() -> None:
     """Two 3000-memory pods on one node with two 4000 cards: the second cannot share the first's card, so it gets
     card 1; a third of 1500 finds no card with room (the total free, 2000, is split 1000 + 1000)."""
     pods = [_pod(f"p{i}", {"memory": m}) for i, m in enumerate((3000, 3000, 1500))]
-    result = run_cycle(_snapshot(_node("n1", 8000, 2), *pods), parse_config(CONF))
+    result = run_cycle(_snapshot(_node("n1", 8000, 2), *pods), parse_config(SHARING))
     got = {k: v["volcano.sh/gpu-index"] for k, v in result.bind_annotations.items()}
     assert got == {"default/p0": "0", "default/p1": "1"}
     assert "GpuShare no enough gpu memory on node n1" in result.unschedulable["default/pg-p2"].message
@@ -200,11 +208,11 @@ def test_the_next_cycle_sees_the_cards_held() -> None:
     from scheduler.snapshot import advance
 
     first = _snapshot(_node("n1", 8000, 2), _pod("p0", {"memory": 3000}))
-    result = run_cycle(first, parse_config(CONF))
+    result = run_cycle(first, parse_config(SHARING))
     later = _snapshot(_pod("p1", {"memory": 3000}))
     nxt = advance(first, result)
     nxt = replace(nxt, jobs=nxt.jobs + later.jobs, tasks=nxt.tasks + later.tasks)
-    assert run_cycle(nxt, parse_config(CONF)).bind_annotations["default/p1"]["volcano.sh/gpu-index"] == "1"
+    assert run_cycle(nxt, parse_config(SHARING)).bind_annotations["default/p1"]["volcano.sh/gpu-index"] == "1"
 
 
 def _exclusive_rules(rules: Any) -> tuple[dict[str, str], ...]:
@@ -267,3 +275,44 @@ def test_a_wrong_exclusive_rule_is_a_configuration_error(rules: Any, message: st
         _exclusive_rules(rules)
     assert "deviceshare.GPUExclusiveRules" in str(err.value)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named", "message"),
+    [
+        (
+            {"deviceshare.GPUSharingEnable": True, "deviceshare.GPUNumberEnable": True},
+            "deviceshare.GPUNumberEnable",
+            "can not define true in both gpu sharing and gpu number",
+        ),
+        (
+            {"deviceshare.GPUSharingEnable": True, "deviceshare.VGPUEnable": True},
+            "deviceshare.VGPUEnable",
+            "gpu-share and vgpu can't be used together (deviceshare.GPUSharingEnable and deviceshare.VGPUEnable)",
+        ),
+        (
+            {"deviceshare.GPUNumberEnable": True, "deviceshare.VGPUEnable": True},
+            "deviceshare.VGPUEnable",
+            "gpu-share and vgpu can't be used together (deviceshare.GPUNumberEnable and deviceshare.VGPUEnable)",
+        ),
+    ],
+    ids=["sharing with number", "sharing with vgpu", "number with vgpu"],
+)
+def test_sharing_with_number_is_refused(arguments: dict[str, bool], named: str, message: str) -> None:
+    """Volcano's enablePredicate stops the scheduler (klog.Fatal) on these; here the configuration does not load,
+    naming the argument and both switches."""
+    with pytest.raises(ConfigError) as err:
+        parse_config({"actions": "allocate", "tiers": [{"plugins": [{"name": "deviceshare", "arguments": arguments}]}]})
+    assert err.value.path == f"tiers[0].plugins[0].arguments.{named}"
+    assert message in str(err.value)
+
+
+def test_each_device_alone_loads() -> None:
+    for switch in ("GPUSharingEnable", "GPUNumberEnable", "VGPUEnable"):
+        cfg = parse_config(
+            {
+                "actions": "allocate",
+                "tiers": [{"plugins": [{"name": "deviceshare", "arguments": {f"deviceshare.{switch}": True}}]}],
+            }
+        )
+        assert cfg.tiers[0].plugins[0].arguments[f"deviceshare.{switch}"] is True

@@ -510,6 +510,18 @@ CASES = [
         "spec.minMember",
         "should be greater than or equal to 0",
     ),
+    Case(
+        "podgroup-subgroup-size-zero",
+        doc(podgroup(subGroupPolicy=[{"name": "w", "subGroupSize": 0, "matchLabelKeys": ["volcano.sh/task-spec"]}])),
+        "spec.subGroupPolicy[0].subGroupSize",
+        "should be greater than or equal to 1",
+    ),
+    Case(
+        "podgroup-subgroup-negative-min",
+        doc(podgroup(subGroupPolicy=[{"name": "w", "minSubGroups": -1, "matchLabelKeys": ["volcano.sh/task-spec"]}])),
+        "spec.subGroupPolicy[0].minSubGroups",
+        "should be greater than or equal to 0",
+    ),
     # --- CronJob (1.9.7)
     Case("cron-empty-schedule", doc(cron(schedule="")), "spec.schedule", "schedule is required, but got empty"),
     Case(

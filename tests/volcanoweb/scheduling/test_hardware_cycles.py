@@ -68,6 +68,49 @@ def test_deviceshare_cards_are_written_on_the_pods(pool_sim: Any, cast: Any) -> 
         assert cluster_pod.annotations["volcano.sh/gpu-index"] == pod.annotations["volcano.sh/gpu-index"]
 
 
+VGPU = """\
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: predicates
+  - name: deviceshare
+    arguments: {deviceshare.VGPUEnable: true, deviceshare.SchedulePolicy: binpack}
+"""
+
+
+@pytest.mark.parametrize("pool_sim", ["gpu:1x16c64Gi2gpu(vgpu=16384x4)"], indirect=True)
+def test_vgpu_cards_of_a_pool_are_shared_by_the_pods(pool_sim: Any, cast: Any, client_for: Any) -> None:
+    """A pool's simulated vGPU cards (two of 16384 MiB): a job of two pods of 10000 MiB takes a card each (binpack
+    cannot stack the second on the first's 6384 MiB left); each bound pod carries its card
+    (volcano.sh/vgpu-ids-new) on its row and in the cluster, and a later job's pod, read against them, waits. The
+    node shows its cards as the vGPU device plugin registers them."""
+    backend, _clock = pool_sim
+    scheduling_services.save_config(SYSTEM, VGPU)
+    cluster_services.sync_from_backend()
+    node = client_for(cast.victor).get("/api/v1/nodes/gpu-0").json()
+    card = "GPU-gpu-0-{},4,16384,NVIDIA,true,hami-core:"
+    assert node["metadata"]["annotations"] == {"volcano.sh/node-vgpu-register": card.format(0) + card.format(1)}
+    vgpu = {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "10000"}
+    _submit("first", 2, **vgpu)
+    for _ in range(3):
+        cycle_and_sync()
+    _submit("later", 1, **vgpu)
+    for _ in range(3):
+        cycle_and_sync()
+    pods = {p.name: p for p in Pod.objects.filter(namespace="team-a")}
+    held = {name: p.annotations.get("volcano.sh/vgpu-ids-new", "") for name, p in pods.items()}
+    assert sorted(v for k, v in held.items() if k.startswith("first-")) == [
+        "GPU-gpu-0-0,NVIDIA,10000,0:",
+        "GPU-gpu-0-1,NVIDIA,10000,0:",
+    ]
+    for name, pod in pods.items():
+        if name.startswith("first-"):
+            assert pod.node_name == "gpu-0"
+            assert backend.get_pod("team-a", name).annotations["volcano.sh/vgpu-ids-new"] == held[name]
+    assert [(p.node_name, held[n]) for n, p in pods.items() if n.startswith("later-")] == [("", "")]
+
+
 @pytest.mark.parametrize("pool_sim", ["hot:1x8c32Gi,cool:1x8c32Gi"], indirect=True)
 @pytest.mark.parametrize(
     ("plugins", "node"), [("  - name: binpack\n", "hot-0"), ("  - name: binpack\n  - name: usage\n", "cool-0")]

@@ -94,10 +94,14 @@ class Taint:
 
 
 #: Simulated nodes' hardware, as their pool spec declares it (``volcanoweb.clusters.backends.sim``): the usage
-#: model's factor, the NUMA layout (``SOCKETSxNUMAxCORESxTHREADS``) and the kubelet's topology manager policy.
+#: model's factor, the NUMA layout (``SOCKETSxNUMAxCORESxTHREADS``), the kubelet's topology manager policy and the
+#: vGPU cards.
 USAGE_FACTOR_LABEL = "sim.volcanoweb.io/usage-factor"
 NUMA_LABEL = "sim.volcanoweb.io/numa"
 TOPOLOGY_POLICY_LABEL = "sim.volcanoweb.io/topology-manager-policy"
+#: A simulated node's vGPU cards (``CARDSxMEMORYxSPLIT``: cards of MEMORY MiB, each shared by up to SPLIT pods), as
+#: its pool spec declares them; the node registers them as Volcano's vGPU device plugin does.
+VGPU_LABEL = "sim.volcanoweb.io/vgpu"
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,12 +33,17 @@ Pool spec format
   * ``gpumem=M``: GPU memory per card (in the device plugin's unit, MiB): the node's allocatable gets
     ``volcano.sh/gpu-number`` = its ``gpu`` count and ``volcano.sh/gpu-memory`` = count x M, the cards
     deviceshare shares.
+  * ``vgpu=M[xS]``: HAMi virtual GPUs (Volcano's vGPU device): each of the ``gpu`` cards has M MiB and is
+    shared by up to S pods (the device plugin's split count, default 10); the node's allocatable gets
+    ``volcano.sh/vgpu-number`` = count x S, ``volcano.sh/vgpu-memory`` = count x M and
+    ``volcano.sh/vgpu-cores`` = count x 100, and it registers the cards (label ``sim.volcanoweb.io/vgpu``:
+    ``COUNTxMxS``; its Node shows the ``volcano.sh/node-vgpu-register`` annotation Volcano reads).
 
 Example: ``"cpu:8x16c64Gi,gpu:4x32c256Gi4gpu[accelerator=a100]"`` is 8 nodes
 with 16 CPUs and 64 GiB each, and 4 nodes with 32 CPUs, 256 GiB and 4 GPUs;
 ``"gpu:64x32c256Gi8gpu{rack=16;spine=2}"`` is 4 racks of 16 GPU nodes in 2 spines;
 ``"cpu:4x16c64Gi(usage=0.8;numa=2x1x4x2;topology=single-numa-node),gpu:2x32c256Gi4gpu(gpumem=40960)"`` declares
-usage factors, a NUMA layout and shareable GPU memory.
+usage factors, a NUMA layout and shareable GPU memory; ``"vgpu:2x32c256Gi4gpu(vgpu=40960x4)"`` vGPU cards.
 
 Pod lifecycle
 =============
@@ -62,7 +67,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Protocol
 
-from .base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL, USAGE_FACTOR_LABEL, BackendEvent, NodeInfo
+from .base import NUMA_LABEL, TOPOLOGY_POLICY_LABEL, USAGE_FACTOR_LABEL, VGPU_LABEL, BackendEvent, NodeInfo
 from .simengine import UNREACHABLE_TAINT, SimEngine
 from .simrecords import DEFAULT_MAX_PODS, NodeRecord, PodKey, PodRecord, SimSettings
 from .simstore import SimTx
@@ -235,8 +240,8 @@ _TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 
 
 def _parse_hardware(text: str, pool: str, allocatable: dict[str, str]) -> dict[str, str]:
-    """``usage=F;numa=SxNxCxT;topology=P;gpumem=M``: the node labels they become (``gpumem`` adds the GPU
-    sharing resources to ``allocatable``)."""
+    """``usage=F;numa=SxNxCxT;topology=P;gpumem=M;vgpu=M[xS]``: the node labels they become (``gpumem`` and
+    ``vgpu`` add the GPU sharing resources to ``allocatable``)."""
     labels: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in text.split(";"))):
         key, sep, value = item.partition("=")
@@ -247,19 +252,42 @@ def _parse_hardware(text: str, pool: str, allocatable: dict[str, str]) -> dict[s
         elif key == "topology" and value in _TOPOLOGY_POLICIES:
             labels[TOPOLOGY_POLICY_LABEL] = value
         elif key == "gpumem" and value.isdigit() and int(value) > 0:
-            cards = int(float(allocatable.get("nvidia.com/gpu", "0")))
-            if not cards:
-                raise ValueError(f"pool {pool!r}: gpumem needs a gpu count in the shape")
+            cards = _gpu_count(pool, allocatable, key)
             allocatable["volcano.sh/gpu-number"] = str(cards)
             allocatable["volcano.sh/gpu-memory"] = str(cards * int(value))
+        elif key == "vgpu" and _VGPU_RE.match(value):
+            labels[VGPU_LABEL] = _vgpu(pool, allocatable, value)
         else:
             raise ValueError(
-                f"pool {pool!r}: invalid hardware term {item!r} "
-                "(usage=F, numa=SxNxCxT, topology=none|best-effort|restricted|single-numa-node, gpumem=MiB)"
+                f"pool {pool!r}: invalid hardware term {item!r} (usage=F, numa=SxNxCxT, "
+                "topology=none|best-effort|restricted|single-numa-node, gpumem=MiB, vgpu=MiB[xSPLIT])"
             )
     if TOPOLOGY_POLICY_LABEL in labels and NUMA_LABEL not in labels:
         raise ValueError(f"pool {pool!r}: topology=... needs numa=SxNxCxT")
     return labels
+
+
+_VGPU_RE = re.compile(r"^[1-9]\d*(x[1-9]\d*)?$")
+#: The vGPU device plugin's default split count (pods sharing a card).
+DEFAULT_VGPU_SPLIT = 10
+
+
+def _gpu_count(pool: str, allocatable: dict[str, str], term: str) -> int:
+    cards = int(float(allocatable.get("nvidia.com/gpu", "0")))
+    if not cards:
+        raise ValueError(f"pool {pool!r}: {term} needs a gpu count in the shape")
+    return cards
+
+
+def _vgpu(pool: str, allocatable: dict[str, str], value: str) -> str:
+    """``vgpu=M[xS]``: the node's vGPU resources (added to ``allocatable``) and its ``COUNTxMxS`` label."""
+    cards = _gpu_count(pool, allocatable, "vgpu")
+    memory, _, split = value.partition("x")
+    share = int(split) if split else DEFAULT_VGPU_SPLIT
+    allocatable["volcano.sh/vgpu-number"] = str(cards * share)
+    allocatable["volcano.sh/vgpu-memory"] = str(cards * int(memory))
+    allocatable["volcano.sh/vgpu-cores"] = str(cards * 100)
+    return f"{cards}x{memory}x{share}"
 
 
 def _parse_shape(shape: str, pool: str) -> dict[str, str]:
