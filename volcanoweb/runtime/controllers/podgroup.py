@@ -108,17 +108,7 @@ def job_podgroup_fields(job: Job, priority: Callable[[str], int | None] | None =
         pg_spec["priorityClassName"] = job.priority_class_name
     if spec.get("networkTopology"):
         pg_spec["networkTopology"] = spec["networkTopology"]
-    subgroups = [
-        {
-            "name": t["name"],
-            "subGroupSize": int(t["partitionPolicy"].get("partitionSize") or 1),
-            "minSubGroups": int(t["partitionPolicy"].get("minPartitions") or 0),
-            "labelSelector": {"matchLabels": {"volcano.sh/task-spec": t["name"]}},
-            "matchLabelKeys": ["volcano.sh/partition-id"],
-        }
-        for t in spec.get("tasks") or []
-        if t.get("partitionPolicy")
-    ]
+    subgroups = [_subgroup_policy(t) for t in spec.get("tasks") or [] if t.get("partitionPolicy")]
     if subgroups:
         pg_spec["subGroupPolicy"] = subgroups
     return {
@@ -167,6 +157,25 @@ def ensure_job_podgroup(
         podgroup.generation += 1
         podgroup.save(update_fields=[*changed, "resource_version", "generation"])
     return podgroup, False
+
+
+def _subgroup_policy(task: dict[str, Any]) -> dict[str, Any]:
+    """A task's partition policy as its PodGroup's sub-group policy (Volcano's getSubGroupPolicy), its network
+    topology (mode, highest tier allowed or named) included."""
+    partition = task["partitionPolicy"]
+    policy: dict[str, Any] = {
+        "name": task["name"],
+        "subGroupSize": int(partition.get("partitionSize") or 1),
+        "minSubGroups": int(partition.get("minPartitions") or 0),
+        "labelSelector": {"matchLabels": {"volcano.sh/task-spec": task["name"]}},
+        "matchLabelKeys": ["volcano.sh/partition-id"],
+    }
+    topology = partition.get("networkTopology")
+    if isinstance(topology, dict) and topology:
+        policy["networkTopology"] = {
+            k: topology[k] for k in ("mode", "highestTierAllowed", "highestTierName") if k in topology
+        }
+    return policy
 
 
 def _bare_pod_queue(pod: Pod) -> str:
