@@ -9,6 +9,7 @@ drops entries older than the retention window; a read from a revision at or belo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -39,7 +40,11 @@ class Expired(ApiError):
 
 @dataclass
 class Change:
-    """One entry: the change of one object at one revision (``data`` = the row after; before, for a delete)."""
+    """One entry: the change of one object at one revision (``data`` = the row after; before, for a delete).
+
+    The rows come from the database as JSON text and are decoded on first use: a process reads every entry
+    once, but most readers look at a few kinds only.
+    """
 
     rev: int
     kind: str
@@ -48,12 +53,31 @@ class Change:
     namespace: str
     name: str
     uid: str
-    data: dict[str, Any]
-    prev: dict[str, Any] | None
+    #: the row after the change (before, for a delete): a dict, or its JSON text until first read
+    raw_data: dict[str, Any] | str
+    #: the row before the change (None for a create): a dict, or its JSON text until first read
+    raw_prev: dict[str, Any] | str | None
     #: when the change was written (epoch seconds)
     at: float = 0.0
     #: rendered manifests, filled once per process by whoever needs them first (see ``manifest``)
     cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        raw = self.raw_data
+        if isinstance(raw, str):
+            raw = json.loads(raw)
+            if self.type != DELETED and "resource_version" in raw:
+                raw["resource_version"] = self.rev  # PostgreSQL gives the revision at commit, after the entry
+            self.raw_data = raw
+        return raw
+
+    @property
+    def prev(self) -> dict[str, Any] | None:
+        raw = self.raw_prev
+        if isinstance(raw, str):
+            raw = self.raw_prev = json.loads(raw)
+        return raw if isinstance(raw, dict) else None
 
     @property
     def before(self) -> dict[str, Any] | None:
@@ -68,17 +92,17 @@ class Change:
         return None if self.type == DELETED else self.data
 
 
-_COLUMNS = ("rev", "kind", "obj_id", "type", "namespace", "name", "uid", "data", "prev", "at")
+def _epoch(value: Any) -> float:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):  # SQLite's text
+        return datetime.fromisoformat(value).replace(tzinfo=UTC).timestamp()
+    return 0.0
 
 
-def _change(row: dict[str, Any]) -> Change:
-    values = {k: row[k] for k in _COLUMNS}
-    at = values["at"]
-    values["at"] = at.timestamp() if isinstance(at, datetime) else 0.0
-    data = values["data"]
-    if values["type"] != DELETED and isinstance(data, dict) and "resource_version" in data:
-        data["resource_version"] = values["rev"]  # PostgreSQL gives the revision at commit, after the entry
-    return Change(**values)
+def _change(row: tuple[Any, ...]) -> Change:
+    rev, kind, obj_id, type_, namespace, name, uid, data, prev, at = row
+    return Change(int(rev), kind, int(obj_id), type_, namespace, name, uid, data, prev, _epoch(at))
 
 
 #: The last frontier this process read, per database (PostgreSQL; see :func:`_frontier`).
@@ -141,15 +165,28 @@ def check(rev: int, compacted: int | None = None) -> None:
 def changes(
     after: int, kinds: Collection[str] | None = None, *, limit: int = BATCH, upto: int | None = None
 ) -> list[Change]:
-    """Return the committed changes with a revision above ``after`` (and at most ``upto``), oldest first."""
-    from volcanoweb.feed.models import FeedEntry
+    """Return the committed changes with a revision above ``after`` (and at most ``upto``), oldest first.
 
-    query = FeedEntry.objects.filter(rev__gt=after)
+    Plain SQL: the rows' JSON stays text until a reader looks at it (:class:`Change`)."""
+    where: list[str] = ["rev > %s"]
+    params: list[Any] = [after]
     if upto is not None:
-        query = query.filter(rev__lte=upto)
+        where.append("rev <= %s")
+        params.append(upto)
     if kinds is not None:
-        query = query.filter(kind__in=list(kinds))
-    return [_change(row) for row in query.order_by("rev").values(*_COLUMNS)[:limit]]
+        wanted = list(kinds)
+        if not wanted:
+            return []
+        where.append(f"kind IN ({', '.join(['%s'] * len(wanted))})")
+        params.extend(wanted)
+    text = "::text" if connection.vendor == "postgresql" else ""
+    sql = (
+        f"SELECT rev, kind, obj_id, type, namespace, name, uid, data{text}, prev{text}, at FROM feed_entry "
+        f"WHERE {' AND '.join(where)} ORDER BY rev LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, limit])
+        return [_change(row) for row in cursor.fetchall()]
 
 
 def iter_changes(after: int, until: int, kinds: Collection[str] | None = None) -> Iterator[Change]:

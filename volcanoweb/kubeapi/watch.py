@@ -195,10 +195,14 @@ def _positioned(feed: Any) -> Callable[[], list[bytes]]:
 
 
 async def events(stream: Stream) -> AsyncIterator[bytes]:
-    """The ASGI stream: woken by the tailer when the watched kind changed (the client may disconnect earlier)."""
+    """The ASGI stream: woken by the tailer when the watched kind changed (the client may disconnect earlier).
+
+    The events of one wakeup go out as one chunk (a client reads lines, whatever the chunks): one write to the
+    connection per wakeup, not one per event."""
     deadline = time.monotonic() + stream.timeout
-    for line in await sync_to_async(_released(stream.start))():
-        yield line
+    first = await sync_to_async(_released(stream.start))()
+    if first:
+        yield b"".join(first)
     if stream.done:
         return
     feed = tailer()
@@ -225,8 +229,8 @@ async def events(stream: Stream) -> AsyncIterator[bytes]:
             else:
                 stream.cursor = max(stream.cursor, found[1])
                 lines = [stream.bookmark()] if stream.bookmarks and _due(stream) else []
-            for line in lines:
-                yield line
+            if lines:
+                yield b"".join(lines)
     finally:
         feed.unsubscribe(subscriber)
 
