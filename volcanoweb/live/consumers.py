@@ -54,7 +54,7 @@ class ClientQueue:
     ``add`` merges a change into the pending state of its object (field by field, newest value first); past
     :data:`QUEUE_LIMIT` objects the most numerous kind becomes one marker, after which that kind's changes
     only count. ``refresh_all`` (the channel layer lost a message) replaces everything with one
-    ``{"kind": "*", "id": "*"}``. ``take`` returns the next frame, ``{"kind": "changes", "seq": n,
+    ``{"kind": "*", "id": "*"}``. ``take`` returns the next frame, ``{"kind": "changes",
     "t0": oldest commit time, "items": [...]}``, or None. ``stats`` counts changes received, merged into a
     newer state, folded into a marker, and the frames and items sent.
     """
@@ -118,7 +118,7 @@ class ClientQueue:
             items = [*self.items.values(), *({"kind": k, "id": "*", "count": n} for k, n in self.markers.items())]
         self.stats["frames"] += 1
         self.stats["items"] += len(items)
-        frame = {"kind": "changes", "seq": self.stats["frames"], "t0": self.t0, "items": items}
+        frame = {"kind": "changes", "t0": self.t0, "items": items}
         self.items, self.markers, self.everything, self.t0 = {}, {}, False, None
         return frame
 
@@ -182,16 +182,18 @@ _SELECTED: dict[tuple[Any, ...], list[tuple[dict[str, Any], float]]] = {}
 _SELECTED_MAX = 512
 
 
-def _selected(
-    changes: list[Any], reader: tuple[Any, ...], topics: dict[str, tuple[str, ...]] | None
-) -> list[tuple[dict[str, Any], float]]:
-    """The messages of ``changes`` for ``reader`` (tailer generation, cursor, upto, admin, tenants)."""
+Selected = tuple[tuple[Any, ...], list[tuple[dict[str, Any], float]]]
+
+
+def _selected(changes: list[Any], reader: tuple[Any, ...], topics: dict[str, tuple[str, ...]] | None) -> Selected:
+    """The messages of ``changes`` for ``reader`` (tailer generation, cursor, upto, admin, tenants), and the key
+    that names them (the same for every socket of that reader and subscription)."""
     admin, tenants = reader[3], reader[4]
     topics_key = None if topics is None else tuple(sorted(topics.items()))
     key = (*reader, len(changes), topics_key)
     hit = _SELECTED.get(key)
     if hit is not None:
-        return hit
+        return key, hit
     out = []
     for change in changes:
         found = feedsource.message(change)
@@ -203,7 +205,34 @@ def _selected(
     if len(_SELECTED) >= _SELECTED_MAX:
         _SELECTED.clear()
     _SELECTED[key] = out
-    return out
+    return key, out
+
+
+#: (the selections a frame holds, by key) -> (frame text, items): the sockets of one reader that keep up wake for
+#: the same changes and send the same frame, which is built and serialised once.
+_FRAMES: dict[tuple[Any, ...], tuple[str, int]] = {}
+_FRAMES_MAX = 256
+#: Selections a socket may hold before they are merged into its queue (a socket whose frames lag behind).
+MAX_BATCHES = 64
+
+
+def _frame(batches: list[Selected]) -> tuple[str, int]:
+    """The text of the frame of ``batches`` (each object's latest state, folded past :data:`QUEUE_LIMIT` as a
+    socket's :class:`ClientQueue` folds) and its item count, built once per set of selections."""
+    key = tuple(k for k, _ in batches)
+    hit = _FRAMES.get(key)
+    if hit is not None:
+        return hit
+    queue = ClientQueue()
+    for _, messages in batches:
+        for payload, at in messages:
+            queue.add(payload, at)
+    frame = queue.take()
+    text = json.dumps(frame, separators=(",", ":")) if frame is not None else ""
+    if len(_FRAMES) >= _FRAMES_MAX:
+        _FRAMES.clear()
+    _FRAMES[key] = found = (text, queue.stats["items"])
+    return found
 
 
 @database_sync_to_async
@@ -244,6 +273,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
     def init_state(self) -> None:
         """The socket's queue, subscription (None: everything), sender and sequence bookkeeping."""
         self.queue = ClientQueue()
+        #: the log's selections not sent yet (shared with the other sockets of this reader)
+        self.batches: list[Selected] = []
         self.topics: dict[str, tuple[str, ...]] | None = None
         self.sender: asyncio.Task[None] | None = None
         self.wake = asyncio.Event()
@@ -306,6 +337,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
         ring no longer reaches back for gets one resync (``{"kind": "*"}``)."""
         found = self.feed.read_all(self.cursor)
         if found is None:
+            self.batches = []
             self.queue.refresh_all()
             self.cursor = self.feed.position
             return
@@ -315,9 +347,33 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
         if any(feedsource.needs_database(c) for c in changes):
             await database_sync_to_async(feedsource.prepare)(changes)
         reader = (self.feed.generation, self.cursor, upto, self.admin, self.tenants)
-        for payload, at in _selected(changes, reader, self.topics):
-            self.queue.add(payload, at)
+        selection = _selected(changes, reader, self.topics)
+        if selection[1]:
+            self.batches.append(selection)
+            if len(self.batches) > MAX_BATCHES:  # frames lag behind: merge (and fold) in this socket's queue
+                self._merge_batches()
         self.cursor = upto if self.cursor is None else max(self.cursor, upto)
+
+    def _merge_batches(self) -> None:
+        for _, messages in self.batches:
+            for payload, at in messages:
+                self.queue.add(payload, at)
+        self.batches = []
+
+    def _next_frame(self) -> str | None:
+        """The text of the next frame: shared with the other sockets of this reader when only the log's
+        selections are pending (the common case), else this socket's own."""
+        if self.batches and not self.queue:
+            text, items = _frame(self.batches)
+            self.batches = []
+            self.queue.stats["frames"] += 1
+            self.queue.stats["items"] += items
+            self.queue.stats["changes"] += items
+            return text or None
+        if self.batches:
+            self._merge_batches()
+        frame = self.queue.take()
+        return None if frame is None else json.dumps(frame, separators=(",", ":"))
 
     async def _leave(self) -> None:
         subscriber = getattr(self, "subscriber", None)
@@ -437,12 +493,12 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             if self.feed_pending and not self.revoked:
                 self.feed_pending = False
                 await self._pull_feed()
-            frame = self.queue.take()
-            if frame is None or self.revoked:
+            text = self._next_frame()
+            if text is None or self.revoked:
                 continue
             self.sending, self.behind = True, 0
             try:
-                await self.send(text_data=json.dumps(frame, separators=(",", ":")))
+                await self.send(text_data=text)
             except Exception:  # the socket is gone: disconnect() follows
                 log.debug("live frame not sent", exc_info=True)
                 return

@@ -365,3 +365,30 @@ async def test_an_oversized_frame_closes_the_socket(world: Cast) -> None:
     await socket.send_to(text_data="x" * (consumers.MAX_FRAME_BYTES + 1))
     output = await socket.receive_output(timeout=2)
     assert output == {"type": "websocket.close", "code": consumers.CLOSE_TOO_BIG}
+
+
+async def test_sockets_of_one_reader_get_one_frame_built_and_serialised_once(
+    world: Cast, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five sockets of alice wake for the same changes: each gets the same frame, serialised once for all of them
+    (the fan-out's cost grows with the changes and the readers, not with the sockets)."""
+    built: list[int] = []
+    real = consumers._frame
+
+    def counted(batches: Any) -> tuple[str, int]:
+        hit = tuple(k for k, _ in batches) in consumers._FRAMES
+        found = real(batches)
+        if not hit:
+            built.append(found[1])
+        return found
+
+    monkeypatch.setattr(consumers, "_frame", counted)
+    consumers._FRAMES.clear()
+    opened = [await open_socket(world.alice) for _ in range(5)]
+    await gang("shared", world.team_a, "team-a")
+    frames = [await drain(socket) for socket in opened]
+    assert all(ids(f, "podgroup") == {"team-a/shared"} for f in frames)
+    assert all(f == frames[0] for f in frames)
+    assert 0 < len(built) < len(opened)  # one frame per wakeup of the tailer, not one per socket
+    for socket in opened:
+        await socket.disconnect()
