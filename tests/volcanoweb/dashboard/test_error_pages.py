@@ -132,3 +132,55 @@ def test_a_tenant_admin_on_the_cycles_page_gets_the_page_saying_why(world: Any, 
     assert response.status_code == 403
     assert 'aria-label="Main"' in html  # inside the product's shell
     assert "only platform admins download them" in html
+
+
+def _cronjob(namespace: str, queue: str) -> None:
+    """Cookbook 14's CronJob, in ``namespace`` on ``queue``."""
+    from tests.volcanoweb import builders
+    from volcanoweb.workflows import services as workflows
+
+    (doc,) = builders.cookbook_documents("14-cronjob-daily-report.yaml")
+    doc["spec"]["jobTemplate"]["spec"]["queue"] = queue
+    workflows.apply_cronjob(builders.SYSTEM, doc, namespace)
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_a_deleted_cronjobs_live_partials_say_who_deleted_it_and_when(world: Any, login: Any, debug: bool) -> None:
+    """As a job's: the CronJob page's three live regions got three "Not found" fragments and kept asking."""
+    import json
+
+    from volcanoweb.tenancy.access import access_for
+    from volcanoweb.workflows import services as workflows
+
+    _cronjob("team-a", "team-a-q")
+    workflows.delete_workflow_object(access_for(world.cast.bob), "CronJob", "team-a", "daily-report")
+    client = login(world.cast.alice)
+    with override_settings(DEBUG=debug):
+        responses = [
+            client.get(f"/cronjobs/team-a/daily-report/?fragment={f}", HTTP_HX_REQUEST="true")
+            for f in ("summary", "history", "actions")
+        ]
+        page = client.get("/cronjobs/team-a/daily-report/")
+    for r in responses:
+        html = r.content.decode()
+        assert r.status_code == 200, html[:300]
+        assert 'data-gone="cronjob"' in html
+        message = json.loads(r["HX-Trigger"])["objectGone"]["message"]
+        assert message.startswith("This CronJob (team-a/daily-report) was deleted by bob at ")
+    assert page.status_code == 404
+    assert "This CronJob (team-a/daily-report) was deleted by bob at " in page.content.decode()
+
+
+def test_another_tenant_learns_nothing_from_a_deleted_cronjobs_or_jobflows_page(world: Any, login: Any) -> None:
+    from tests.volcanoweb import builders
+    from volcanoweb.workflows import services as workflows
+
+    _cronjob("team-b", "team-b-q")
+    workflows.delete_workflow_object(builders.SYSTEM, "CronJob", "team-b", "daily-report")
+    client = login(world.cast.alice)
+    for url in ("/cronjobs/team-b/daily-report/?fragment=summary", "/jobflows/team-b/etl/?fragment=phase"):
+        r = client.get(url, HTTP_HX_REQUEST="true")
+        assert r.status_code == 404
+        assert "HX-Trigger" not in r
+        assert "Not found" in r.content.decode()
+    assert client.get("/cronjobs/team-b/daily-report/").status_code == 404

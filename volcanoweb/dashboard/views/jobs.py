@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from volcanoweb.core.errors import ApiError
-from volcanoweb.dashboard import diagnosis, errors, gone, queries
+from volcanoweb.dashboard import diagnosis, gone, queries
 from volcanoweb.dashboard.actions import ACTIONS, job_actions, result_message, unavailable_reason, waiting_command
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import HtmxHttpRequest, error_info, page
@@ -169,12 +169,7 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     try:
         job = _scoped_job(request, namespace, name)
     except Http404:
-        found = gone.deleted(scope, "Job", f"{namespace}/{name}")
-        if found is None:
-            raise  # never seen, or not the caller's to see: the 404 (a fragment for htmx, ErrorPagesMiddleware)
-        if fragment or request.headers.get("HX-Request"):
-            return gone.gone_fragment(request, found)
-        return errors.not_found_page(request, found.text)
+        return gone.deleted_answer(request, scope, "Job", f"{namespace}/{name}")
     context: dict[str, Any] = {"nav": "jobs", "job": job, "podgroup": job.podgroup if _has_podgroup(job) else None}
     context["can_write"] = scope.can_write(job.tenant_id)
     if fragment in (None, "actions"):
