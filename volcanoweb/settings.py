@@ -406,13 +406,22 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        # Django's own console handler (DEBUG only) printed every request line a second time, bare: naming the
+        # logger here drops it, and its lines reach the console above once, formatted
+        "django": {"level": "INFO"},
         "django.db.backends": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
         "celery": {"level": "INFO"},
         # Embedded (`make run`): tasks run in line, so Celery's "Task ... succeeded in ...: {result}" line per task
-        # and kombu's "No hostname was supplied" about the in-memory broker are noise; real problems still show.
+        # and kombu's "No hostname was supplied" about the in-memory broker are noise; so is "Not Found: /path" or
+        # "Forbidden: /path" for each 4xx answer (the browser shows the product's page saying so); real problems
+        # (server errors, django.security's warnings) still show.
         **(
-            {"celery.app.trace": {"level": "WARNING"}, "kombu.connection": {"level": "ERROR"}}
+            {
+                "celery.app.trace": {"level": "WARNING"},
+                "kombu.connection": {"level": "ERROR"},
+                "django.request": {"level": "ERROR"},
+            }
             if CELERY_TASK_ALWAYS_EAGER
             else {}
         ),
