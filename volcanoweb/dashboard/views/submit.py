@@ -220,7 +220,10 @@ def _nothing_runs(outcome: Any) -> tuple[str, str, list[Reason], Job] | None:
     key = f"{outcome.namespace}/{outcome.name}"
     finished = existing.phase in FINISHED_JOB_PHASES
     if outcome.action == "unchanged" and not finished:
-        detail = f"{key} is {existing.phase}; applying leaves it as it is."
+        detail = (
+            f"{key} is {existing.phase}; applying leaves it as it is. To run another job from this manifest, change "
+            "metadata.name here; once it has finished, Run again on its page makes a new job from its spec."
+        )
         return (
             "wait",
             f"Nothing would change: {key} already exists with this spec",
