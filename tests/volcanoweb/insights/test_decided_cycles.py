@@ -77,3 +77,48 @@ def test_the_first_cycle_after_a_queue_change_is_kept_for_its_effects(cluster: A
     assert after.pk in _kept()  # the input the change's effects are computed on
     insights.prune(timezone.now() + timedelta(seconds=settings.INSIGHTS_DECIDED_CYCLE_RETENTION + 1))
     assert after.pk not in _kept()
+
+
+def test_a_changes_effects_cite_its_first_cycle_after_the_runs_prune_or_say_it_is_gone(
+    cluster: Any, cast: Any, settings: Any
+) -> None:
+    """The runs prune (every 100 cycles, the runs older than the last KEEP_RUNS whose input was not a deciding
+    cycle's) deleted the first cycle after a change, and its input with it (cascade), though the insights prune
+    keeps that input for the retention: the change's effects then cited the first run left after it, a later
+    cycle, as "the first after the change", and moved on as runs went. Now that run stays while its input does;
+    once both are gone (the change older than the retention), the effects say so and cite no later cycle."""
+    from volcanoweb.audit.models import AuditEntry
+    from volcanoweb.insights.effects import effects_for
+    from volcanoweb.queues import services as queue_services
+    from volcanoweb.scheduling.cycles import prune_runs
+    from volcanoweb.scheduling.models import SchedulingRun
+
+    _backend, clock = cluster
+    make_gang("fits", 1, tenant=cast.team_a, cpu=1000)
+    cluster_services.sync_from_backend()
+    cycles(clock, 2)  # binds, then quiet
+    queue_services.update_queue_spec(SYSTEM, "default", {"weight": 3}, source="test")
+    change = AuditEntry.objects.filter(kind="Queue", object_key="default", action="update").latest("at")
+    after, *_quiet = cycles(clock, 3)  # quiet cycles: nothing decided
+    make_gang("later", 1, tenant=cast.team_a, cpu=1000)
+    cluster_services.sync_from_backend()
+    later, last = cycles(clock, 2)  # a later cycle that decided something (a bind): kept for the retention
+    assert CycleInput.objects.get(run_id=later.pk).decided
+    settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1
+    insights.prune()
+    prune_runs(last.pk, keep=1)
+    assert SchedulingRun.objects.filter(pk=after.pk).exists()  # kept with its input
+    effects = effects_for(SYSTEM, change.pk)
+    assert effects is not None
+    assert effects["cycle"] == after.pk
+    assert effects["available"] is True
+    # past the retention the first cycle after the change goes, run and input; a later one is never cited
+    settings.INSIGHTS_DECIDED_CYCLE_RETENTION = 0.001
+    insights.prune(timezone.now() + timedelta(seconds=1))
+    prune_runs(last.pk, keep=1)
+    assert not SchedulingRun.objects.filter(pk=after.pk).exists()
+    gone = effects_for(SYSTEM, change.pk)
+    assert gone is not None
+    assert gone["available"] is False
+    assert gone.get("cycle") not in (later.pk, last.pk)
+    assert "the first cycle after this change is no longer kept" in gone["message"]
