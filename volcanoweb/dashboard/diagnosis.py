@@ -32,7 +32,9 @@ WAITING_PHASES = (JobPhase.PENDING, JobPhase.RESTARTING)
 
 
 def _stored_reason(podgroup: PodGroup | None) -> Reason | None:
-    """The reason the last cycle wrote on the PodGroup; else the newest run's entry for it."""
+    """The reason the last cycle wrote on the PodGroup; else the newest run's entry for it. The cycle cited is the
+    one the job's current wait began in (a deciding cycle, kept for the retention); the condition's transition
+    moves with the message's numbers, to cycles not kept."""
     if podgroup is None:
         return None
     status = podgroup.status or {}
@@ -48,7 +50,16 @@ def _stored_reason(podgroup: PodGroup | None) -> Reason | None:
         if found is None:
             return None
         cycle, data = found
-    return scheduler_reason(data, cycle)
+    return scheduler_reason(data, _wait_began(podgroup.key) or cycle)
+
+
+def _wait_began(key: str) -> str:
+    """The cycle the PodGroup's open wait interval began in (insights' timeline), or "" (none recorded)."""
+    from volcanoweb.insights.models import EntryKind, TimelineEntry
+
+    waits = TimelineEntry.objects.filter(podgroup_key=key, kind=EntryKind.WAIT, ended_at__isnull=True)
+    began = waits.order_by("-started_at", "-id").values_list("started_run", flat=True).first()
+    return str(began) if began else ""
 
 
 def _said_for_kubectl(podgroup: PodGroup | None) -> set[str]:

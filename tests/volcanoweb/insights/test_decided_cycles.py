@@ -122,3 +122,42 @@ def test_a_changes_effects_cite_its_first_cycle_after_the_runs_prune_or_say_it_i
     assert gone["available"] is False
     assert gone.get("cycle") not in (later.pk, last.pk)
     assert "the first cycle after this change is no longer kept" in gone["message"]
+
+
+def test_the_cycle_a_waiting_jobs_page_cites_is_kept_when_its_verdict_changes(
+    cluster: Any, cast: Any, settings: Any, client_for: Any
+) -> None:
+    """Only a job's first unschedulable verdict was a deciding cycle: when the verdict changed (refused by its
+    queue's capability, then by the cluster's admission room), the job's page cited the cycle of the new verdict,
+    whose input went with the last N. A changed verdict decides too (kept, and found by the job filter), and the
+    page cites the cycle its current wait began in."""
+    import re
+
+    from tests.volcanoweb import builders
+    from tests.volcanoweb.insights.scenario import submit
+    from volcanoweb.insights.models import DecisionKind
+    from volcanoweb.queues import services as queue_services
+
+    _backend, clock = cluster
+    builders.make_queue("capped", capability={"cpu": "20", "memory": "640Gi"}, allowed=("team-a",))
+    builders.make_queue("roomy", allowed=("team-a",))
+    submit("wide", "capped", 15, "2")  # 30 CPU > its queue's 20: proportion refuses
+    first, *_ = cycles(clock, 2)
+    submit("holder", "roomy", 5, "2", duration="1h")  # 10 CPU, bound and running for the rest of the test
+    cycles(clock, 3)
+    queue_services.update_queue_spec(SYSTEM, "capped", {"capability": {"cpu": "100", "memory": "640Gi"}}, source="t")
+    cycles(clock, 4)  # now the cluster's admission room refuses it (30 > 32 x 1.2 - 10): a new verdict
+    client = client_for(cast.alice)
+    page = client.get("/jobs/team-a/wide/?fragment=status").content.decode()
+    assert "resource in cluster is overused" in page
+    cited = int(re.findall(r"cycle #(\d+)", page)[0])
+    assert cited > first.pk
+    changed = CycleDecision.objects.get(job="team-a/wide", kind=DecisionKind.VERDICT)
+    assert changed.run_id == cited
+    settings.INSIGHTS_KEEP_CYCLE_INPUTS = 1
+    cycles(clock, 2)
+    insights.prune()
+    assert cited in _kept()  # the cycle the page cites can still be downloaded
+    assert first.pk in _kept()  # the first verdict too
+    found = insights.list_cycles(SYSTEM, where=insights.cycle_filter({"job": "team-a/wide"}))
+    assert {first.pk, cited} <= {c["cycle"] for c in found}
