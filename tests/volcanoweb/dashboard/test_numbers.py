@@ -17,6 +17,13 @@ def test_resource_vectors_in_messages_are_rewritten() -> None:
     assert human_message("no vectors here {x}") == "no vectors here {x}"
 
 
+def test_every_amount_says_its_unit() -> None:
+    """Ephemeral storage read "1,200 ephemeral-storage" in a queue's real capability: 1,200 of what?"""
+    from volcanoweb.dashboard.reasons import vector_text
+
+    assert vector_text({"cpu": 2000, "ephemeral-storage": 1200 * 1024**3}) == "2 CPU, 1,200 GiB ephemeral storage"
+
+
 def test_overcommit_shows_the_comparison_that_decided_with_the_nodes_pages_figures(world: Any) -> None:
     """16 GPU on the nodes, none in use: 8 admitted + 12 requested = 20 > 19.2 admissible (16 x 1.2 - 0). The
     free figure is the Nodes page's (16), not the core's rounded idle x factor divided back (15.8)."""
