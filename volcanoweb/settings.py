@@ -38,6 +38,8 @@ if not SECRET_KEY:
     SECRET_KEY = "insecure-dev-key-change-me"  # development default only; refused when DEBUG is off
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# a stale form's post gets the product's answer, never Django's page (with DEBUG, its help section)
+CSRF_FAILURE_VIEW = "volcanoweb.dashboard.errors.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",

@@ -137,3 +137,31 @@ def test_a_cronjob_or_jobflow_deleted_by_a_colleague_says_so_once_on_its_open_pa
             guard.check()
         finally:
             context.close()
+
+
+def test_a_page_older_than_the_sign_in_says_what_to_do_not_djangos_csrf_page(session: Any) -> None:
+    """Signed in again in another tab (a new CSRF secret), the first tab's Delete got Django's "CSRF verification
+    failed" page swapped into its flash region; now a line saying to reload, and nothing is deleted."""
+    from volcanoweb.demo.services import seed_demo
+    from volcanoweb.jobs.models import Job
+
+    seed_demo()
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto(JOB)
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="Log out").click()
+    login(other, "alice", PASSWORD)
+    other.close()
+    page.get_by_role("group", name="Job actions").get_by_role("button", name="Delete").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    alert = page.locator("#flash [role=alert]")
+    alert.wait_for()
+    text = alert.inner_text()
+    assert "Reload the page and try again; nothing was changed." in text, text
+    assert "CSRF verification failed" not in page.locator("body").inner_text()
+    assert Job.objects.filter(namespace="ml", name="pytorch-distributed").exists()
+    shot(page, "job-stale-page-delete")
+    guard.errors = [e for e in guard.errors if "403" not in e]  # the answer's own 403, as the browser and htmx log it
+    guard.check()

@@ -1,6 +1,7 @@
 """The product's own 404, 403 and 500 pages and fragments: Django's debug pages are never shown, DEBUG or not.
 
-``urls.py`` points ``handler404``/``handler403``/``handler500`` here; :class:`ErrorPagesMiddleware` renders
+``urls.py`` points ``handler404``/``handler403``/``handler500`` here (and ``CSRF_FAILURE_VIEW`` at
+:func:`csrf_failure`); :class:`ErrorPagesMiddleware` renders
 the same pages while DEBUG is on (where Django would show its technical 404 and 500 pages), and for htmx
 requests a small error fragment instead of any page. The API keeps its Kubernetes ``Status`` bodies.
 """
@@ -29,9 +30,9 @@ log = logging.getLogger(__name__)
 NOT_PAGES = ("/api/", "/apis/", "/static/", "/ws/", "/admin/", "/healthz", "/livez", "/readyz", "/metrics")
 
 
-def _render(request: HttpRequest, code: int, text: str = "") -> HttpResponse:
-    title, default = TEXTS[code]
-    text = text or default
+def _render(request: HttpRequest, code: int, text: str = "", title: str = "") -> HttpResponse:
+    default_title, default = TEXTS[code]
+    title, text = title or default_title, text or default
     context = {"error_code": code, "error_title": title, "error_text": text, "request_path": request.path}
     return render(request, f"{code}.html", context, status=code)
 
@@ -49,6 +50,22 @@ def not_found_page(request: HttpRequest, text: str) -> HttpResponse:
 def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """handler403."""
     return _render(request, 403)
+
+
+#: What a stale form says: its page was rendered before the user signed in again (here or in another tab), which
+#: gave the session a new CSRF secret, or before the session ended.
+STALE_FORM = (
+    "This page is older than your sign-in: you signed in again (perhaps in another tab) or your session ended, so "
+    "its forms are no longer accepted. Reload the page and try again; nothing was changed."
+)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: Django's own page (with DEBUG, its help section) was swapped into the page by htmx. A
+    partial gets a small fragment, a form post the product's 403 page, both saying what to do."""
+    if request.headers.get("HX-Request"):
+        return render(request, "dashboard/_error.html", {"error": {"message": STALE_FORM}}, status=403)
+    return _render(request, 403, STALE_FORM, "This page is out of date")
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

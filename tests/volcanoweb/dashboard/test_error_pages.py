@@ -184,3 +184,31 @@ def test_another_tenant_learns_nothing_from_a_deleted_cronjobs_or_jobflows_page(
         assert "HX-Trigger" not in r
         assert "Not found" in r.content.decode()
     assert client.get("/cronjobs/team-b/daily-report/").status_code == 404
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_a_stale_csrf_token_gets_the_products_answer_not_djangos_page(world: Any, login: Any, debug: bool) -> None:
+    """A page open while its user signed in again elsewhere (which rotates the CSRF secret) posts a stale token:
+    Django answered with its own "CSRF verification failed" page (with DEBUG, its help section), which htmx
+    swapped into the page. A partial gets a small fragment saying what to do; a form post, the product's 403."""
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(world.cast.alice)
+    client.get("/jobs/team-a/train-a/")  # sets the CSRF cookie
+    stale = {"action": "delete", "csrfmiddlewaretoken": "x" * 64}
+    with override_settings(DEBUG=debug):
+        fragment = client.post("/jobs/team-a/train-a/action/", stale, HTTP_HX_REQUEST="true")
+        form = client.post("/jobs/team-a/train-a/action/", stale)
+    html = fragment.content.decode()
+    assert fragment.status_code == 403
+    assert "CSRF verification failed" not in html
+    assert "DEBUG" not in html
+    assert "<html" not in html  # a fragment, not a page
+    assert "Reload the page" in html
+    page = form.content.decode()
+    assert form.status_code == 403
+    assert "CSRF verification failed" not in page
+    assert 'aria-label="Main"' in page  # the product's page, in its shell
+    assert "Reload the page" in page
+    assert world.job_a.__class__.objects.filter(pk=world.job_a.pk).exists()  # nothing was deleted
