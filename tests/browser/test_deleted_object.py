@@ -165,3 +165,26 @@ def test_a_page_older_than_the_sign_in_says_what_to_do_not_djangos_csrf_page(ses
     shot(page, "job-stale-page-delete")
     guard.errors = [e for e in guard.errors if "403" not in e]  # the answer's own 403, as the browser and htmx log it
     guard.check()
+
+
+def test_a_page_whose_session_ended_goes_to_the_sign_in_whole_and_comes_back(session: Any) -> None:
+    """Signed out in another tab, a click that loads a region (Compute suggestions) got the sign-in page inside the
+    region; now the whole page goes to the sign-in, and back to the job after it."""
+    from volcanoweb.demo.services import seed_demo
+
+    seed_demo()
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto(JOB)
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="Log out").click()
+    other.close()
+    page.get_by_role("button", name="Compute suggestions").click()
+    page.wait_for_url("**/login/?next=/jobs/ml/pytorch-distributed/")
+    assert page.locator("#job-suggestions-result").count() == 0  # no page inside the page
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"**{JOB}")
+    guard.check()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -93,15 +94,32 @@ def error_fragment(request: HttpRequest, code: int) -> HttpResponse:
     return render(request, "dashboard/_error.html", {"error": {"message": messages[code]}}, status=code)
 
 
+def _to_sign_in(response: HttpResponse) -> bool:
+    return response.status_code == 302 and str(response.get("Location", "")).startswith(str(settings.LOGIN_URL))
+
+
+def _page_to_sign_in(request: HttpRequest) -> HttpResponse:
+    """For a partial whose session ended: the browser would follow the redirect and htmx swap the sign-in page into
+    the region; send the whole page there instead, to come back to it (``HX-Current-URL``) after signing in."""
+    current = urlsplit(request.headers.get("HX-Current-URL", ""))
+    page = (current.path or "/") + (f"?{current.query}" if current.query else "")
+    response = HttpResponse(status=200)
+    response["HX-Redirect"] = f"{settings.LOGIN_URL}?{urlencode({'next': page}, safe='/')}"
+    return response
+
+
 class ErrorPagesMiddleware:
     """With DEBUG on, show the product's 404/403/500 page instead of Django's technical ones on browser pages; for
-    htmx requests (DEBUG or not) a small error fragment."""
+    htmx requests (DEBUG or not) a small error fragment, and the whole page to the sign-in when the session ended
+    (never the sign-in page inside a region)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
+        if _is_fragment(request) and _to_sign_in(response):
+            return _page_to_sign_in(request)
         if response.status_code == 404 and getattr(request, "resolver_match", None) is None:  # no URL matched
             if _is_fragment(request):
                 return error_fragment(request, 404)

@@ -212,3 +212,20 @@ def test_a_stale_csrf_token_gets_the_products_answer_not_djangos_page(world: Any
     assert 'aria-label="Main"' in page  # the product's page, in its shell
     assert "Reload the page" in page
     assert world.job_a.__class__.objects.filter(pk=world.job_a.pk).exists()  # nothing was deleted
+
+
+def test_a_partial_of_a_page_whose_session_ended_sends_the_page_to_the_sign_in(world: Any) -> None:
+    """A partial asked for after the session ended (signed out in another tab, expired) was redirected to the
+    sign-in page, which the browser followed and htmx swapped into the region: a whole page inside the page. Now
+    the whole page goes to the sign-in, and comes back to itself after it."""
+    from django.test import Client
+
+    client = Client()
+    page = "/jobs/team-a/train-a/"
+    response = client.get(f"{page}?fragment=status", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=f"http://t{page}")
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == f"/login/?next={page}"
+    assert response.content == b""
+    plain = client.get(page)  # a page itself still goes to the sign-in the usual way
+    assert plain.status_code == 302
+    assert plain["Location"].startswith("/login/")
