@@ -38,6 +38,8 @@ if not SECRET_KEY:
     SECRET_KEY = "insecure-dev-key-change-me"  # development default only; refused when DEBUG is off
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# a stale form's post gets the product's answer, never Django's page (with DEBUG, its help section)
+CSRF_FAILURE_VIEW = "volcanoweb.dashboard.errors.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",
@@ -415,13 +417,22 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        # Django's own console handler (DEBUG only) printed every request line a second time, bare: naming the
+        # logger here drops it, and its lines reach the console above once, formatted
+        "django": {"level": "INFO"},
         "django.db.backends": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
         "celery": {"level": "INFO"},
         # Embedded (`make run`): tasks run in line, so Celery's "Task ... succeeded in ...: {result}" line per task
-        # and kombu's "No hostname was supplied" about the in-memory broker are noise; real problems still show.
+        # and kombu's "No hostname was supplied" about the in-memory broker are noise; so is "Not Found: /path" or
+        # "Forbidden: /path" for each 4xx answer (the browser shows the product's page saying so); real problems
+        # (server errors, django.security's warnings) still show.
         **(
-            {"celery.app.trace": {"level": "WARNING"}, "kombu.connection": {"level": "ERROR"}}
+            {
+                "celery.app.trace": {"level": "WARNING"},
+                "kombu.connection": {"level": "ERROR"},
+                "django.request": {"level": "ERROR"},
+            }
             if CELERY_TASK_ALWAYS_EAGER
             else {}
         ),

@@ -146,7 +146,10 @@ def test_submit_page_gives_dry_run_feedback(session: Any, demo: None) -> None:
     page.get_by_label("Start from").select_option("01-pytorch-distributed.yaml")
     page.wait_for_selector("[data-dry-run=ok]")
     # the demo applied this template already: applying it again would change nothing, and the dry run says so
-    assert "Nothing would change: ml/pytorch-distributed already exists" in page.locator("#dry-run").inner_text()
+    dry = page.locator("#dry-run").inner_text()
+    assert "Nothing would change: ml/pytorch-distributed already exists" in dry
+    assert "To run another job from this manifest, change metadata.name here" in dry  # and what to do (issue 29)
+    assert "Would be admitted" not in dry
     editor = page.get_by_label("Manifest YAML")
     editor.fill("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata:\n  name: broken\nspec:\n  tasks: [\n")
     page.wait_for_selector("[data-dry-run=error]")

@@ -11,6 +11,7 @@ import pytest
 from django.conf import settings
 
 from tests.browser.conftest import login, open_page, shot
+from tests.browser.embedded import embedded_server
 from tests.e2e.procs import database_url, free_port, manage, running, wait_http
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -74,3 +75,116 @@ def test_a_job_deleted_by_a_colleague_says_so_once_on_its_open_page(browser: Any
         finally:
             alice_context.close()
             bob_context.close()
+
+
+def _cronjob_and_jobflow() -> None:
+    """The cookbook's CronJob and the product's JobFlow template, in namespace data (carol's tenant)."""
+    import yaml
+
+    from volcanoweb.apply import apply_documents
+    from volcanoweb.tenancy.access import SYSTEM
+
+    root = Path(__file__).resolve().parents[2] / "volcanoweb" / "demo"
+    docs = [yaml.safe_load((root / "cookbook" / "14-cronjob-daily-report.yaml").read_text())]
+    docs += list(yaml.safe_load_all((root / "templates" / "15-jobflow-etl.yaml").read_text()))
+    apply_documents(SYSTEM, [d for d in docs if d], default_namespace="data")
+
+
+@pytest.mark.parametrize(
+    ("kind", "url", "key"),
+    [("CronJob", "/cronjobs/data/daily-report/", "data/daily-report"), ("JobFlow", "/jobflows/data/etl/", "data/etl")],
+)
+def test_a_cronjob_or_jobflow_deleted_by_a_colleague_says_so_once_on_its_open_page(
+    browser: Any, tmp_path: Path, kind: str, url: str, key: str
+) -> None:
+    """The same for the other pages with live regions of one object: every region got "Not found" (three copies on
+    a CronJob's page) and kept asking; now the page says once who deleted it and when."""
+    from django.contrib.auth import get_user_model
+
+    from volcanoweb.demo.services import seed_demo
+    from volcanoweb.tenancy.access import access_for
+    from volcanoweb.workflows import services as workflows
+
+    seed_demo()
+    _cronjob_and_jobflow()
+    with embedded_server(tmp_path, f"deleted-{kind.lower()}-server", DEBUG="true") as base:
+        context, page, guard = open_page(browser, base)
+        try:
+            login(page, "carol", PASSWORD)
+            page.goto(url)
+            page.wait_for_selector("#live-status[data-state=live]", timeout=15000)
+            namespace, name = key.split("/")
+            carol = access_for(get_user_model().objects.get(username="carol"))
+            workflows.delete_workflow_object(carol, kind, namespace, name)  # as by kubectl delete, say
+            notice = page.locator("#gone-notice")
+            notice.wait_for(timeout=20000)
+            text = notice.inner_text()
+            assert text.startswith(f"This {kind} ({key}) was deleted by carol at "), text
+            page.wait_for_timeout(1500)  # every live region has had its answer
+            assert page.locator("#gone-notice").count() == 1  # said once
+            body = page.locator("main").inner_text()
+            assert "Not found" not in body, body
+            assert "Page not found (404)" not in body
+            assert page.locator(f"[data-gone={kind.lower()}]").count() >= 1
+            shot(page, f"{kind.lower()}-deleted-while-open")
+            page.emulate_media(color_scheme="dark")
+            shot(page, f"{kind.lower()}-deleted-while-open-dark")
+            response = page.goto(url)  # the page itself, loaded again: the product's 404 saying the same
+            assert response is not None
+            assert response.status == 404
+            assert f"This {kind} ({key}) was deleted by carol" in page.locator("main").inner_text()
+            guard.errors = [e for e in guard.errors if "status of 404" not in e]  # the page's own 404
+            guard.check()
+        finally:
+            context.close()
+
+
+def test_a_page_older_than_the_sign_in_says_what_to_do_not_djangos_csrf_page(session: Any) -> None:
+    """Signed in again in another tab (a new CSRF secret), the first tab's Delete got Django's "CSRF verification
+    failed" page swapped into its flash region; now a line saying to reload, and nothing is deleted."""
+    from volcanoweb.demo.services import seed_demo
+    from volcanoweb.jobs.models import Job
+
+    seed_demo()
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto(JOB)
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="Log out").click()
+    login(other, "alice", PASSWORD)
+    other.close()
+    page.get_by_role("group", name="Job actions").get_by_role("button", name="Delete").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    alert = page.locator("#flash [role=alert]")
+    alert.wait_for()
+    text = alert.inner_text()
+    assert "Reload the page and try again; nothing was changed." in text, text
+    assert "CSRF verification failed" not in page.locator("body").inner_text()
+    assert Job.objects.filter(namespace="ml", name="pytorch-distributed").exists()
+    shot(page, "job-stale-page-delete")
+    guard.errors = [e for e in guard.errors if "403" not in e]  # the answer's own 403, as the browser and htmx log it
+    guard.check()
+
+
+def test_a_page_whose_session_ended_goes_to_the_sign_in_whole_and_comes_back(session: Any) -> None:
+    """Signed out in another tab, a click that loads a region (Compute suggestions) got the sign-in page inside the
+    region; now the whole page goes to the sign-in, and back to the job after it."""
+    from volcanoweb.demo.services import seed_demo
+
+    seed_demo()
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    page.goto(JOB)
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="Log out").click()
+    other.close()
+    page.get_by_role("button", name="Compute suggestions").click()
+    page.wait_for_url("**/login/?next=/jobs/ml/pytorch-distributed/")
+    assert page.locator("#job-suggestions-result").count() == 0  # no page inside the page
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"**{JOB}")
+    guard.check()

@@ -69,6 +69,28 @@ def test_a_job_whose_pod_exits_1_shows_why_it_failed(browser: Any, tmp_path: Pat
             shot(page, "job-failed-events")
             page.emulate_media(color_scheme="dark")
             shot(page, "job-failed-events-dark")
+            page.emulate_media(color_scheme="light")
+            # deleted, then submitted again under the same name without the failing exit code: a new job, whose
+            # events are its own (the old job's exit and JobFailed showed on its page, matched by name)
+            page.get_by_role("group", name="Job actions").get_by_role("button", name="Delete").click()
+            page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+            page.wait_for_url("**/jobs/")
+            del manifest["metadata"]["annotations"]
+            page.goto("/submit/")
+            page.get_by_label("Manifest YAML").fill(yaml.safe_dump(manifest, sort_keys=False))
+            page.wait_for_selector("#dry-run .verdict")
+            page.get_by_role("button", name="Apply").click()
+            page.wait_for_url("**/jobs/ml/exits-1/")
+            page.wait_for_function(
+                "() => { const el = document.querySelector('[data-phase]');"
+                " return el && el.textContent.trim() === 'Completed'; }",
+                timeout=90000,
+            )
+            events = page.locator("#job-events")
+            events.get_by_text("JobCompleted").wait_for(timeout=15000)
+            again = events.inner_text()
+            assert "exited with code 1" not in again, again
+            assert "JobFailed" not in again, again
             guard.check()
         finally:
             context.close()

@@ -46,6 +46,18 @@ def test_queue_history_page_with_chart_and_change_marker(session: Any, demo: Non
     assert markers.count() >= 1
     assert "queue: update" in markers.last.inner_text()
     assert "simulated cycles from the input of cycle" in markers.last.inner_text()  # its effects, computed
+    # on the cycle right after the change (not the first kept one), and the same on every visit
+    from volcanoweb.audit.models import AuditEntry
+    from volcanoweb.scheduling.models import SchedulingRun
+
+    change = AuditEntry.objects.filter(kind="Queue", object_key="ml-training", action="update").latest("at")
+    after = SchedulingRun.objects.filter(started_at__gte=change.at).order_by("pk").first()
+    assert after is not None
+    cited = f"from the input of cycle {after.pk} (the first after the change)"
+    said = markers.last.inner_text()
+    assert cited in said, said
+    page.reload()
+    assert page.locator("#change-markers > li").last.inner_text() == said
     # each marker is numbered on the chart and in the list; the guarantee is drawn over the deserved line
     chart = page.evaluate(
         "() => { const c = window.Chart.getChart(document.querySelector('canvas[data-history-resource=cpu]'));"

@@ -45,6 +45,38 @@ def test_queue_and_job_numbers_say_what_they_are(session: Any, demo: None) -> No
     note = page.locator("[data-sim-clock-note]").inner_text()
     assert fast in note
     assert "sim.volcanoweb.io/duration" in note
+    page.goto("/queues/ml-training/insights/")  # its time to start, in seconds
+    assert fast in page.locator("section:has(#tts-h) [data-sim-clock-note]").inner_text()
+    guard.check()
+
+
+def test_a_cronjobs_runs_say_the_fast_clock(session: Any, demo: None) -> None:  # noqa: F811
+    """A CronJob's history lists its jobs' starts and finishes: with the simulated cluster's fast clock, a 1 h
+    report finishes 6 minutes after it started; the history says so."""
+    from pathlib import Path
+
+    import yaml
+    from django.conf import settings
+
+    from volcanoweb.tenancy.access import SYSTEM
+    from volcanoweb.workflows import services as workflows
+
+    doc = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "volcanoweb/demo/cookbook/14-cronjob-daily-report.yaml").read_text()
+    )
+    workflows.apply_cronjob(SYSTEM, doc, "data")
+    page, guard = session
+    login(page, "carol", PASSWORD)
+    page.goto("/cronjobs/data/daily-report/")
+    page.get_by_role("group", name="CronJob actions").get_by_role("button", name="Run now").click()
+    page.get_by_role("dialog").get_by_role("button", name="Run now").click()
+    history = page.locator("#cron-history")
+    history.locator("table").wait_for()
+    fast = f"clock {float(settings.SIM_CLOCK_SPEED):g}\u00d7 real time"
+    assert fast in history.locator("[data-sim-clock-note]").inner_text()
+    shot(page, "cronjob-history-sim-clock")
+    page.emulate_media(color_scheme="dark")
+    shot(page, "cronjob-history-sim-clock-dark")
     guard.check()
 
 

@@ -12,6 +12,7 @@ import pytest
 from tests.browser.conftest import login, open_page, shot
 from tests.browser.embedded import embedded_server
 from tests.browser.test_blocker import _gpu_job, _submit
+from tests.browser.test_dashboard import demo  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -40,6 +41,15 @@ def _wait_until_inqueue(name: str, timeout: float = 60.0) -> None:
     raise AssertionError(f"ml/{name} was not admitted (Inqueue) within {timeout:.0f} s: {list(phase)}")
 
 
+def _dry_run(page: Any, name: str, pods: int, per_pod: int) -> str:
+    """The Submit page's dry run of a GPU job, as text (nothing is applied)."""
+    page.goto("/submit/")
+    page.get_by_label("Manifest YAML").fill(_gpu_job(name, pods, per_pod))
+    page.wait_for_selector(f"#dry-run :text('{name}')")
+    page.wait_for_selector("#dry-run .verdict")
+    return str(page.locator("#dry-run .verdict").first.inner_text()) + "\n" + str(page.locator("#dry-run").inner_text())
+
+
 def test_the_blocked_jobs_page_names_the_blocker_and_the_deciding_sum(browser: Any, tmp_path: Path) -> None:
     from scheduler.config import DEFAULT_CONFIG_YAML
     from volcanoweb.demo.services import seed_demo
@@ -58,6 +68,13 @@ def test_the_blocked_jobs_page_names_the_blocker_and_the_deciding_sum(browser: A
             verdict = _submit(page, "blocker", 1, 8)
             assert verdict.startswith("Can never run: each pod of task trainer asks 8 GPU (the largest node has 4)")
             _wait_until_inqueue("blocker")  # admitted by Volcano's enqueue: it holds 8 GPU of admission room
+            dry = _dry_run(page, "twelve", 3, 4)  # the Submit page says the same as the job's page will
+            assert dry.startswith(
+                "Would wait: blocked by ml/blocker: it holds 2 CPU, 4 GiB, 8 GPU of admission room and can never run"
+            ), dry
+            assert "8 admitted (inqueue) + 12 requested = 20 GPU > 19.2 GPU admissible" in dry
+            assert "Fix its requests or delete it" in dry
+            shot(page, "submit-blocked-by-a-job-that-can-never-run")
             _submit(page, "twelve", 3, 4)
             free = _free_gpus_on_the_nodes_page(page)
             assert free == 16
@@ -77,6 +94,41 @@ def test_the_blocked_jobs_page_names_the_blocker_and_the_deciding_sum(browser: A
             shot(page, "why-pending-blocker-and-sum")
             page.emulate_media(color_scheme="dark")
             shot(page, "why-pending-blocker-and-sum-dark")
+            page.emulate_media(color_scheme="light")
+            # the suggestions fix or remove the blocker, not the blocked job's size
+            page.get_by_role("button", name="Compute suggestions").click()
+            result = page.locator("#job-suggestions-result")
+            result.wait_for(timeout=60000)
+            suggested = result.inner_text()
+            assert "Fix or delete ml/blocker: it was admitted" in suggested, suggested
+            assert "verified" in suggested
+            assert suggested.index("Fix or delete ml/blocker") < suggested.index("Why")  # the first suggestion
+            shot(page, "why-pending-blocker-suggestions")
             guard.check()
         finally:
             context.close()
+
+
+def test_the_dry_run_of_a_gang_its_queue_can_never_admit_says_so_with_the_sum(session: Any, demo: None) -> None:  # noqa: F811
+    """The demo as shipped: ml-team guarantees 4 of the 16 GPUs, so under proportion ml-training can get at most 12
+    and a 16-GPU job there is never admitted. The dry run said "Would be stored but stay Pending: queue resource quota
+    insufficient" on an idle cluster, with no figure; it says it can never run there, and the sum that decided."""
+    from volcanoweb.jobs.models import Job
+
+    Job.objects.all().delete()  # an idle cluster
+    page, guard = session
+    login(page, "alice", PASSWORD)
+    dry = _dry_run(page, "sixteen", 4, 4)
+    assert dry.startswith(
+        "Can never run in queue ml-training: 16 GPU needed > 12 GPU the queue can ever get "
+        "(16 in the cluster \u2212 4 that other queues' guarantees reserve: ml-team 4)"
+    ), dry
+    assert "16 requested + 0 allocated + 0 admitted \u2212 0 elastic = 16 GPU > 12 GPU the queue may use" in dry
+    assert "stay Pending" not in dry
+    shot(page, "submit-queue-can-never-admit")
+    page.emulate_media(color_scheme="dark")
+    shot(page, "submit-queue-can-never-admit-dark")
+    page.emulate_media(color_scheme="light")
+    fits = _dry_run(page, "twelve", 3, 4)  # within the 12: placed now
+    assert fits.startswith("Would be admitted and placed now: 3 of 3 pods"), fits
+    guard.check()

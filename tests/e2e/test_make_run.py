@@ -55,6 +55,10 @@ def test_make_run_serves_the_seeded_demo(tmp_path: Path) -> None:
             page = client.get(f"{base}/jobs/")
             assert page.status_code == 200
             assert "pytorch-distributed" in page.text
+            # a page that is not there, one alice may not see: the browser shows the product's pages saying so,
+            # the terminal nothing (they printed "Not Found: /path" twice each, "Forbidden: /path" twice)
+            assert client.get(f"{base}/jobs/ml/no-such-job/").status_code == 404
+            assert client.get(f"{base}/cycles/").status_code == 403
             # The insights recorder's writer thread records the in-process loop's cycles on SQLite too.
             timeline = f"{base}/api/v1/namespaces/ml/jobs/pytorch-distributed/timeline"
             deadline = time.monotonic() + 90
@@ -64,7 +68,10 @@ def test_make_run_serves_the_seeded_demo(tmp_path: Path) -> None:
                 time.sleep(0.5)
             assert entries, "no cycle of the embedded loop was recorded"
         assert "recording insights of cycle" not in log_path.read_text()
-        assert " INFO " not in log_path.read_text()  # no per-task, per-login or per-loop lines
+        terminal = log_path.read_text()
+        assert " INFO " not in terminal  # no per-task, per-login or per-loop lines
+        assert "Not Found" not in terminal, terminal
+        assert "Forbidden" not in terminal, terminal
         # The seed runs once: a second start must not duplicate anything.
     with running(["make", "--no-print-directory", "run"], env, tmp_path / "run2.log") as proc:
         wait_http(f"{base}/healthz", timeout=120, proc=proc)

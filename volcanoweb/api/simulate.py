@@ -288,6 +288,7 @@ def _job_report(job: CoreJob, tasks: list[Task], result: Any) -> dict[str, Any]:
             "message": reason.message,
             "plugin": reason.plugin,
             "fitErrors": dict(reason.fit_errors),
+            "numbers": dict(reason.numbers),
         },
     }
 

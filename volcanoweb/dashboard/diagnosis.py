@@ -32,7 +32,9 @@ WAITING_PHASES = (JobPhase.PENDING, JobPhase.RESTARTING)
 
 
 def _stored_reason(podgroup: PodGroup | None) -> Reason | None:
-    """The reason the last cycle wrote on the PodGroup; else the newest run's entry for it."""
+    """The reason the last cycle wrote on the PodGroup; else the newest run's entry for it. The cycle cited is the
+    one the job's current wait began in (a deciding cycle, kept for the retention); the condition's transition
+    moves with the message's numbers, to cycles not kept."""
     if podgroup is None:
         return None
     status = podgroup.status or {}
@@ -48,7 +50,16 @@ def _stored_reason(podgroup: PodGroup | None) -> Reason | None:
         if found is None:
             return None
         cycle, data = found
-    return scheduler_reason(data, cycle)
+    return scheduler_reason(data, _wait_began(podgroup.key) or cycle)
+
+
+def _wait_began(key: str) -> str:
+    """The cycle the PodGroup's open wait interval began in (insights' timeline), or "" (none recorded)."""
+    from volcanoweb.insights.models import EntryKind, TimelineEntry
+
+    waits = TimelineEntry.objects.filter(podgroup_key=key, kind=EntryKind.WAIT, ended_at__isnull=True)
+    began = waits.order_by("-started_at", "-id").values_list("started_run", flat=True).first()
+    return str(began) if began else ""
 
 
 def _said_for_kubectl(podgroup: PodGroup | None) -> set[str]:
@@ -144,19 +155,36 @@ def _queue_checks(
     return out
 
 
-def _real_capability(
-    queue: Queue, need: dict[str, int], capability: dict[str, int], capacity: dict[str, float]
+def _reserved_by_others(queue: Queue, readable: list[int] | None) -> dict[str, dict[str, int]]:
+    """Per resource, what each other queue's guarantee reserves, by queue name; the queues the viewer may not see
+    (``readable``: the tenants whose objects they read; None: all) are summed as one "queues of other tenants"."""
+    visible: set[str] | None = None
+    if readable is not None:
+        public = Q(tenant__isnull=True, allowed_tenants__isnull=True)
+        seen = Q(tenant_id__in=readable) | Q(allowed_tenants__in=readable) | public
+        visible = set(Queue.objects.filter(seen).values_list("name", flat=True))
+    reserved: dict[str, dict[str, int]] = {}
+    for name, guarantee in Queue.objects.exclude(pk=queue.pk).exclude(guarantee={}).values_list("name", "guarantee"):
+        shown = name if visible is None or name in visible else "queues of other tenants"
+        for resource, amount in parse_map(guarantee).items():
+            if amount > 0:
+                held = reserved.setdefault(resource, {})
+                held[shown] = held.get(shown, 0) + amount
+    return reserved
+
+
+def queue_never_admits(
+    queue: Queue, need: dict[str, int], capacity: dict[str, float], readable: list[int] | None = None
 ) -> list[Reason]:
     """Under proportion, a queue can never get what the other queues' guarantees reserve: its real capability
     is the cluster's total less every other queue's guarantee (Volcano's ``realCapability``). A gang above it
-    can never be admitted, though it is below the cluster's total and the queue's own capability."""
+    can never be admitted, though it is below the cluster's total and the queue's own capability. Each line
+    carries the comparison (``16 GPU needed > 12 GPU the queue can ever get (...)``) as its first fact; queues
+    the viewer may not see (``readable``) are not named."""
     if not capacity or "proportion" not in active_config()[0].plugin_names():
         return []
-    reserved: dict[str, dict[str, int]] = {}
-    for name, guarantee in Queue.objects.exclude(pk=queue.pk).exclude(guarantee={}).values_list("name", "guarantee"):
-        for resource, amount in parse_map(guarantee).items():
-            if amount > 0:
-                reserved.setdefault(resource, {})[name] = amount
+    capability = parse_map(queue.capability)
+    reserved = _reserved_by_others(queue, readable)
     out = []
     for name, amount in need.items():
         total = capacity.get(name, 0)
@@ -165,6 +193,12 @@ def _real_capability(
         if not others or amount > total or amount <= real or (name in capability and amount > capability[name]):
             continue  # nothing reserved, or another line already says it
         held = ", ".join(f"{q} {fmt(name, v)}" for q, v in sorted(others.items()))
+        unit = resource_unit(name)
+        comparison = (
+            f"{fmt(name, amount)} {unit} needed > {fmt(name, max(real, 0))} {unit} the queue can ever get "
+            f"({fmt(name, total)} in the cluster \u2212 {fmt(name, sum(others.values()))} that other queues' "
+            f"guarantees reserve: {held})"
+        )
         out.append(
             Reason(
                 "queue",
@@ -173,6 +207,7 @@ def _real_capability(
                 f"cluster's {fmt(name, total)} less what other queues' guarantees reserve ({held}). It is never "
                 "admitted here: ask a platform admin to move the guarantee to this queue, or submit it smaller.",
                 "block",
+                facts=[("Never admitted here", comparison)],
             )
         )
     return out
@@ -329,17 +364,19 @@ def _node_fit(job: Job, inventory: list[Any]) -> list[Reason]:
 
 
 def room_blockers(
-    job: Job, queue_name: str, cluster_wide: bool, inventory: list[Any], readable: list[int] | None
+    job: Job | None, queue_name: str, cluster_wide: bool, inventory: list[Any], readable: list[int] | None
 ) -> list[Reason]:
     """The admitted (Inqueue) jobs that hold admission room and can never run: no pod of theirs is on a node and
     a task of theirs fits no node. Those of ``queue_name``, or of every queue when ``cluster_wide`` (overcommit
-    refuses on the cluster's sum). Each is *the* blocker of a job the enqueue action refused."""
+    refuses on the cluster's sum). Each is *the* blocker of a job the enqueue action refused (``job``, left out;
+    None for a job not stored yet, the Submit page's dry run)."""
     groups = (
         PodGroup.objects.filter(phase=PodGroupPhase.INQUEUE, job__isnull=False)
-        .exclude(job=job)
         .select_related("job")
         .order_by("created_at", "pk")
     )
+    if job is not None and job.pk is not None:
+        groups = groups.exclude(job=job)
     if not cluster_wide:
         groups = groups.filter(queue_name=queue_name)
     placed = set(
@@ -417,7 +454,7 @@ def why_pending(job: Job, readable: list[int] | None = None) -> list[Reason]:
         reasons[:0] = room_blockers(job, job.queue_name, stored.plugin == "overcommit", inventory, readable)
         if queue is not None and podgroup is not None:
             need = parse_map(podgroup.min_resources or {})
-            reasons += _real_capability(queue, need, parse_map(queue.capability), figures[0])
+            reasons += queue_never_admits(queue, need, figures[0], readable)
     short = [name for name, _ in _short_resources(podgroup, reasons, figures)]
     holders = _holders(job, queue, short, readable)
     if holders is not None:

@@ -2,16 +2,19 @@
 
 :func:`forecast_job` checks the spec by hand against its queue (state, capability) and the cluster (total
 and free capacity); :func:`simulated_verdict` reads the verdict of one simulated cycle of the core on the
-live snapshot. Both answer in the why-pending page's :class:`~volcanoweb.dashboard.reasons.Reason` lines.
+live snapshot; when that cycle's enqueue refused the gang, :func:`enqueue_refusal` says what stands in the way as
+the job's page would (a queue that can never get that much, an admitted job that can never run holding the room).
+All answer in the why-pending page's :class:`~volcanoweb.dashboard.reasons.Reason` lines.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from volcanoweb.dashboard import cluster
-from volcanoweb.dashboard.reasons import Reason, human_message, resource_label
+from volcanoweb.dashboard import cluster, diagnosis
+from volcanoweb.dashboard.reasons import Reason, human_message, resource_label, scheduler_reason
 from volcanoweb.dashboard.resources import fmt, parse_map
+from volcanoweb.jobs.models import Job
 from volcanoweb.queues.models import Queue, QueueState
 
 
@@ -139,5 +142,37 @@ def simulated_verdict(job: dict[str, Any], forecast_level: str) -> tuple[str, st
         line = Reason("scheduler", "Refused by the enqueue gate in the simulated cycle", human_message(why), "block")
         return "never", f"Can never run: {human_message(why.split('can never run: ', 1)[-1])}", line
     level = "never" if forecast_level == "never" else "wait"
-    line = Reason("scheduler", "Not admitted by the enqueue action in the simulated cycle", detail, "block")
+    said = scheduler_reason({**reason, "message": why})  # the comparison that decided, from the cycle's numbers
+    text = said.detail + detail[len(why) :]  # and the nodes' fit errors, if any
+    line = Reason(
+        "scheduler", "Not admitted by the enqueue action in the simulated cycle", text, "block", facts=said.facts
+    )
     return level, f"Would be stored but stay Pending: {why or 'the queue cannot admit it now'}", line
+
+
+def enqueue_refusal(
+    spec: dict[str, Any], verdict: dict[str, Any], existing: Job | None, readable: list[int] | None
+) -> tuple[str, str, list[Reason]] | None:
+    """When the simulated cycle's enqueue refused the gang, what stands in the way, as the job's page would say it:
+    its queue can never get that much under proportion (the other queues' guarantees reserve it): "never"; or an
+    admitted job that can never run holds the admission room: "wait", naming it. None otherwise. ``existing``: the
+    stored job this manifest would update, if any; ``readable``: the tenants whose jobs the caller may see."""
+    from volcanoweb.manifests.jobs import task_min_resources
+
+    reason = verdict.get("reason") or {}
+    if verdict["admitted"] or reason.get("kind") != "enqueue-rejected":
+        return None
+    queue_name = str(spec.get("queue") or "default")
+    queue = Queue.objects.filter(name=queue_name).first()
+    inventory = cluster.inventory()
+    if queue is not None:
+        need = {k: int(v) for k, v in task_min_resources(spec).items() if k != "pods"}
+        never = diagnosis.queue_never_admits(queue, need, cluster.capacity(inventory), readable)
+        if never:
+            return "never", f"Can never run in queue {queue_name}: {never[0].facts[0][1]}", never
+    cluster_wide = reason.get("plugin") == "overcommit"
+    blockers = diagnosis.room_blockers(existing, queue_name, cluster_wide, inventory, readable)
+    if blockers:
+        title = blockers[0].title
+        return "wait", f"Would wait: {title[:1].lower()}{title[1:]}", blockers
+    return None

@@ -76,10 +76,12 @@ def resource_label(name: str) -> str:
 
 
 def vector_text(values: dict[str, Any]) -> str:
-    units = {"cpu": "CPU", "memory": "GiB", "nvidia.com/gpu": "GPU"}
+    """``2 CPU, 4 GiB, 8 GPU``: the main resources first, each amount with its unit."""
+    main = {"cpu": "CPU", "memory": "GiB", "nvidia.com/gpu": "GPU"}
+    units = {**main, "ephemeral-storage": "GiB ephemeral storage"}
     parts = [
         f"{fmt(k, v)} {units.get(k, k)}"
-        for k, v in sorted(values.items(), key=lambda kv: (kv[0] not in units, kv[0]))
+        for k, v in sorted(values.items(), key=lambda kv: (kv[0] not in main, kv[0]))
         if isinstance(v, int | float) and not isinstance(v, bool) and k != "pods"
     ]
     return ", ".join(parts) or "none"

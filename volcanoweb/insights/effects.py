@@ -15,7 +15,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
 
 from scheduler import CycleResult, SchedulerConfig, Snapshot, advance, run_cycle
 from scheduler.decode import ManifestError, snapshot_from_manifests
@@ -100,6 +104,23 @@ def _job_names(keys: set[str]) -> dict[str, str]:
     return {f"{ns}/{name}": f"{ns}/{job}" for ns, name, job in rows}
 
 
+def _surely_first_after(entry: AuditEntry, run_id: int) -> bool:
+    """Whether run ``run_id``, the first run kept that started after ``entry``, is the first cycle after it. Within
+    the retention of deciding cycles it is: the first cycle after each change is kept that long, run and input.
+    Past it that cycle may be gone, and a later one would be cited: only a run whose predecessor is kept too (the
+    run before it by id, started before the change) is surely the first."""
+    cutoff = timezone.now() - timedelta(seconds=float(settings.INSIGHTS_DECIDED_CYCLE_RETENTION))
+    if entry.at >= cutoff:
+        return True
+    previous = SchedulingRun.objects.filter(pk__lt=run_id).order_by("-pk").values_list("pk", flat=True).first()
+    return previous == run_id - 1
+
+
+def _retention() -> str:
+    hours = float(settings.INSIGHTS_DECIDED_CYCLE_RETENTION) / 3600
+    return f"{hours:g} h" if hours >= 1 else f"{hours * 60:g} min"
+
+
 def _name(key: str, visible: set[str] | None, names: dict[str, str] | None = None) -> str:
     if visible is not None and key.split("/", 1)[0] not in visible:
         return OTHER_TENANT
@@ -153,6 +174,12 @@ def effects_for(access: Access, audit_id: int) -> dict[str, Any] | None:
     after = SchedulingRun.objects.filter(started_at__gte=entry.at).order_by("pk").values_list("pk", flat=True).first()
     if after is None:
         return {**base, "available": False, "message": "no scheduling cycle has run since this change"}
+    if not _surely_first_after(entry, after):
+        message = (
+            "the first cycle after this change is no longer kept (changes older than "
+            f"{_retention()} keep no cycle input)"
+        )
+        return {**base, "available": False, "message": message}
     row = CycleInput.objects.filter(run_id=after).first()
     if row is None:
         message = f"the input of cycle #{after}, the first after this change, is no longer kept (pruned)"

@@ -55,7 +55,9 @@ class CycleInput(models.Model):
     )
     now = models.CharField(max_length=64, blank=True, default="", help_text='the clock\'s text, ,"now":<seconds>')
     size = models.PositiveIntegerField(default=0, help_text="uncompressed bytes")
-    decided = models.BooleanField(default=False, db_index=True, help_text="bound, evicted or first refused a job")
+    decided = models.BooleanField(
+        default=False, db_index=True, help_text="bound, evicted, or first refused a job or refused it anew"
+    )
 
     class Meta:
         ordering = ["-run_id"]
@@ -70,10 +72,12 @@ class DecisionKind(models.TextChoices):
     BIND = "bind", "bound pods"
     EVICT = "evict", "evicted pods"
     UNSCHEDULABLE = "unschedulable", "first unschedulable verdict"
+    VERDICT = "verdict", "changed unschedulable verdict"
 
 
 class CycleDecision(models.Model):
-    """One job a kept cycle decided about (bound or evicted its pods, or first found it unschedulable).
+    """One job a kept cycle decided about (bound or evicted its pods, first found it unschedulable, or gave it a
+    new unschedulable verdict: another reason kind or words, the cycle a waiting job's page cites).
 
     Written with the cycle's input (``run_id``: its run) and deleted with it; the cycle list filters by
     job, queue and kind through these rows. ``job`` is the Volcano Job's ``ns/name`` (its PodGroup's key when

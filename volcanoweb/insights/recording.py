@@ -285,7 +285,8 @@ def store_input(run: RunRef, pending: PendingInput, claimed: bool | None) -> lis
 def cycle_decisions(
     run_id: int, info: SnapshotInfo, result: CycleResult, open_rows: dict[str, Any]
 ) -> list[CycleDecision]:
-    """The jobs this cycle decided about: pods bound or evicted, or a first unschedulable verdict (no wait open)."""
+    """The jobs this cycle decided about: pods bound or evicted, a first unschedulable verdict (no wait open) or a
+    new one (the open wait's reason kind or words changed: the cycle its page cites from then on)."""
     snapshot = info.snapshot
     counts: dict[tuple[str, str], int] = Counter()
     pods = set(result.binds) | {e.task for e in result.evictions}
@@ -298,9 +299,10 @@ def cycle_decisions(
         for e in result.evictions:
             if job_of.get(e.task):
                 counts[(DecisionKind.EVICT, job_of[e.task])] += 1
-    for key in result.unschedulable:
-        if key not in open_rows:
-            counts[(DecisionKind.UNSCHEDULABLE, key)] = 0
+    for key, reason in result.unschedulable.items():
+        row = open_rows.get(key)
+        if timeline.wait_opens(row, reason):
+            counts[(DecisionKind.UNSCHEDULABLE if row is None else DecisionKind.VERDICT, key)] = 0
     if not counts:
         return []
     keys = {key for _, key in counts}

@@ -48,6 +48,12 @@ def same_reason(message: str, other: str) -> bool:
     return message == other or message.translate(_NO_DIGITS) == other.translate(_NO_DIGITS)
 
 
+def wait_opens(row: tuple[int, str, str] | None, reason: JobReason) -> bool:
+    """Whether ``reason`` opens a wait interval: none is open (``row``: the open one's id, reason kind and message),
+    or the open one's kind or words differ (a new verdict)."""
+    return row is None or row[1] != reason.kind or not same_reason(row[2], reason.message)
+
+
 def by_key(rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, str, str]]:
     """The :func:`open_waits` rows by PodGroup key: key → (id, reason, message)."""
     return {key: (pk, reason, message) for pk, key, reason, message in rows}
@@ -116,7 +122,7 @@ def _close_changed_waits(
     opening: dict[str, Any] = {}
     for key, reason in result.unschedulable.items():
         row = open_rows.get(key)
-        if row is not None and row[1] == reason.kind and same_reason(row[2], reason.message):
+        if not wait_opens(row, reason):
             continue
         if row is not None:
             close.append(row[0])

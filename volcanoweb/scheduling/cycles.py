@@ -222,9 +222,16 @@ def _run_claimed_cycle(
         recorder.hand_over(run, info, result, config)
     _record_metrics(run, result)
     if run.pk % 100 == 0:
-        # a run whose input insights keeps as a decided cycle stays until that input's retention ends
-        SchedulingRun.objects.filter(pk__lt=run.pk - KEEP_RUNS).exclude(cycle_input__decided=True).delete()
+        prune_runs(run.pk)
     return run
+
+
+def prune_runs(latest: int, keep: int = KEEP_RUNS) -> int:
+    """Delete the runs older than the last ``keep`` before ``latest``, except those whose input insights keeps (a
+    deciding cycle's, the first cycle after a queue or configuration change, for their retention): a run's input
+    goes with it, and a change's effects are computed on that cycle. Returns the runs deleted."""
+    deleted, _ = SchedulingRun.objects.filter(pk__lt=latest - keep, cycle_input__isnull=True).delete()
+    return deleted
 
 
 def _save_run(run: SchedulingRun) -> None:

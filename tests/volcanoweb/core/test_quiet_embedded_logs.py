@@ -39,3 +39,33 @@ def test_embedded_mode_is_quiet_and_the_stack_keeps_its_task_lines(tmp_path: Pat
     stack = _levels(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3", REDIS_URL="redis://127.0.0.1:6379/0")
     assert stack["celery.app.trace"] <= 20
     assert stack["volcanoweb"] == 20
+
+
+#: Logs what Django logs for a 404 (a warning) and a 500 (an error) of a request, as ``django.request`` does.
+REQUEST_LINES = (
+    "import django, logging; django.setup(); log = logging.getLogger('django.request'); "
+    "log.warning('Not Found: %s', '/jobs/ml/gone/'); log.error('Internal Server Error: %s', '/boom/')"
+)
+
+
+def _stderr(tmp_path: Path, **env: str) -> str:
+    full = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_TASK_ALWAYS_EAGER", "LOG_LEVEL")}
+    full.update({"DJANGO_SETTINGS_MODULE": "volcanoweb.settings", "VAR_DIR": str(tmp_path), **env})
+    out = subprocess.run(
+        [sys.executable, "-c", REQUEST_LINES], cwd=ROOT, env=full, capture_output=True, text=True, check=True
+    )
+    return out.stderr
+
+
+@pytest.mark.both_databases
+def test_a_request_is_logged_once_and_a_404_is_no_problem_in_the_embedded_mode(tmp_path: Path) -> None:
+    """With DEBUG on, Django's own console handler printed each request line a second time (bare, unformatted:
+    every 404 twice in `make run`'s terminal); in the embedded mode a 404 or 403 answer is the browser's business,
+    not a problem of the product: only server errors show."""
+    sqlite = f"sqlite:///{tmp_path}/db.sqlite3"
+    embedded = _stderr(tmp_path, DATABASE_URL=sqlite, DEBUG="true")
+    assert "Not Found" not in embedded, embedded
+    assert embedded.count("Internal Server Error: /boom/") == 1, embedded
+    stack = _stderr(tmp_path, DATABASE_URL=sqlite, REDIS_URL="redis://127.0.0.1:6379/0", DEBUG="true")
+    assert stack.count("Not Found: /jobs/ml/gone/") == 1, stack  # the stack keeps them, once
+    assert stack.count("Internal Server Error: /boom/") == 1, stack

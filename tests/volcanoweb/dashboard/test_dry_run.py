@@ -69,3 +69,63 @@ def test_under_a_configuration_without_the_gate_it_is_still_can_never_run(sim: A
     html = login(cast.alice).post("/submit/validate/", {"manifest": manifest, "namespace": "team-a"}).content.decode()
     assert "Can never run: each pod of task worker asks 10 CPU (the largest node has 8)" in html
     assert "but wait" not in html
+
+
+def _admitted_blocker(namespace: str, queue: str) -> None:
+    """Under Volcano's configuration (no enqueue gate): a 10-CPU pod on the sim's 8-CPU nodes, admitted by a cycle
+    (Inqueue), holding 10 CPU of the cluster's admission room (32 CPU x overcommit 1.2 = 38.4) for ever."""
+    from scheduler.config import DEFAULT_CONFIG_YAML
+    from volcanoweb.jobs import services as job_services
+    from volcanoweb.jobs.models import PodGroup
+    from volcanoweb.scheduling import services as scheduling_services
+
+    scheduling_services.save_config(builders.SYSTEM, DEFAULT_CONFIG_YAML, comment="Volcano's default")
+    job_services.apply_job(builders.SYSTEM, _job_doc("blocker", queue, replicas=1, cpu="10"), namespace)
+    job = Job.objects.get(namespace=namespace, name="blocker")
+    runtime_services.on_job_submitted(job.pk)
+    cluster_services.sync_from_backend()
+    run_cycle()
+    assert PodGroup.objects.get(job=job).phase == "Inqueue"
+
+
+def test_a_dry_run_the_overcommit_refuses_names_the_blocker_and_the_sum(sim: Any, cast: Any, login: Any) -> None:  # noqa: F811
+    """The dry run said "Would be stored but stay Pending: resource in cluster is overused" with no figure; it
+    says what the job's page says: the admitted job that can never run is the blocker, and the sum that decided."""
+    builders.make_queue("roomy", tenant="team-a")
+    _admitted_blocker("team-a", "roomy")
+    manifest = yaml.safe_dump(_job_doc("wide", "roomy", replicas=15, cpu="2"))  # 10 + 30 > 38.4
+    html = login(cast.alice).post("/submit/validate/", {"manifest": manifest, "namespace": "team-a"}).content.decode()
+    assert "Would wait: blocked by team-a/blocker: it holds 10 CPU, 1 GiB of admission room and can never run" in html
+    assert "10 admitted (inqueue) + 30 requested = 40 CPU &gt; 38.4 CPU admissible" in html
+    assert "stay Pending" not in html
+
+
+def test_another_tenants_blocker_is_not_named_in_the_dry_run(sim: Any, cast: Any, login: Any) -> None:  # noqa: F811
+    builders.make_queue("roomy", tenant="team-a")
+    builders.make_queue("theirs", tenant="team-b")
+    _admitted_blocker("team-b", "theirs")
+    manifest = yaml.safe_dump(_job_doc("wide", "roomy", replicas=15, cpu="2"))
+    html = login(cast.alice).post("/submit/validate/", {"manifest": manifest, "namespace": "team-a"}).content.decode()
+    assert "Would wait: blocked by a job of another tenant that holds admission room and can never run" in html
+    assert "team-b" not in html
+    assert "/blocker" not in html  # the job's name is not said either
+
+
+def test_a_gang_above_its_queues_real_capability_can_never_run_there(sim: Any, cast: Any, login: Any) -> None:  # noqa: F811
+    """Another queue's guarantee reserves half of the sim's 32 CPU: a 20-CPU gang is never admitted in a queue
+    without one (proportion's real capability). The dry run says so with the comparison, and names only the
+    queues the caller may see."""
+    builders.make_queue("roomy", tenant="team-a")
+    builders.make_queue("theirs", tenant="team-b", guarantee={"cpu": "16"})
+    manifest = yaml.safe_dump(_job_doc("wide", "roomy", replicas=10, cpu="2"))
+    html = login(cast.alice).post("/submit/validate/", {"manifest": manifest, "namespace": "team-a"}).content.decode()
+    assert (
+        "Can never run in queue roomy: 20 CPU needed &gt; 16 CPU the queue can ever get (32 in the cluster \u2212 16 "
+        "that other queues&#x27; guarantees reserve: queues of other tenants 16)"
+    ) in html
+    assert "theirs" not in html
+    admin = login(cast.root).post("/submit/validate/", {"manifest": manifest, "namespace": "team-a"}).content.decode()
+    assert "guarantees reserve: theirs 16)" in admin  # a platform admin sees every queue
+    fits = yaml.safe_dump(_job_doc("narrow", "roomy", replicas=8, cpu="2"))
+    html = login(cast.alice).post("/submit/validate/", {"manifest": fits, "namespace": "team-a"}).content.decode()
+    assert "Can never run" not in html

@@ -17,6 +17,13 @@ def test_resource_vectors_in_messages_are_rewritten() -> None:
     assert human_message("no vectors here {x}") == "no vectors here {x}"
 
 
+def test_every_amount_says_its_unit() -> None:
+    """Ephemeral storage read "1,200 ephemeral-storage" in a queue's real capability: 1,200 of what?"""
+    from volcanoweb.dashboard.reasons import vector_text
+
+    assert vector_text({"cpu": 2000, "ephemeral-storage": 1200 * 1024**3}) == "2 CPU, 1,200 GiB ephemeral storage"
+
+
 def test_overcommit_shows_the_comparison_that_decided_with_the_nodes_pages_figures(world: Any) -> None:
     """16 GPU on the nodes, none in use: 8 admitted + 12 requested = 20 > 19.2 admissible (16 x 1.2 - 0). The
     free figure is the Nodes page's (16), not the core's rounded idle x factor divided back (15.8)."""
@@ -274,7 +281,13 @@ def test_why_pending_says_when_other_queues_guarantees_leave_the_queue_too_littl
     html = login(world.cast.alice).get("/jobs/team-a/sixteen/?fragment=status").content.decode()
     assert "Needs more GPU than queue team-a-q can ever get" in html
     said = "team-a-q can get at most 12: the cluster&#x27;s 16 less what other queues&#x27; guarantees reserve"
-    assert f"{said} (team-b-q 4)" in html
+    # team-b-q is team-b's: alice is told how much other tenants' queues reserve, not their names (the API and the
+    # Submit page never confirm that another tenant's queue exists); a platform admin sees the name
+    assert f"{said} (queues of other tenants 4)" in html
+    assert "team-b-q" not in html
+    assert "16 GPU needed &gt; 12 GPU the queue can ever get" in html  # the comparison, as a fact
+    admin = login(world.cast.root).get("/jobs/team-a/sixteen/?fragment=status").content.decode()
+    assert f"{said} (team-b-q 4)" in admin
     twelve = _gpu_job(builders, "twelve", 4, pods=3)
     PodGroup.objects.filter(job=twelve).update(
         min_resources={"cpu": "6", "nvidia.com/gpu": "12"}, status={"unschedulableReason": refused}

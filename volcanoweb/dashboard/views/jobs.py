@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from volcanoweb.core.errors import ApiError
-from volcanoweb.dashboard import diagnosis, errors, gone, queries
+from volcanoweb.dashboard import diagnosis, gone, queries
 from volcanoweb.dashboard.actions import ACTIONS, job_actions, result_message, unavailable_reason, waiting_command
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import HtmxHttpRequest, error_info, page
@@ -119,14 +119,22 @@ def _scoped_job(request: HttpRequest, namespace: str, name: str) -> Job:
 
 
 def _events(job: Job) -> list[Event]:
-    """The job's, its pods' and its PodGroup's events for the job's whole life.
+    """The job's, its pods' and its PodGroup's events for the job's whole life, and no other job's.
 
     The controller deletes the PodGroup when the job finishes (or restarts) and pods go with their job, so
-    the PodGroup is matched by the name the job controller gives it (``<job>-<uid>``), never by its row.
+    the PodGroup is matched by the name the job controller gives it (``<job>-<uid>``), never by its row. The job's
+    own events are those of its uid (a job made again under a deleted job's name is another job); its pods' are
+    those named ``<job>-<task>-`` for one of its tasks (Run again's ``<job>-2`` has pods ``<job>-2-<task>-N``) since
+    the job was created.
     """
+    tasks = [str(t["name"]) for t in (job.spec or {}).get("tasks") or [] if isinstance(t, dict) and t.get("name")]
+    pods_q = Q(pk__in=[])
+    for task in tasks:
+        pods_q |= Q(involved_name__startswith=f"{job.name}-{task}-")
     names_q = (
-        Q(involved_kind="Job", involved_name=job.name)
-        | Q(involved_kind="Pod", involved_name__startswith=f"{job.name}-")
+        Q(involved_kind="Job", involved_name=job.name, involved_uid=job.uid)
+        | Q(involved_kind="Job", involved_name=job.name, involved_uid__isnull=True, last_timestamp__gte=job.created_at)
+        | Q(pods_q, involved_kind="Pod", last_timestamp__gte=job.created_at)
         | Q(involved_kind="PodGroup", involved_name=f"{job.name}-{job.uid}")
     )
     pg = getattr(job, "podgroup", None) if _has_podgroup(job) else None
@@ -169,12 +177,7 @@ def job_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     try:
         job = _scoped_job(request, namespace, name)
     except Http404:
-        found = gone.deleted(scope, "Job", f"{namespace}/{name}")
-        if found is None:
-            raise  # never seen, or not the caller's to see: the 404 (a fragment for htmx, ErrorPagesMiddleware)
-        if fragment or request.headers.get("HX-Request"):
-            return gone.gone_fragment(request, found)
-        return errors.not_found_page(request, found.text)
+        return gone.deleted_answer(request, scope, "Job", f"{namespace}/{name}")
     context: dict[str, Any] = {"nav": "jobs", "job": job, "podgroup": job.podgroup if _has_podgroup(job) else None}
     context["can_write"] = scope.can_write(job.tenant_id)
     if fragment in (None, "actions"):

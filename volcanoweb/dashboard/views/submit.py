@@ -220,7 +220,10 @@ def _nothing_runs(outcome: Any) -> tuple[str, str, list[Reason], Job] | None:
     key = f"{outcome.namespace}/{outcome.name}"
     finished = existing.phase in FINISHED_JOB_PHASES
     if outcome.action == "unchanged" and not finished:
-        detail = f"{key} is {existing.phase}; applying leaves it as it is."
+        detail = (
+            f"{key} is {existing.phase}; applying leaves it as it is. To run another job from this manifest, change "
+            "metadata.name here; once it has finished, Run again on its page makes a new job from its spec."
+        )
         return (
             "wait",
             f"Nothing would change: {key} already exists with this spec",
@@ -247,10 +250,11 @@ def _nothing_runs(outcome: Any) -> tuple[str, str, list[Reason], Job] | None:
 def validate(request: HttpRequest) -> HttpResponse:
     """Dry-run the editor's manifest and say what would happen."""
     outcomes, error = _apply(request, dry_run=True)
+    scope = get_scope(request)
     verdicts: dict[str, dict[str, Any]] = {}
     if error is None and any(o.kind == "Job" for o in outcomes):
         try:
-            report = simulate(get_scope(request).access, [o for o in outcomes if o.kind in SIMULATED])
+            report = simulate(scope.access, [o for o in outcomes if o.kind in SIMULATED])
             verdicts = {f"{j['namespace']}/{j['name']}": j for j in report["jobs"] if j["kind"] == "Job"}
         except ApiError as exc:
             error = error_info(exc)
@@ -262,19 +266,33 @@ def validate(request: HttpRequest) -> HttpResponse:
         if same is not None:
             item["level"], item["headline"], item["reasons"], item["existing"] = same
         elif outcome.kind == "Job":
-            level, headline, reasons = forecast.forecast_job(outcome.object.get("spec") or {})
             verdict = verdicts.get(f"{outcome.namespace}/{outcome.name}")
-            if verdict is not None:
-                level, headline, line = forecast.simulated_verdict(verdict, level)
-                reasons = [line, *[r for r in reasons if r.severity != "warn" or level != "ok"]]
-            shapes = diagnosis.never_fitting_tasks(Job(spec=outcome.object.get("spec") or {}), inventory)
-            if shapes and level != "never":  # admitted by a configuration without the enqueue gate, never placed
-                name, detail = shapes[0]
-                level, headline = "never", f"Can never run: each pod of task {name} {detail}"
-                reasons.insert(0, Reason("cluster", "No single node can ever run its pods", "", "block"))
-            item["level"], item["headline"], item["reasons"] = level, headline, reasons
+            item["level"], item["headline"], item["reasons"] = _job_verdict(outcome, verdict, inventory, scope)
         results.append(item)
     return render(request, "dashboard/_dry_run.html", {"results": results, "error": error})
+
+
+def _job_verdict(
+    outcome: Any, verdict: dict[str, Any] | None, inventory: list[Any], scope: Scope
+) -> tuple[str, str, list[Reason]]:
+    """What would happen to one Job of the manifest: the hand-made forecast, the simulated cycle's verdict, what
+    stands in the way when its enqueue refused the gang (as the job's page would say it), and the node shapes."""
+    spec = outcome.object.get("spec") or {}
+    level, headline, reasons = forecast.forecast_job(spec)
+    if verdict is not None:
+        level, headline, line = forecast.simulated_verdict(verdict, level)
+        reasons = [line, *[r for r in reasons if r.severity != "warn" or level != "ok"]]
+        existing = Job.objects.filter(namespace=outcome.namespace, name=outcome.name).first()
+        refusal = forecast.enqueue_refusal(spec, verdict, existing, scope.tenant_ids)
+        if refusal is not None:
+            level, headline, first = refusal
+            reasons = [*first, *reasons]
+    shapes = diagnosis.never_fitting_tasks(Job(spec=spec), inventory)
+    if shapes and level != "never":  # admitted by a configuration without the enqueue gate, never placed
+        name, detail = shapes[0]
+        level, headline = "never", f"Can never run: each pod of task {name} {detail}"
+        reasons.insert(0, Reason("cluster", "No single node can ever run its pods", "", "block"))
+    return level, headline, reasons
 
 
 @login_required

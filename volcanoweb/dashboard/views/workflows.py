@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from volcanoweb.audit.models import AuditEntry
 from volcanoweb.core.errors import ApiError
+from volcanoweb.dashboard import gone
 from volcanoweb.dashboard.scope import get_scope
 from volcanoweb.dashboard.views.common import HtmxHttpRequest, error_info, page
 from volcanoweb.jobs.models import FINISHED_JOB_PHASES, Event, Job
@@ -100,9 +101,8 @@ CRON_ACTIONS: dict[str, tuple[Callable[[Access, str, str], object], str]] = {
 }
 
 
-def _cronjob_context(request: HttpRequest, namespace: str, name: str) -> dict[str, Any]:
-    scope = get_scope(request)
-    cron = get_object_or_404(scope.filter(CronJob.objects.all()), namespace=namespace, name=name)
+def _cronjob_context(cron: CronJob, can_write: bool) -> dict[str, Any]:
+    namespace, name = cron.namespace, cron.name
     events = Event.objects.filter(involved_kind="CronJob", involved_namespace=namespace, involved_name=name)
     return {
         "nav": "cronjobs",
@@ -111,17 +111,22 @@ def _cronjob_context(request: HttpRequest, namespace: str, name: str) -> dict[st
         "active": len((cron.status or {}).get("active") or []),
         "history": cronjob_history(cron),
         "events": list(events.order_by("-last_timestamp", "-id")[:20]),
-        "can_write": scope.can_write(cron.tenant_id),
+        "can_write": can_write,
     }
 
 
 @login_required
 def cronjob_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
-    """A CronJob's page: schedule and next runs, its jobs (history), and Suspend / Resume / Run now."""
+    """A CronJob's page: schedule and next runs, its jobs (history), and Suspend / Resume / Run now. Once it is
+    deleted, its live regions and the page say who deleted it and when."""
+    scope = get_scope(request)
+    cron = scope.filter(CronJob.objects.all()).filter(namespace=namespace, name=name).first()
+    if cron is None:
+        return gone.deleted_answer(request, scope, "CronJob", f"{namespace}/{name}")
     return page(
         request,
         "dashboard/cronjob_detail.html",
-        _cronjob_context(request, namespace, name),
+        _cronjob_context(cron, scope.can_write(cron.tenant_id)),
         {
             "summary": "dashboard/_cronjob_summary.html",
             "history": "dashboard/_cronjob_history.html",
@@ -208,9 +213,12 @@ def dag_layout(flow: JobFlow, phases: dict[str, str]) -> dict[str, Any]:
 
 @login_required
 def jobflow_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
-    """Draw a JobFlow's DAG with each step's job phase."""
+    """Draw a JobFlow's DAG with each step's job phase. Once the flow is deleted, its live regions and the page say
+    who deleted it and when."""
     scope = get_scope(request)
-    flow = get_object_or_404(scope.filter(JobFlow.objects.all()), namespace=namespace, name=name)
+    flow = scope.filter(JobFlow.objects.all()).filter(namespace=namespace, name=name).first()
+    if flow is None:
+        return gone.deleted_answer(request, scope, "JobFlow", f"{namespace}/{name}")
     jobs = Job.objects.filter(namespace=namespace, controller_uid=flow.uid).values_list("name", "phase")
     prefix = f"{flow.name}-"
     phases = {job_name.removeprefix(prefix): phase for job_name, phase in jobs}

@@ -12,11 +12,14 @@ from volcanoweb.jobs.models import Event
 def record_event(
     involved: Any, kind: str, type_: str, reason: str, message: str, *, source: str = "volcanoweb"
 ) -> Event:
-    """Record an event about an object; a repeat of the last (reason, message) bumps its count instead.
+    """Record an event about an object; a repeat of the last (reason, message) about the same object bumps its
+    count instead (the same uid, when the object has one: a job made again under a deleted job's name gets events of
+    its own, not the old job's counts).
 
     Called by the runtime's services inside their transactions; no audit entry (events are observations).
     """
     namespace = getattr(involved, "namespace", "") or ""
+    uid = getattr(involved, "uid", None)
     now = timezone.now()
     last = (
         Event.objects.select_for_update(no_key=True)
@@ -27,6 +30,7 @@ def record_event(
             reason=reason,
             message=message,
         )
+        .filter(**({"involved_uid": uid} if uid else {}))
         .order_by("-last_timestamp")
         .first()
     )
@@ -41,7 +45,7 @@ def record_event(
         involved_kind=kind,
         involved_namespace=namespace,
         involved_name=involved.name,
-        involved_uid=getattr(involved, "uid", None),
+        involved_uid=uid,
         type=type_,
         reason=reason,
         message=message,
