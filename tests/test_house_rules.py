@@ -141,8 +141,12 @@ def _plain_row_locks(root: Path) -> list[str]:
     found = []
     for path in sorted(root.rglob("*.py")):
         text = path.read_text()
-        for call in re.finditer(r"select_for_update\(([^()]*)\)", text):
-            if "no_key=True" not in call.group(1):
+        for call in re.finditer(r"select_for_update\(", text):
+            depth, end = 1, call.end()
+            while depth and end < len(text):  # to the call's closing parenthesis
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                end += 1
+            if "no_key=True" not in text[call.end() : end]:
                 found.append(f"{path.relative_to(root.parent)}:{text.count(chr(10), 0, call.start()) + 1}")
     return found
 
@@ -153,5 +157,7 @@ def test_every_row_lock_of_the_product_lets_key_share_locks_pass(tmp_path: Path)
     assert _plain_row_locks(ROOT / "volcanoweb") == []
     planted = tmp_path / "volcanoweb"
     planted.mkdir()
-    (planted / "bad.py").write_text("rows = Job.objects.select_for_update().filter(pk=1)\n")
-    assert _plain_row_locks(planted) == ["volcanoweb/bad.py:1"]
+    (planted / "bad.py").write_text(
+        'rows = Job.objects.select_for_update().filter(pk=1)\npods = Pod.objects.select_for_update(of=("self",))\n'
+    )
+    assert _plain_row_locks(planted) == ["volcanoweb/bad.py:1", "volcanoweb/bad.py:2"]

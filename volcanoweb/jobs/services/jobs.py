@@ -442,7 +442,12 @@ def delete_job(access: Access, namespace: str, name: str, propagation: str = BAC
     else:
         # Lock the job's pods in id order, as the cluster mirror and the scheduler do: the delete below finds them
         # in the order they lie on disk and would hold one the mirror waits for while waiting for another.
-        list(Pod.objects.select_for_update(of=("self",)).filter(job=job).order_by("pk").values_list("pk", flat=True))
+        list(
+            Pod.objects.select_for_update(no_key=True, of=("self",))
+            .filter(job=job)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
         # The row goes before its PodGroup (whose key to it is no constraint): lock the PodGroup first, while
         # the job is held FOR NO KEY UPDATE, so that a commit changing the PodGroup completes before we delete.
         list(
