@@ -144,8 +144,8 @@ class Stream:
             self.cursor = self.since or 0
         return lines
 
-    def convert(self, changes: list[Change], upto: int) -> list[bytes]:
-        """Turn changes of the watched kind after the cursor into event lines; advance the cursor to ``upto``."""
+    def event_lines(self, changes: list[Change]) -> list[bytes]:
+        """The event lines of the changes of the watched kind after the cursor (the cursor stays)."""
         lines = []
         if self.selection.kind == "queues" and any(c.type == log.ADDED for c in changes):
             self.selection.refresh()
@@ -155,10 +155,37 @@ class Stream:
             event = self.selection.event(change)
             if event is not None:
                 lines.append(self.line(event[0], event[1], change))
+        return lines
+
+    def convert(self, changes: list[Change], upto: int) -> list[bytes]:
+        """Turn changes of the watched kind after the cursor into event lines; advance the cursor to ``upto``."""
+        return self.advance(self.event_lines(changes), upto)
+
+    def advance(self, lines: list[bytes], upto: int) -> list[bytes]:
+        """Move the cursor to ``upto`` after ``lines``; add a bookmark when one is due."""
         self.cursor = max(self.cursor, upto)
         if self.bookmarks and time.monotonic() - self.last_bookmark >= BOOKMARK_SECONDS:
-            lines.append(self.bookmark())
+            lines = [*lines, self.bookmark()]
         return lines
+
+    def shared_key(self, upto: int) -> tuple[Any, ...] | None:
+        """What decides this watch's lines for the changes up to ``upto`` (watches of one caller, selection and
+        cursor get the same ones, converted once); None when they are this watch's own (Table output, which
+        prints its headers once per watch; queues, whose visibility the selection learns as it goes)."""
+        selection = self.selection
+        if self.as_table or selection.kind == "queues":
+            return None
+        access = selection.access
+        return (
+            selection.kind,
+            selection.namespace,
+            selection.label_selector,
+            repr(selection.terms),
+            access.platform_admin,
+            frozenset(access.roles),
+            self.cursor,
+            upto,
+        )
 
     def read_log(self) -> list[bytes]:
         """Read the log itself from the cursor (one batch); a compacted cursor ends the stream with 410."""
@@ -225,7 +252,7 @@ async def events(stream: Stream) -> AsyncIterator[bytes]:
                 lines = await sync_to_async(_released(stream.read_log))()
                 wake.set()
             elif found[0]:
-                lines = await sync_to_async(_released(stream.convert))(*found)
+                lines = stream.advance(await _shared_lines(stream, *found), found[1])
             else:
                 stream.cursor = max(stream.cursor, found[1])
                 lines = [stream.bookmark()] if stream.bookmarks and _due(stream) else []
@@ -233,6 +260,25 @@ async def events(stream: Stream) -> AsyncIterator[bytes]:
                 yield b"".join(lines)
     finally:
         feed.unsubscribe(subscriber)
+
+
+#: (``Stream.shared_key``) -> event lines: the watches of one process woken by the same changes convert them once.
+_LINES: dict[tuple[Any, ...], list[bytes]] = {}
+_LINES_MAX = 256
+
+
+async def _shared_lines(stream: Stream, changes: list[Change], upto: int) -> list[bytes]:
+    """The stream's event lines for ``changes``: converted in a thread (rendering may read the database) by the
+    first watch of its kind, the others of that caller, selection and cursor take them without a thread hop."""
+    key = stream.shared_key(upto)
+    lines = _LINES.get(key) if key is not None else None
+    if lines is None:
+        lines = await sync_to_async(_released(stream.event_lines))(changes)
+        if key is not None:
+            if len(_LINES) >= _LINES_MAX:
+                _LINES.clear()
+            _LINES[key] = lines
+    return lines
 
 
 def _due(stream: Stream) -> bool:
