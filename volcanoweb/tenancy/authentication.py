@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from django.utils import timezone
 from rest_framework import authentication, exceptions
@@ -29,29 +29,34 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if not header or header[0].lower() != self.keyword.lower().encode():
             return None
         address = throttling.client_address(request)
-        wait = throttling.retry_after(address)
-        if wait is not None:
-            raise exceptions.Throttled(wait=wait, detail="Too many failed bearer tokens from this address.")
-        if len(header) != 2:
-            throttling.record_token_failure(address, None, "malformed header")
-            raise exceptions.AuthenticationFailed("Invalid bearer token header.")
         try:
-            raw = header[1].decode()
+            raw = header[1].decode() if len(header) == 2 else None
         except UnicodeError:
-            throttling.record_token_failure(address, None, "undecodable token")
-            raise exceptions.AuthenticationFailed("Invalid bearer token.") from None
+            raw = None
+        if raw is None:
+            self._refuse(address, None, "malformed header" if len(header) != 2 else "undecodable token")
         token = ApiToken.objects.select_related("user", "parent").filter(token_hash=hash_token(raw)).first()
         if token is None or not token.is_usable() or not token.user.is_active:
             user_id = token.user_id if token is not None else None
-            throttling.record_token_failure(address, user_id, "unknown token" if token is None else "unusable token")
-            raise exceptions.AuthenticationFailed("Invalid or expired bearer token.")
+            self._refuse(address, user_id, "unknown token" if token is None else "unusable token")
+        # One look at both failure counters (the address's and the user's): past the limit, a good token is
+        # refused too.
         wait = throttling.retry_after(address, token.user_id)
         if wait is not None:
-            raise exceptions.Throttled(wait=wait, detail="Too many failed bearer tokens for this user.")
+            raise exceptions.Throttled(wait=wait, detail="Too many failed bearer tokens from this address or user.")
         now = timezone.now()
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > _TOUCH_INTERVAL_SECONDS:
             services.touch_token(token, now)
         return token.user, token
+
+    @staticmethod
+    def _refuse(address: str | None, user_id: int | None, reason: str) -> NoReturn:
+        """Count the failure and refuse (429 instead when the address or user is throttled already)."""
+        wait = throttling.retry_after(address, user_id)
+        if wait is not None:
+            raise exceptions.Throttled(wait=wait, detail="Too many failed bearer tokens from this address or user.")
+        throttling.record_token_failure(address, user_id, reason)
+        raise exceptions.AuthenticationFailed("Invalid or expired bearer token.")
 
     def authenticate_header(self, request: Request) -> str:
         return f'{self.keyword} realm="api"'

@@ -81,14 +81,16 @@ def _keys(address: str | None, user_id: int | None) -> list[str]:
 
 
 def retry_after(address: str | None, user_id: int | None = None) -> int | None:
-    """Return the seconds until tokens from ``address`` (or for ``user_id``) are accepted again, or None."""
+    """Return the seconds until tokens from ``address`` (or for ``user_id``) are accepted again, or None (one
+    round trip to the cache for both counters)."""
     now = time.time()
-    for key in _keys(address, user_id):
-        entry = cache.get(key)
-        if entry and entry[0] >= settings.API_AUTH_FAILURE_LIMIT and entry[1] > now:
-            until: float = entry[1]
-            return max(1, math.ceil(until - now))
-    return None
+    entries = cache.get_many(_keys(address, user_id))
+    waits = [
+        max(1, math.ceil(entry[1] - now))
+        for entry in entries.values()
+        if entry and entry[0] >= settings.API_AUTH_FAILURE_LIMIT and entry[1] > now
+    ]
+    return max(waits) if waits else None
 
 
 def record_token_failure(address: str | None, user_id: int | None, reason: str) -> None:
