@@ -61,8 +61,67 @@ class Reactions:
 
 
 def _changed(change: Change, ignored: frozenset[str]) -> bool:
+    if "changed" in change.cache:  # computed by the database (:func:`read`)
+        return bool(change.cache["changed"])
     before, after = change.prev or {}, change.data
     return any(before.get(k) != v for k, v in after.items() if k not in ignored)
+
+
+#: The columns the reactions read of a row (every kind's, the rest is left in the database).
+SLIM = ("id", "job_id", "scheduler_name", "group_name", "phase", "exit_code", "deletion_timestamp", "target_kind")
+#: The status fields the pod view reads.
+STATUS = ("restartCount", "deleted")
+
+
+def _slim_sql(row: str, postgresql: bool) -> str:
+    """A row of the log reduced to :data:`SLIM` and the two status fields the pod view reads (JSON text)."""
+    if postgresql:
+        pairs = [f"'{k}', {row}->'{k}'" for k in SLIM]
+        pairs += [f"'status', jsonb_build_object('{k}', {row}#>'{{status,{k}}}')" for k in STATUS]
+        build = f"jsonb_build_object({', '.join(pairs)})::text"
+    else:
+        pairs = [f"'{k}', json_extract({row}, '$.{k}')" for k in SLIM]
+        status = ", ".join(f"'{k}', json_extract({row}, '$.status.{k}')" for k in STATUS)
+        build = f"json_object({', '.join(pairs)}, 'status', json_object({status}))"
+    return f"CASE WHEN {row} IS NULL THEN NULL ELSE {build} END"
+
+
+def _without(row: str, columns: frozenset[str], postgresql: bool) -> str:
+    if postgresql:
+        return f"({row} - ARRAY[{', '.join(repr(c) for c in sorted(columns))}]::text[])"
+    return f"json_remove({row}, {', '.join(repr('$.' + c) for c in sorted(columns))})"
+
+
+def _changed_sql(postgresql: bool) -> str:
+    """Whether a job or queue changed in a column its controllers do not write (their own echo is no request)."""
+    differ = "IS DISTINCT FROM" if postgresql else "IS NOT"
+    cases = [
+        f"WHEN kind = '{kind}' THEN {_without('data', ignored, postgresql)} {differ} "
+        f"{_without('prev', ignored, postgresql)}"
+        for kind, ignored in (("jobs", JOB_STATUS), ("queues", QUEUE_STATUS))
+    ]
+    return f"CASE WHEN type <> 'M' THEN NULL {' '.join(cases)} END"
+
+
+def read(after: int, upto: int, limit: int = log.BATCH) -> list[Change]:
+    """The entries of :data:`KINDS` in ``(after, upto]``, each row reduced to what the reactions read (the
+    database compares whole job and queue rows): an informer reads every change of the busy kinds."""
+    postgresql = connection.vendor == "postgresql"
+    kinds = ", ".join(["%s"] * len(KINDS))
+    sql = (
+        f"SELECT rev, kind, obj_id, type, namespace, name, uid, {_slim_sql('data', postgresql)}, "
+        f"{_slim_sql('prev', postgresql)}, {_changed_sql(postgresql)} FROM feed_entry WHERE rev > %s AND rev <= %s "
+        f"AND kind IN ({kinds}) ORDER BY rev LIMIT %s"
+    )
+    out = []
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [after, upto, *KINDS, limit])
+        for *row, flag in cursor.fetchall():
+            change = Change(int(row[0]), row[1], int(row[2]), row[3], row[4], row[5], row[6], row[7], row[8])
+            if flag is not None:
+                change.cache["changed"] = bool(flag)
+            out.append(change)
+    return out
 
 
 def pod_view(row: dict[str, Any] | None) -> tuple[Any, ...]:
@@ -172,7 +231,7 @@ class Informer:
             return Reactions()
         found = Reactions()
         while self.cursor < current:
-            batch = log.changes(self.cursor, KINDS, upto=current)
+            batch = read(self.cursor, current)
             self.cursor = batch[-1].rev if len(batch) == log.BATCH else current
             found = _merge(found, reactions(batch))
         ask(found)

@@ -102,6 +102,9 @@ def test_the_informer_reads_every_writer_and_relists_past_the_compaction_point(
     Job.objects.filter(pk=job.pk).update(phase="Running")  # the controller's own status: no request
     assert not watching.step()
     assert asked == []
+    Job.objects.filter(pk=job.pk).update(labels={"team": "vision"})  # a person's change: reconcile
+    assert watching.step().jobs == {job.pk}
+    asked.clear()
 
     Pod.objects.filter(pk=pod.pk).delete()
     FeedHead.objects.filter(id=1).update(compacted=log.head(wait=True)[0])  # the log no longer reaches back
