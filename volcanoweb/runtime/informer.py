@@ -15,9 +15,9 @@ controllers. What each change asks for (:func:`reactions`, a pure function of th
 * a Queue created, deleted or changed by a person (not its state or status) → resync the queues.
 
 Requests go where every other sync request goes (``runtime.dispatch``: coalesced per job, urgent first; in
-the stack the Redis sets the controller workers drain). One informer runs per deployment: the stack's
-periodic worker runs it (a PostgreSQL advisory lock keeps a second one standing by), the embedded mode runs
-it in-process. It starts from the log's current revision and asks for a full resync then (an informer's
+the stack the Redis sets the controller workers drain). One informer runs per deployment: a controller
+worker of the stack runs it (a PostgreSQL advisory lock keeps the others standing by), the embedded mode
+runs it in-process. It starts from the log's current revision and asks for a full resync then (an informer's
 relist); a cursor the log has compacted past does the same.
 """
 

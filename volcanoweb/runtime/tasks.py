@@ -111,15 +111,16 @@ _informer: Any = None
 
 @worker_ready.connect
 def _start_informer(sender: Any = None, **_kwargs: Any) -> None:
-    """The worker that consumes the periodic queue (one per deployment: runstack's and compose's "scheduler")
-    runs the controllers' informer (``runtime.informer``): the log's changes become sync requests for the
-    controller workers. A second such worker stands by on the informer's advisory lock."""
+    """A controller worker (one that consumes the controllers' queue) runs the controllers' informer
+    (``runtime.informer``): the log's changes become the sync requests it and the other controller workers
+    drain. One leads (the informer's advisory lock); the others stand by. The periodic worker, whose process
+    runs the scheduling cycle, does not."""
     global _informer
     try:
         queues = {queue.name for queue in sender.task_consumer.queues}
     except AttributeError:
         return
-    if settings.PERIODIC_QUEUE in queues and _informer is None:
+    if settings.CELERY_TASK_DEFAULT_QUEUE in queues and _informer is None:
         from volcanoweb.runtime import informer
 
         _informer = informer.Runner().start()
