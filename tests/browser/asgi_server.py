@@ -14,19 +14,16 @@ _INHERITED: list[Any] = []
 
 
 def _child_setup() -> None:
-    """In the forked child: drop the parent's database connections without closing them, and run the
-    controllers' informer as the embedded mode does (pages that submit jobs see their pods come).
+    """In the forked child: drop the parent's database connections without closing them.
 
-    Closing (or garbage-collecting) the connections would send the server a Terminate on sockets the parent
-    still uses; the child opens its own connections instead."""
+    Closing (or garbage-collecting) them would send the server a Terminate on sockets the parent still
+    uses; the child opens its own connections instead. The child runs no controllers (no informer): a test
+    whose jobs must run uses the embedded server (``tests/browser/embedded.py``), the product's own loops."""
     from django.db import connections
-
-    from volcanoweb.runtime.informer import Runner
 
     for conn in connections.all(initialized_only=True):
         _INHERITED.append(conn.connection)
         conn.connection = None
-    _INHERITED.append(Runner().start())
 
 
 def _application() -> Any:
