@@ -73,7 +73,11 @@ class Tailer:
         self.lock = threading.Lock()
         self.rings: dict[str, _Ring] = {}
         self.everything = _Ring(start=-1, entries=collections.deque(maxlen=RING_ALL))
-        self.subscribers: dict[str, set[Subscriber]] = collections.defaultdict(set)
+        #: kind -> namespace (None: every namespace) -> subscribers: a change wakes the subscribers of its kind in
+        #: its namespace and in every namespace, whatever the number of watches of other namespaces
+        self.subscribers: dict[str, dict[str | None, set[Subscriber]]] = collections.defaultdict(
+            lambda: collections.defaultdict(set)
+        )
         self.position = -1
         #: bumped whenever the rings start again (a restart after idling, a log that went back): what was
         #: derived from the old rings (the sockets' filtered batches) is stale then
@@ -93,13 +97,18 @@ class Tailer:
         """Register a consumer; ``notify`` is called from the tailer thread when its kind changed."""
         subscriber = Subscriber(kind, namespace, notify)
         with self.lock:
-            self.subscribers[kind].add(subscriber)
+            self.subscribers[kind][namespace].add(subscriber)
         self.active.set()
         return subscriber
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         with self.lock:
-            self.subscribers[subscriber.kind].discard(subscriber)
+            by_namespace = self.subscribers[subscriber.kind]
+            group = by_namespace.get(subscriber.namespace)
+            if group is not None:
+                group.discard(subscriber)
+                if not group:
+                    del by_namespace[subscriber.namespace]
 
     def read(self, kind: str, after: int) -> tuple[list[Change], int] | None:
         """Return the kind's changes after ``after`` from the ring and the revision read up to, or None when
@@ -147,12 +156,13 @@ class Tailer:
                 if len(ring.entries) == ring.entries.maxlen:
                     ring.start = ring.entries[0].rev
                 ring.entries.append(change)
-                for subscriber in self.subscribers.get(change.kind, ()):
-                    if subscriber.namespace is None or subscriber.namespace == change.namespace:
-                        woken.add(subscriber)
+                by_namespace = self.subscribers.get(change.kind)
+                if by_namespace:
+                    woken.update(by_namespace.get(None, ()))
+                    woken.update(by_namespace.get(change.namespace, ()))
             self.position = upto
             if batch:
-                woken |= self.subscribers.get(EVERYTHING, set())
+                woken.update(self.subscribers.get(EVERYTHING, {}).get(None, ()))
         for subscriber in woken:
             try:
                 subscriber.notify()
@@ -166,7 +176,7 @@ class Tailer:
             self.everything = _Ring(start=position, entries=collections.deque(maxlen=RING_ALL))
             self.position = self.origin = position
             self.generation = next(_GENERATIONS)
-            subscribers = [s for group in self.subscribers.values() for s in group]
+            subscribers = [s for by_ns in self.subscribers.values() for group in by_ns.values() for s in group]
         for subscriber in subscribers:
             subscriber.notify()
 
@@ -199,7 +209,7 @@ class Tailer:
 
     def _idle(self) -> bool:
         with self.lock:
-            return not any(self.subscribers.values())
+            return not any(group for by_ns in self.subscribers.values() for group in by_ns.values())
 
     def _run(self) -> None:
         poll = float(settings.FEED_POLL_SECONDS)
