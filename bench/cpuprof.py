@@ -221,5 +221,33 @@ def breakdown(
     }
 
 
+def statements(
+    before: dict[int, dict[str, Any]], after: dict[int, dict[str, Any]], cmd: dict[int, str], jobs: int
+) -> dict[str, Any]:
+    """SQL statements the stack's processes sent per job, in all and per role (the stage files' counters)."""
+    per_role: dict[str, float] = {}
+    for pid, doc in after.items():
+        sent = int(doc.get("statements") or 0) - int(before.get(pid, {}).get("statements") or 0)
+        name = role(cmd.get(pid, "") or " ".join(doc.get("argv") or []))
+        per_role[name] = per_role.get(name, 0) + sent / max(1, jobs)
+    return {"per_job": round(sum(per_role.values()), 1), "per_role": {k: round(v, 1) for k, v in per_role.items()}}
+
+
+PG_COUNTERS = ("xact_commit", "xact_rollback", "tup_inserted", "tup_updated", "tup_deleted", "tup_fetched")
+
+
+def pg_counters(conn: Any, db_name: str) -> dict[str, int]:
+    """PostgreSQL's counters of the bench database (transactions, rows written and read)."""
+    row = conn.execute(
+        f"SELECT {', '.join(PG_COUNTERS)} FROM pg_stat_database WHERE datname = %s", [db_name]
+    ).fetchone()
+    return dict(zip(PG_COUNTERS, (int(v or 0) for v in row), strict=True)) if row else {}
+
+
+def per_job(before: dict[str, int], after: dict[str, int], jobs: int) -> dict[str, float]:
+    """The counters' growth per job."""
+    return {k: round((after.get(k, 0) - before.get(k, 0)) / max(1, jobs), 1) for k in after}
+
+
 def read_stages(directory: Path | None) -> dict[int, dict[str, Any]]:
     return stageprof.read_all(directory) if directory and directory.exists() else {}

@@ -57,6 +57,18 @@ def _summary(values: list[float]) -> dict[str, Any]:
     }
 
 
+def _pg_counters(db_name: str) -> dict[str, int]:
+    """pg_stat_database's counters of the bench database (statistics are flushed by each backend at its
+    transaction end, and by PostgreSQL every second or so: read after a short pause)."""
+    import psycopg
+
+    from bench import cpuprof
+
+    time.sleep(1.0)
+    with psycopg.connect(**_pg_dsn(), autocommit=True) as conn:
+        return cpuprof.pg_counters(conn, db_name)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -741,6 +753,7 @@ def run(args: Any) -> dict[str, Any]:
 
         sampler = cpuprof.Sampler(stack.proc.pid, None if embedded else _pg_dsn(), stack.db_name)
         stages_before = cpuprof.read_stages(stack.profile_dir)
+        pg_before = None if embedded else _pg_counters(stack.db_name)
         sampler.start()
         bench_cpu0 = time.process_time()
         t_sub = threading.Thread(target=do_submit)
@@ -755,6 +768,7 @@ def run(args: Any) -> dict[str, Any]:
         stack_cpu, pg_cpu = sampler.stop()
         bench_cpu = time.process_time() - bench_cpu0
         stages_after = cpuprof.read_stages(stack.profile_dir)
+        pg_after = None if embedded else _pg_counters(stack.db_name)
         final = counts()
         start = sub_result["start"]
         wall = (t_bound - start) if t_bound else None
@@ -795,6 +809,9 @@ def run(args: Any) -> dict[str, Any]:
                 ),
             }
         )
+        report["statements"] = cpuprof.statements(stages_before, stages_after, sampler.cmd, n)
+        if pg_before is not None and pg_after is not None:
+            report["postgres_per_job"] = cpuprof.per_job(pg_before, pg_after, n)  # transactions, rows
         report["scheduling_cycles"] = _cycle_summary(start)
         if kube_watchers:
             from bench import watchers as kube_watch

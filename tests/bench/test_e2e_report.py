@@ -90,3 +90,16 @@ def test_the_insights_a_b_alternates_the_modes_and_compares_their_medians(monkey
     assert summary["throughput_change_pct"] == -5.0
     assert summary["recording_cpu_ms_per_job"] == 1.2
     assert summary["recording_cpu_share_pct"] == 1.5
+
+
+def test_statements_and_postgres_counters_per_job() -> None:
+    from bench import cpuprof
+
+    before = {1: {"statements": 100, "argv": ["uvicorn"]}, 2: {"statements": 5}}
+    after = {1: {"statements": 1100, "argv": ["uvicorn"]}, 2: {"statements": 505}, 3: {"statements": 50}}
+    cmd = {1: "python uvicorn volcanoweb.asgi:application", 2: "celery -A volcanoweb worker -n worker@%h"}
+    out = cpuprof.statements(before, after, cmd, jobs=100)
+    assert out["per_role"] == {"web": 10.0, "controller worker": 5.0, "other": 0.5}
+    assert out["per_job"] == 15.5
+    grown = cpuprof.per_job({"xact_commit": 10, "tup_inserted": 0}, {"xact_commit": 510, "tup_inserted": 1200}, 100)
+    assert grown == {"xact_commit": 5.0, "tup_inserted": 12.0}

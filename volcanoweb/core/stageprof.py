@@ -1,20 +1,20 @@
 """Per-stage CPU counters for the end-to-end benchmark (issue 17); off unless the benchmark turns them on.
 
-The stages are explicit instrumentation points: :func:`stage` marks the entry point of each (the API
-request, the manifests' apply, the controller sync, the cycle's snapshot, decide, apply and bind steps,
-the insights record, the backend mirror, the simulated cluster's pod creation, bind and kubelet, the
-broadcast on commit). With ``VOLCANOWEB_STAGE_PROFILE=<dir>`` in a process's environment when this module
-is imported, the marked functions are wrapped so that the CPU time of the calling thread
-(``time.thread_time``) spent in each is summed per *stage*, and :func:`install` (called by the core app's
-``ready``) starts a daemon thread that writes the sums with the process's total CPU time to
-``<dir>/<pid>.json`` every half second. Stages are exclusive: a stage entered inside another (the
-broadcast on commit inside a controller sync, a simulated bind inside the cycle's bind step) is charged to
-the inner one only, so the stages of a process add up to at most its CPU time; the rest (Celery and ASGI
-plumbing, middleware, idle polling) is the process's remainder.
+The stages are explicit instrumentation points: :func:`stage` marks the entry point of each (the API request,
+the manifests' apply, the controller sync, the cycle's snapshot, decide, apply and bind steps, the insights
+record, the backend mirror, the simulated cluster's pod creation, bind and kubelet, the broadcast on commit).
+With ``VOLCANOWEB_STAGE_PROFILE=<dir>`` in a process's environment when this module is imported, the marked
+functions are wrapped so that the CPU time of the calling thread (``time.thread_time``) spent in each is
+summed per *stage*, and :func:`install` (called by the core app's ``ready``) starts a daemon thread that
+writes the sums with the process's total CPU time to ``<dir>/<pid>.json`` every half second, with the number
+of SQL statements the process sent. Stages are exclusive: a stage entered inside another (the broadcast on
+commit inside a controller sync, a simulated bind inside the cycle's bind step) is charged to the inner one
+only, so the stages of a process add up to at most its CPU time; the rest (Celery and ASGI plumbing,
+middleware, idle polling) is the process's remainder.
 
 Without the variable :func:`stage` returns the function itself: the code paths are the unmodified
-functions (no flag is read on any hot path). This module imports only the standard library, so any layer
-may mark its entry points.
+functions (no flag is read on any hot path). This module imports only the standard library (Django's
+connection signal only once turned on), so any layer may mark its entry points.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: stage -> [cpu seconds, calls]; guarded by _lock
 _totals: dict[str, list[float]] = {}
+#: SQL statements this process sent through Django's connections (an ``executemany`` counts once)
+_statements = [0]
 _lock = threading.Lock()
 _local = threading.local()
 _installed = False
@@ -94,7 +96,25 @@ def snapshot() -> dict[str, Any]:
     """This process's counters: ``{"pid", "argv", "cpu_seconds", "stages": {stage: {"cpu_seconds", "calls"}}}``."""
     with _lock:
         stages = {k: {"cpu_seconds": v[0], "calls": int(v[1])} for k, v in _totals.items()}
-    return {"pid": os.getpid(), "argv": sys.argv[:6], "cpu_seconds": time.process_time(), "stages": stages}
+    return {
+        "pid": os.getpid(),
+        "argv": sys.argv[:6],
+        "cpu_seconds": time.process_time(),
+        "statements": _statements[0],
+        "stages": stages,
+    }
+
+
+def _count(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+    with _lock:
+        _statements[0] += 1
+    return execute(sql, params, many, context)
+
+
+def _count_statements(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """Count every statement of a new database connection (Django's execute wrappers)."""
+    if _count not in connection.execute_wrappers:
+        connection.execute_wrappers.append(_count)
 
 
 def _writer(directory: Path) -> None:
@@ -116,6 +136,9 @@ def install() -> bool:
     if not directory or _installed:
         return False
     _installed = True
+    from django.db.backends.signals import connection_created
+
+    connection_created.connect(_count_statements, dispatch_uid="stageprof-statements")
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
     threading.Thread(target=_writer, args=(path,), name="stageprof-writer", daemon=True).start()

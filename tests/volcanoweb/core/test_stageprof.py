@@ -174,3 +174,27 @@ def test_the_document_limit_is_a_setting() -> None:
         assert len(parse_documents(_list_body(500))) == 500
         with pytest.raises(BadRequest, match="the limit is 500"):
             parse_documents(_list_body(501))
+
+
+_COUNTED = """
+import django, json
+django.setup()
+from django.db import connection
+from volcanoweb.core import stageprof
+
+stageprof.install()
+connection.close()  # the next query opens a connection: the counter is on every new one
+with connection.cursor() as cursor:
+    for _ in range(3):
+        cursor.execute("SELECT 1")
+print(json.dumps(stageprof.snapshot()["statements"]))
+"""
+
+
+def test_with_the_environment_variable_a_process_counts_the_statements_it_sends(tmp_path: Path) -> None:
+    """The benchmark's statements per job come from this counter (``bench/cpuprof.statements``)."""
+    env = {**os.environ, stageprof.ENV: str(tmp_path), "DJANGO_SETTINGS_MODULE": "volcanoweb.settings"}
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    out = subprocess.run([sys.executable, "-c", _COUNTED], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == 3
+    assert stageprof.snapshot()["statements"] == 0  # this process was started without it: nothing counted
