@@ -142,6 +142,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # PostgreSQL connections the ASGI server keeps in a pool for its request threads (volcanoweb/asgi.py; 0: none).
 ASGI_DB_POOL_SIZE = env_int("ASGI_DB_POOL_SIZE", 10, minimum=0)
+# Group commit (ADR 0030): single-Job applies of a process that arrive within this many milliseconds of each
+# other are applied together in one transaction, each keeping its own answer (0: each on its own).
+GROUP_COMMIT_WINDOW_MS = env_float("GROUP_COMMIT_WINDOW_MS", 2.0)
+if GROUP_COMMIT_WINDOW_MS < 0:
+    raise ImproperlyConfigured(f"GROUP_COMMIT_WINDOW_MS: must not be negative, not {GROUP_COMMIT_WINDOW_MS}")
 # --- change log (volcanoweb/feed, ADR 0024) ---------------------------------------------------------------
 # Compaction keeps at least this many revisions, for at least this long; a watch, list or continue token
 # from an older revision answers 410 Expired.

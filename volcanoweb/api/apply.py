@@ -9,10 +9,12 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from volcanoweb import groupcommit
 from volcanoweb.api.base import ApiView
 from volcanoweb.api.listing import clean_text
 from volcanoweb.api.schema import ERRORS, MANIFEST_BODY
 from volcanoweb.apply import apply_documents
+from volcanoweb.manifests import parse
 
 
 def _names_namespace(doc: dict[str, Any]) -> bool:
@@ -38,6 +40,9 @@ class ApplyView(ApiView):
         documents = self.documents(request)
         if not namespace and not all(_names_namespace(doc) for doc in documents):
             namespace = access.default_namespace()  # a query: only when some document needs it
-        outcomes = apply_documents(access, documents, default_namespace=namespace or None, dry_run=dry_run)
+        if len(documents) == 1 and not dry_run and parse.identify(documents[0]).kind == parse.JOB.kind:
+            outcomes = [groupcommit.apply_job(access, documents[0], namespace or None)]  # with concurrent ones
+        else:
+            outcomes = apply_documents(access, documents, default_namespace=namespace or None, dry_run=dry_run)
         items = [{**o.summary(), "object": o.object} for o in outcomes]
         return Response({"apiVersion": "v1", "kind": "ApplyResult", "dryRun": dry_run, "items": items})
