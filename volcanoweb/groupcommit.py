@@ -77,6 +77,9 @@ class GroupCommit:
     def apply(self, access: Access, doc: dict[str, Any], namespace: str | None) -> Outcome:
         """Apply one Job document with whatever else arrives meanwhile; its own outcome or error."""
         request = _Request(access, doc, namespace)
+        # The waiting thread gives its database connection back first: with a pool of connections (ASGI), as
+        # many waiting requests as connections would leave none for the writer thread they wait for.
+        connection.close()
         self.queue.put(request)
         return request.future.result()
 

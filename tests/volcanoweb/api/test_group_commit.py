@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from tests.volcanoweb import builders
 from tests.volcanoweb.conftest import post_yaml
@@ -136,3 +136,35 @@ def test_the_rest_api_applies_one_job_through_the_batcher(cast: Any, client_for:
     assert seen == [1]
     assert Job.objects.filter(name="api").exists()
     batcher.stop()
+
+
+def test_a_waiting_request_holds_no_database_connection(cast: Any) -> None:
+    """With a pool of connections (ASGI), requests waiting for the writer thread must not hold the connections
+    it needs: a waiting request has given its own back."""
+    ensure_builtin_queues()
+    builders.make_queue("ml-training", allowed=("team-a",))
+    alice = access_for(cast.alice)
+    held: list[bool] = []
+    waiting: dict[str, Any] = {}
+
+    def apply_many(access: Any, docs: list[Any], namespace: Any) -> Any:
+        held.append(waiting["connection"].connection is not None)
+        return jobs.apply_jobs(access, docs, namespace)
+
+    batcher = groupcommit.GroupCommit(0.3, apply_many)
+
+    def request(name: str) -> None:
+        own = connections["default"]  # this thread's own connection object (not the per-thread proxy)
+        list(Job.objects.all()[:1])  # the request used the database before it applies (its authentication)
+        waiting["connection"] = own
+        batcher.apply(alice, builders.job_manifest(name, queue="ml-training"), "team-a")
+        own.close()
+
+    threads = [threading.Thread(target=request, args=(f"w-{i}",)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    batcher.stop()
+    assert held == [False]
+    assert Job.objects.filter(name__startswith="w-").count() == 2
