@@ -43,13 +43,14 @@ class _Request:
     access: Access
     doc: dict[str, Any]
     namespace: str | None
+    mode: str = "apply"
     future: Future[Outcome] = field(default_factory=Future)
 
     def key(self) -> tuple[Any, ...]:
         """Requests that may share a batch: one caller's rights, one default namespace."""
         access = self.access
         roles = tuple(sorted(access.roles.items()))
-        return (getattr(access.user, "pk", None), access.platform_admin, roles, self.namespace)
+        return (getattr(access.user, "pk", None), access.platform_admin, roles, self.namespace, self.mode)
 
     def name(self) -> tuple[Any, Any]:
         meta = self.doc.get("metadata") if isinstance(self.doc, dict) else None
@@ -74,9 +75,9 @@ class GroupCommit:
         self.thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
         self.thread.start()
 
-    def apply(self, access: Access, doc: dict[str, Any], namespace: str | None) -> Outcome:
-        """Apply one Job document with whatever else arrives meanwhile; its own outcome or error."""
-        request = _Request(access, doc, namespace)
+    def apply(self, access: Access, doc: dict[str, Any], namespace: str | None, mode: str = "apply") -> Outcome:
+        """Apply (or create) one Job document with whatever else arrives meanwhile; its own outcome or error."""
+        request = _Request(access, doc, namespace, mode)
         # The waiting thread gives its database connection back first: with a pool of connections (ASGI), as
         # many waiting requests as connections would leave none for the writer thread they wait for.
         connection.close()
@@ -131,7 +132,7 @@ class GroupCommit:
             first = group[0]
             try:
                 with transaction.atomic():
-                    outcomes = self.apply_many(first.access, [r.doc for r in group], first.namespace)
+                    outcomes = self.apply_many(first.access, [r.doc for r in group], first.namespace, mode=first.mode)
             except Exception:  # one refused (or a race): each request on its own, below
                 log.debug("group commit of %d jobs fell back to one by one", len(group), exc_info=True)
             else:
@@ -140,7 +141,8 @@ class GroupCommit:
                 return
         for request in group:
             try:
-                request.future.set_result(jobs.apply_job(request.access, request.doc, request.namespace))
+                outcome = jobs.apply_job(request.access, request.doc, request.namespace, mode=request.mode)
+                request.future.set_result(outcome)
             except Exception as error:
                 request.future.set_exception(error)
 
@@ -170,9 +172,10 @@ def group_commit() -> GroupCommit | None:
         return _committer
 
 
-def apply_job(access: Access, doc: dict[str, Any], namespace: str | None) -> Outcome:
-    """Apply one Job document: with concurrent ones (group commit), or in place inside a transaction."""
+def apply_job(access: Access, doc: dict[str, Any], namespace: str | None, mode: str = "apply") -> Outcome:
+    """Apply (or create) one Job document: with concurrent ones (group commit), or in place inside a
+    transaction."""
     committer = None if connection.in_atomic_block else group_commit()
     if committer is None:
-        return jobs.apply_job(access, doc, namespace)
-    return committer.apply(access, doc, namespace)
+        return jobs.apply_job(access, doc, namespace, mode=mode)
+    return committer.apply(access, doc, namespace, mode)

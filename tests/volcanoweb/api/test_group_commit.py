@@ -30,9 +30,9 @@ def committer(cast: Any) -> Iterator[groupcommit.GroupCommit]:
     builders.make_queue("ml-training", allowed=("team-a", "team-b"))
     calls: list[int] = []
 
-    def apply_many(access: Any, docs: list[Any], namespace: Any) -> Any:
+    def apply_many(access: Any, docs: list[Any], namespace: Any, mode: str) -> Any:
         calls.append(len(docs))
-        return jobs.apply_jobs(access, docs, namespace)
+        return jobs.apply_jobs(access, docs, namespace, mode=mode)
 
     batcher = groupcommit.GroupCommit(0.3, apply_many)
     batcher.calls = calls  # type: ignore[attr-defined]
@@ -40,16 +40,16 @@ def committer(cast: Any) -> Iterator[groupcommit.GroupCommit]:
     batcher.stop()
 
 
-def _submit_together(committer: groupcommit.GroupCommit, requests: list[tuple[Any, dict[str, Any], str]]) -> list[Any]:
+def _submit_together(committer: groupcommit.GroupCommit, requests: list[tuple[Any, ...]]) -> list[Any]:
     """Apply every request from a thread of its own, all at once; return each one's outcome or error."""
     results: list[Any] = [None] * len(requests)
     start = threading.Barrier(len(requests))
 
     def run(index: int) -> None:
-        access, doc, namespace = requests[index]
+        access, doc, namespace, *mode = requests[index]
         start.wait()
         try:
-            results[index] = committer.apply(access, doc, namespace)
+            results[index] = committer.apply(access, doc, namespace, *mode)
         except ApiError as error:
             results[index] = error
         finally:
@@ -147,9 +147,9 @@ def test_a_waiting_request_holds_no_database_connection(cast: Any) -> None:
     held: list[bool] = []
     waiting: dict[str, Any] = {}
 
-    def apply_many(access: Any, docs: list[Any], namespace: Any) -> Any:
+    def apply_many(access: Any, docs: list[Any], namespace: Any, mode: str) -> Any:
         held.append(waiting["connection"].connection is not None)
-        return jobs.apply_jobs(access, docs, namespace)
+        return jobs.apply_jobs(access, docs, namespace, mode=mode)
 
     batcher = groupcommit.GroupCommit(0.3, apply_many)
 
@@ -168,3 +168,15 @@ def test_a_waiting_request_holds_no_database_connection(cast: Any) -> None:
     batcher.stop()
     assert held == [False]
     assert Job.objects.filter(name__startswith="w-").count() == 2
+
+
+def test_batched_creates_refuse_an_existing_name_as_a_create_alone_does(cast: Any, committer: Any) -> None:
+    """The Kubernetes API's create (POST .../jobs) goes through the batcher in create mode: 409 for a name that
+    exists, the others created in one set-based call."""
+    alice = access_for(cast.alice)
+    jobs.apply_job(alice, builders.job_manifest("taken", queue="ml-training"), "team-a")
+    docs = [builders.job_manifest(name, queue="ml-training") for name in ("n-1", "taken", "n-2")]
+    results = _submit_together(committer, [(alice, doc, "team-a", "create") for doc in docs])
+    assert isinstance(results[1], ApiError)
+    assert (results[1].code, results[1].reason) == (409, "AlreadyExists")
+    assert [results[0].action, results[2].action] == ["created", "created"]

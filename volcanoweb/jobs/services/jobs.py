@@ -308,8 +308,9 @@ def apply_jobs(
     default_namespace: str | None = None,
     *,
     label: Callable[[int, ApiError], None] | None = None,
+    mode: str = "apply",
 ) -> list[Outcome]:
-    """Apply many Job manifests (mode ``apply``) as :func:`apply_job` does one after the other, in bulk.
+    """Apply many Job manifests (``mode`` apply or create) as :func:`apply_job` does one after the other, in bulk.
 
     The same checks run in the same order for each document, and the first failing document (in order)
     raises the same error (``label(position, error)`` is called first, to name the document); but the
@@ -320,7 +321,7 @@ def apply_jobs(
     Writes nothing unless every document passes.
     """
     batch = _read_batch(docs, default_namespace)
-    plans = [_plan_job(access, batch, position, label) for position in range(len(docs))]
+    plans = [_plan_job(access, batch, position, label, mode) for position in range(len(docs))]
     return _write_jobs(access, plans)
 
 
@@ -365,7 +366,9 @@ def _lock_existing_jobs(
     return existing
 
 
-def _plan_job(access: Access, batch: _Batch, position: int, label: Callable[[int, ApiError], None] | None) -> _Plan:
+def _plan_job(
+    access: Access, batch: _Batch, position: int, label: Callable[[int, ApiError], None] | None, mode: str
+) -> _Plan:
     """Admit the document at ``position`` as :func:`apply_job` would (from what the batch read); on an error,
     call ``label`` first."""
     doc, meta, failure = batch.docs[position], batch.metas[position], batch.failures[position]
@@ -376,6 +379,7 @@ def _plan_job(access: Access, batch: _Batch, position: int, label: Callable[[int
             access, batch.names[position], "create", parse.JOB, meta.name, namespaces=batch.namespaces
         )
         current = batch.existing.get((namespace.name, meta.name))
+        check_existence(parse.JOB, meta.name, current, mode)
         check_version(parse.JOB, meta, current)
         spec = _admit_job(
             access,

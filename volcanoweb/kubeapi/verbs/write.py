@@ -8,6 +8,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from volcanoweb import groupcommit
 from volcanoweb.apply import atomically
 from volcanoweb.core.errors import ApiError, BadRequest, Cause, Errors, invalid
 from volcanoweb.jobs import services as jobs
@@ -52,7 +53,10 @@ class WriteVerbs(ResourceBase):
             return Response(self.create_command(access, doc, namespace, dry_run), status=status.HTTP_201_CREATED)
         apply = resource.apply
         assert apply is not None
-        outcome = atomically(lambda: apply(access, doc, namespace, mode="create"), dry_run=dry_run)
+        if resource.plural == "jobs" and not dry_run:  # with concurrent creates (group commit, ADR 0030)
+            outcome = groupcommit.apply_job(access, doc, namespace, mode="create")
+        else:
+            outcome = atomically(lambda: apply(access, doc, namespace, mode="create"), dry_run=dry_run)
         return Response(outcome.object, status=status.HTTP_201_CREATED)
 
     def create_command(self, access: Access, doc: dict[str, Any], namespace: str | None, dry_run: bool) -> Any:
