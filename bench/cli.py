@@ -388,6 +388,12 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--keep-db", action="store_true", help="keep the bench database and Redis DB")
     p.add_argument("--apply-batch", type=int, default=1, help="jobs per POST /api/v1/apply (a List, all or nothing)")
+    p.add_argument(
+        "--via",
+        choices=("rest", "kubeapi"),
+        default="rest",
+        help="submit through POST /api/v1/apply or the Kubernetes API's create (POST .../namespaces/NS/jobs)",
+    )
     p.add_argument("--embedded", action="store_true", help="the embedded mode (SQLite, loops in-process) instead")
     p.add_argument("--controller-workers", type=int, default=1, help="Celery worker processes for the controllers")
     p.add_argument(
