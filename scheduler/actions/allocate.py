@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from scheduler.actions.common import (
     feasible_count,
-    feasible_mask,
+    feasible_inside,
     prioritize,
     record_fit_error,
     record_job_failure,
@@ -449,14 +449,8 @@ class AllocateAction(Action):
             shape = (task.role, task.req, task.sig)
             if cache and shape in failed_shapes:
                 continue
-            nodes = (feasible_mask(session, task) & inside).nonzero()[0]
+            nodes = feasible_inside(session, task, inside, job, topo.nodes[hn])
             if len(nodes) == 0:
-                if not job.fit_errors:
-                    job.fit_errors[task.uid] = (
-                        task.task.name,
-                        session.fit_errors(task, topo.nodes[hn]),
-                        len(session.nodes),
-                    )
                 failed_shapes.add(shape)
                 failed_roles.add(task.role)
                 if need_continue(job, failed_roles):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -87,6 +87,15 @@ def feasible_mask(ssn: SessionHandle, task: TaskInfo) -> BoolArray:
         return all(a[i] for a in passed) and all(future[d, i] >= v for d, v in rkey)
 
     return ssn.mask_cache.get(key, compute, at, keep=passed)
+
+
+def feasible_inside(ssn: SessionHandle, task: TaskInfo, inside: BoolArray, job: JobInfo, members: Any) -> IntArray:
+    """The nodes of a HyperNode (``inside``) where ``task`` fits; none: the job's first fit error is this task's
+    at the HyperNode's nodes (``members``), as allocate's HyperNode search records it."""
+    nodes: IntArray = (feasible_mask(ssn, task) & inside).nonzero()[0]
+    if len(nodes) == 0 and not job.fit_errors:
+        job.fit_errors[task.uid] = (task.task.name, ssn.fit_errors(task, members), len(ssn.nodes))
+    return nodes
 
 
 def idle_mask(ssn: SessionHandle, task: TaskInfo) -> BoolArray:

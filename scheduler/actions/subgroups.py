@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from scheduler.actions.common import feasible_mask, idle_mask, prioritize
+from scheduler.actions.common import feasible_inside, idle_mask, prioritize
 from scheduler.info import ALLOCATED, JobInfo, QueueInfo, SubJobInfo, TaskInfo
 from scheduler.points import IntArray
 from scheduler.pq import PriorityQueue
@@ -270,14 +270,8 @@ class SubGroupSearch:
             shape = (task.role, task.req, task.sig)
             if self.cache and shape in failed:
                 continue
-            nodes = (feasible_mask(session, task) & inside).nonzero()[0]
+            nodes = feasible_inside(session, task, inside, job, topo.nodes[hn])
             if len(nodes) == 0:
-                if not job.fit_errors:
-                    job.fit_errors[task.uid] = (
-                        task.task.name,
-                        session.fit_errors(task, topo.nodes[hn]),
-                        len(session.nodes),
-                    )
                 failed.add(shape)
                 if _need_continue(job, sub):
                     continue
