@@ -77,7 +77,7 @@ test: $(STAMP)  ## everything: checks, the whole pytest suite on PostgreSQL and 
 # that the fork never inherits locks held by threads that earlier tests left running (a watch's thread,
 # a live server), which made the forked server's WebSocket hang after the rest of the suite.
 test-browser: $(STAMP)  ## the headless-Chromium tests alone
-	$(WITH_SERVICES) $(BIN)/pytest $(XDIST) -m browser
+	$(WITH_SERVICES) $(BIN)/pytest $(XDIST) -m browser tests/browser
 
 # The tests marked both_databases (tests/cli, tests/volcanoweb, or the marker) again, on a SQLite file with
 # the options `make run` uses (see tests/conftest.py); the embedded e2e test covers `make run` itself.

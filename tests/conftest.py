@@ -40,17 +40,33 @@ def database_vendor() -> str:
     return "sqlite" if engine.endswith("sqlite3") else engine.rsplit(".", 1)[-1]
 
 
-def _in_both_databases_dirs(item: pytest.Item) -> bool:
+#: Where the browser tests live: ``make test-browser`` collects this folder alone, rather than the whole suite in
+#: every xdist worker to select a few dozen tests.
+BROWSER_DIR = "tests/browser"
+
+
+def _relative(item: pytest.Item) -> str:
     try:
-        relative = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+        return Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
     except ValueError:
-        return False
-    return any(relative == d or relative.startswith(d + "/") for d in BOTH_DATABASES)
+        return ""
+
+
+def _in_both_databases_dirs(item: pytest.Item) -> bool:
+    relative = _relative(item)
+    return bool(relative) and any(relative == d or relative.startswith(d + "/") for d in BOTH_DATABASES)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     vendor = database_vendor()
     kept, deselected = [], []
+    misplaced = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("browser") and not _relative(item).startswith(BROWSER_DIR + "/")
+    ]
+    if misplaced:
+        raise pytest.UsageError(f"browser tests live under {BROWSER_DIR}/ (make test-browser collects it): {misplaced}")
     for item in items:
         if _in_both_databases_dirs(item):
             item.add_marker(pytest.mark.both_databases)

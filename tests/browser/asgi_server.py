@@ -18,8 +18,16 @@ def _child_setup() -> None:
 
     Closing (or garbage-collecting) them would send the server a Terminate on sockets the parent still
     uses; the child opens its own connections instead. The child runs no controllers (no informer): a test
-    whose jobs must run uses the embedded server (``tests/browser/embedded.py``), the product's own loops."""
+    whose jobs must run uses the embedded server (``tests/browser/embedded.py``), the product's own loops.
+
+    The child also verifies the fast test hash (``FAST_HASHERS``) that the tests served by it give their users
+    (``tests/browser/conftest.py``), beside the product's own hashers."""
+    from django.conf import settings
     from django.db import connections
+
+    from tests.volcanoweb.conftest import FAST_HASHERS
+
+    settings.PASSWORD_HASHERS = [*FAST_HASHERS, *settings.PASSWORD_HASHERS]
 
     for conn in connections.all(initialized_only=True):
         _INHERITED.append(conn.connection)

@@ -107,6 +107,17 @@ def asgi_server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[AsgiSe
     server.stop()
 
 
+@pytest.fixture(autouse=True)
+def _fast_passwords(request: pytest.FixtureRequest) -> None:
+    """Users of a test served by the forked server get the fast test hash, which that server verifies: PBKDF2 at
+    production strength costs ~0.5 s per user created and per login. A test against the embedded server (the
+    product's own settings) keeps the product's hashers."""
+    if "asgi_server" in request.fixturenames:
+        from tests.volcanoweb.conftest import FAST_HASHERS
+
+        request.getfixturevalue("settings").PASSWORD_HASHERS = FAST_HASHERS
+
+
 @pytest.fixture
 def session(browser: Any, asgi_server: AsgiServer, transactional_db: Any) -> Iterator[tuple[Any, Guard]]:
     context, page, guard = open_page(browser, asgi_server.url)
