@@ -8,9 +8,10 @@ PORT ?= 8000
 STAMP := $(VENV)/.installed
 WITH_SERVICES := scripts/with-services.sh
 # pytest-xdist processes per pytest run of `make test` (each with its own test database and Redis database,
-# tests/conftest.py); `make test PYTEST_WORKERS=0` runs each pass in one process.
+# tests/conftest.py); `make test PYTEST_WORKERS=0` runs each pass in one process. `worksteal` hands a worker
+# that ran out of tests half of another's: the few long end-to-end tests no longer end a pass on one worker.
 PYTEST_WORKERS ?= auto
-XDIST := -n $(PYTEST_WORKERS)
+XDIST := -n $(PYTEST_WORKERS) --dist worksteal
 
 .PHONY: help install run stack test test-browser test-sqlite test-fast check lint fmt type test-scheduler test-web bench bench-smoke bench-peer worker beat web up clean
 

@@ -24,10 +24,12 @@ def _child_setup() -> None:
     (``tests/browser/conftest.py``), beside the product's own hashers."""
     from django.conf import settings
     from django.db import connections
+    from django.test import override_settings
 
     from tests.volcanoweb.conftest import FAST_HASHERS
 
-    settings.PASSWORD_HASHERS = [*FAST_HASHERS, *settings.PASSWORD_HASHERS]
+    # override_settings (not an assignment) so that Django clears the hasher caches the fork inherited
+    override_settings(PASSWORD_HASHERS=[*FAST_HASHERS, *settings.PASSWORD_HASHERS]).enable()
 
     for conn in connections.all(initialized_only=True):
         _INHERITED.append(conn.connection)
