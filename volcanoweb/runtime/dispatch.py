@@ -48,6 +48,8 @@ SYNC_JOBS_TASK = "volcanoweb.runtime.sync_jobs"
 SYNC_DIRTY_JOBS_TASK = "volcanoweb.runtime.sync_dirty_jobs"
 JOB_DELETED_TASK = "volcanoweb.runtime.job_deleted"
 SYNC_QUEUES_TASK = "volcanoweb.runtime.sync_queues"
+#: Set while a queue sync asked for by :func:`request_queue_sync` is queued and has not started.
+QUEUES_PENDING_KEY = "volcanoweb:runtime:queues-sync-pending"
 GROUP_BARE_PODS_TASK = "volcanoweb.runtime.group_bare_pods"
 RESYNC_TASK = "volcanoweb.runtime.resync_controllers"
 
@@ -109,6 +111,28 @@ def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
         if client.set(f"{DRAIN_KEY}:{slot}", "1", nx=True, ex=DRAIN_TTL):
             queue_task(SYNC_DIRTY_JOBS_TASK, slot)
             return
+
+
+def request_queue_sync() -> None:
+    """Ask for a queue sync (``SYNC_QUEUES_TASK``: every queue's PodGroup counts and state) after this point.
+
+    Coalesced with a Redis broker: while one asked for is queued and has not started (:func:`queue_sync_started`
+    clears the flag as it starts), it will see this change too, so no other is queued. Each sync counts every
+    PodGroup, and the informer asks after every batch with a PodGroup created or deleted: without this, a burst
+    of submissions queued one count of the whole table per batch. The flag expires after :data:`DRAIN_TTL`
+    seconds (a lost task); the periodic resync also syncs the queues.
+    """
+    client = redis_client()
+    if client is not None and not client.set(QUEUES_PENDING_KEY, "1", nx=True, ex=DRAIN_TTL):
+        return
+    queue_task(SYNC_QUEUES_TASK)
+
+
+def queue_sync_started() -> None:
+    """A queue sync starts: requests made from now on queue another (see :func:`request_queue_sync`)."""
+    client = redis_client()
+    if client is not None:
+        client.delete(QUEUES_PENDING_KEY)
 
 
 def drain(sync: Callable[[list[int]], object], *, slot: int = 0, client: Any = None, batch: int = BATCH) -> int:

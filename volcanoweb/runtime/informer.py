@@ -124,6 +124,22 @@ def read(after: int, upto: int, limit: int = log.BATCH) -> list[Change]:
     return out
 
 
+def touched_jobs_sql(after: int) -> tuple[str, list[Any]]:
+    """SQL (and its parameters) for the ids of the jobs the log shows changed after revision ``after``: their
+    own rows, their PodGroups' and their pods' (created, changed or deleted). The drift check looks at these
+    only: a job none of whose rows changed since the previous check cannot have drifted since."""
+    if connection.vendor == "postgresql":
+        job_id = "CAST(data->>'job_id' AS bigint)"
+    else:
+        job_id = "CAST(json_extract(data, '$.job_id') AS integer)"
+    sql = (
+        "SELECT obj_id FROM feed_entry WHERE kind = 'jobs' AND rev > %s "
+        f"UNION SELECT {job_id} FROM feed_entry WHERE kind IN ('podgroups', 'pods') AND rev > %s "
+        f"AND {job_id} IS NOT NULL"
+    )
+    return sql, [after, after]
+
+
 def pod_view(row: dict[str, Any] | None) -> tuple[Any, ...]:
     """What the job controller reads of a pod row (phase, exit code, deletion, restarts, gone)."""
     if row is None:
@@ -209,7 +225,7 @@ def ask(found: Reactions) -> None:
     for job_id, uid in sorted(found.deleted.items()):
         dispatch.queue_task(dispatch.JOB_DELETED_TASK, job_id, uid or None)
     if found.queues:
-        dispatch.queue_task(dispatch.SYNC_QUEUES_TASK)
+        dispatch.request_queue_sync()
     if found.bare_pods:
         dispatch.queue_task(dispatch.GROUP_BARE_PODS_TASK)
 

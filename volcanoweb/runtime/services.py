@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Collection
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Subquery, Sum
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -23,9 +25,11 @@ from volcanoweb.audit import services as audit
 from volcanoweb.clusters.backend import get_backend
 from volcanoweb.clusters.backends.base import BackendError, ClusterBackend
 from volcanoweb.core.stageprof import stage
+from volcanoweb.feed import log as feed_log
 from volcanoweb.jobs.models import Command, EventType, Job, Pod, PodGroup, PodGroupPhase, Task
 from volcanoweb.jobs.services import record_event
 from volcanoweb.queues.models import Queue
+from volcanoweb.runtime import informer
 from volcanoweb.runtime import policies as P
 from volcanoweb.runtime import state as S
 from volcanoweb.runtime.controllers import queue as queue_controller
@@ -426,14 +430,18 @@ def due_job_ids(now: datetime) -> set[int]:
     return ids
 
 
-def drifted_job_ids(now: datetime) -> list[int]:
+def drifted_job_ids(now: datetime, *, since: int | None = None, carry: Collection[int] = ()) -> list[int]:
     """Return the jobs whose rows differ from what the controller last saw, or that have work due.
 
-    A few queries whose cost follows the number of such jobs, not of all jobs: a job never synced
-    (no record), a PodGroup phase other than the recorded one, a pod without a matching record (new,
-    or its phase changed), a record whose pod is gone, a pod the cluster deleted, an unconsumed command,
-    a deletion, a due timer, a transitional phase (Restarting, Aborting, ...), or an admitted job with
-    fewer pods than replicas (a failed or waiting creation).
+    Drift is a job never synced (no record), a PodGroup phase other than the recorded one, a pod without a
+    matching record (new, or its phase changed), a record whose pod is gone, a pod the cluster deleted, or an
+    admitted job with fewer pods than replicas (a failed or waiting creation); work due is an unconsumed
+    command, a deletion, a due timer or a transitional phase (Restarting, Aborting, ...).
+
+    ``since``: a revision of the change log up to which a previous check looked; only the jobs the log shows
+    changed after it (:func:`~volcanoweb.runtime.informer.touched_jobs_sql`) and those in ``carry`` (the
+    previous check's finds, which may still be drifted) are checked for drift, so that the check costs what
+    changed, not every job in the system. None: every job (a worker's first check).
     """
     record = JobRecord.objects.filter(job_id=OuterRef("pk"))
     recorded_phase = JobRecord.objects.filter(job_id=OuterRef(OuterRef("pk"))).values("podgroup_phase")[:1]
@@ -451,22 +459,46 @@ def drifted_job_ids(now: datetime) -> list[int]:
         | Exists(unseen_pod)
         | Exists(lost_pod)
     )
+    jobs = Job.objects.all()
+    if since is not None:
+        sql, params = informer.touched_jobs_sql(since)
+        jobs = jobs.filter(Q(pk__in=RawSQL(sql, params)) | Q(pk__in=sorted(carry)))
     ids = due_job_ids(now)
-    ids |= set(Job.objects.exclude(phase__in=IDLE_PHASES).filter(drift).values_list("pk", flat=True))
+    ids |= set(jobs.exclude(phase__in=IDLE_PHASES).filter(drift).values_list("pk", flat=True))
     ids |= set(
-        Job.objects.filter(phase__in=IDLE_PHASES)
-        .filter(Exists(unseen_pod) | Exists(lost_pod))
-        .values_list("pk", flat=True)
+        jobs.filter(phase__in=IDLE_PHASES).filter(Exists(unseen_pod) | Exists(lost_pod)).values_list("pk", flat=True)
     )
     replicas = Task.objects.filter(job=OuterRef("pk")).values("job").annotate(n=Sum("replicas")).values("n")
     pods = Pod.objects.filter(job=OuterRef("pk")).values("job").annotate(n=Count("id")).values("n")
     short = (
-        Job.objects.filter(phase__in=(S.PENDING, S.RUNNING, ""), podgroup__phase__in=ADMITTED_PG_PHASES)
+        jobs.filter(phase__in=(S.PENDING, S.RUNNING, ""), podgroup__phase__in=ADMITTED_PG_PHASES)
         .annotate(want=Subquery(replicas), have=Coalesce(Subquery(pods), 0))
         .filter(have__lt=F("want"))
     )
     ids |= set(short.values_list("pk", flat=True))
     return sorted(ids)
+
+
+def busy_job_ids(now: datetime) -> list[int]:
+    """Every job a full resync reconciles: unfinished, being deleted, with a command, a due timer or live pods."""
+    busy = Q(deletion_timestamp__isnull=False) | ~Q(phase__in=IDLE_PHASES)
+    busy |= Q(commands__consumed_at__isnull=True, commands__isnull=False)
+    busy |= Q(pods__phase__in=("Pending", "Running", "Unknown"))
+    armed = ArmedAction.objects.filter(fire_at__lte=now).values_list("job_record__job_id", flat=True)
+    busy |= Q(pk__in=list(armed))
+    return sorted(set(Job.objects.filter(busy).values_list("pk", flat=True)))
+
+
+def _clean_orphans(backend: ClusterBackend) -> int:
+    """Clean up after the jobs whose records outlived them (a missed deletion); return the objects removed."""
+    orphans = JobRecord.objects.exclude(job_id__in=Job.objects.values_list("pk", flat=True))
+    cleaned = 0
+    for record_id in orphans.values_list("pk", flat=True):
+        try:
+            cleaned += on_job_deleted(None, job_uid=JobRecord.objects.get(pk=record_id).job_uid, backend=backend)
+        except (BackendError, JobRecord.DoesNotExist):
+            continue
+    return cleaned
 
 
 def resync_controllers(
@@ -476,26 +508,29 @@ def resync_controllers(
     full: bool = True,
     drift: bool = True,
     queue: bool = False,
+    since: int | None = None,
+    carry: Collection[int] = (),
 ) -> dict[str, Any]:
     """The periodic resync: jobs with work to do, orphaned records, bare pods, queues, TTLs.
 
     ``full`` reconciles every busy job (unfinished, or with live pods); otherwise the jobs
     :func:`drifted_job_ids` finds, which is what a missed or failed notification leaves behind
-    (with ``drift=False`` only :func:`due_job_ids`: timers, commands, deletions, transitional phases).
+    (with ``drift=False`` only :func:`due_job_ids`: timers, commands, deletions, transitional phases);
+    ``since`` and ``carry`` scope the drift check (:func:`drifted_job_ids`; a ``since`` the log has compacted
+    past checks every job). The result's ``drifted`` lists what the drift check found (the next one's carry).
     With ``queue`` the jobs are handed to :func:`volcanoweb.runtime.dispatch.request_sync` (coalesced with
     the syncs already asked for) instead of being reconciled here.
     """
     backend = backend or get_backend()
     now = now or timezone.now()
+    drifted: list[int] = []
     if full:
-        busy = Q(deletion_timestamp__isnull=False) | ~Q(phase__in=IDLE_PHASES)
-        busy |= Q(commands__consumed_at__isnull=True, commands__isnull=False)
-        busy |= Q(pods__phase__in=("Pending", "Running", "Unknown"))
-        armed = ArmedAction.objects.filter(fire_at__lte=now).values_list("job_record__job_id", flat=True)
-        busy |= Q(pk__in=list(armed))
-        job_ids = sorted(set(Job.objects.filter(busy).values_list("pk", flat=True)))
+        job_ids = busy_job_ids(now)
     elif drift:
-        job_ids = drifted_job_ids(now)
+        if since is not None and since < feed_log.head()[1]:
+            since = None
+        job_ids = drifted_job_ids(now, since=since, carry=carry)
+        drifted = list(job_ids)
     else:
         job_ids = sorted(due_job_ids(now))
     synced, queued = 0, 0
@@ -511,18 +546,12 @@ def resync_controllers(
             synced += len(batch)
         except Exception:  # one broken batch must not stop the others
             log.exception("sync of jobs %s failed", batch)
-    orphans = JobRecord.objects.exclude(job_id__in=Job.objects.values_list("pk", flat=True))
-    cleaned = 0
-    for record_id in orphans.values_list("pk", flat=True):
-        try:
-            cleaned += on_job_deleted(None, job_uid=JobRecord.objects.get(pk=record_id).job_uid, backend=backend)
-        except (BackendError, JobRecord.DoesNotExist):
-            continue
     return {
         "full": full,
+        "drifted": drifted,
         "jobs": synced,
         "queued": queued,
-        "orphans": cleaned,
+        "orphans": _clean_orphans(backend),
         "bare_pods": group_bare_pods(backend=backend),
         "queues": sync_queues(),
         "ttl_deleted": gc_finished_jobs(now=now, backend=backend),

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
+from volcanoweb.feed import log as feed_log
 from volcanoweb.runtime import dispatch, services
 
 
@@ -51,7 +53,8 @@ def job_deleted(job_id: int | None = None, job_uid: str | None = None) -> int:
 
 @shared_task(name=dispatch.SYNC_QUEUES_TASK, ignore_result=True)
 def sync_queues(names: list[str] | None = None) -> dict[str, str]:
-    """Run the queue controller."""
+    """Run the queue controller (a request coalesced by ``dispatch.request_queue_sync`` starts here)."""
+    dispatch.queue_sync_started()
     return services.sync_queues(names)
 
 
@@ -69,6 +72,18 @@ _resync_running = threading.Lock()
 
 #: time.monotonic() of this worker's last full resync and last drift check (0: none yet).
 _last = {"full": 0.0, "drift": 0.0}
+
+
+@dataclass
+class _DriftCursor:
+    """Where this worker's last drift check looked up to in the change log, and what it found: the next check
+    looks at the jobs changed since and at those finds (``services.drifted_job_ids``)."""
+
+    since: int | None = None
+    carry: list[int] = field(default_factory=list)
+
+
+_drift = _DriftCursor()
 
 
 def _due(kind: str, period: float) -> bool:
@@ -94,7 +109,14 @@ def resync_controllers() -> dict[str, Any]:
     try:
         full = _due("full", float(settings.CONTROLLER_FULL_RESYNC_PERIOD))
         drift = full or _due("drift", float(settings.CONTROLLER_DRIFT_RESYNC_PERIOD))
-        return services.resync_controllers(full=full, drift=drift, queue=True)
+        if not drift:
+            return services.resync_controllers(full=False, drift=False, queue=True)
+        upto = feed_log.head()[0]  # read first: what commits during the check is looked at by the next one
+        result = services.resync_controllers(
+            full=full, drift=True, queue=True, since=None if full else _drift.since, carry=_drift.carry
+        )
+        _drift.since, _drift.carry = upto, list(result["drifted"])
+        return result
     finally:
         _resync_running.release()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,12 @@ from django.utils import timezone
 from tests.volcanoweb import builders
 from tests.volcanoweb.runtime.harness import NAMESPACE, World
 from volcanoweb.celery import app
+from volcanoweb.feed import log as feed_log
+from volcanoweb.feed.models import FeedHead
 from volcanoweb.jobs import services as job_services
 from volcanoweb.jobs.models import Job, Pod, PodGroup
 from volcanoweb.runtime import dispatch, services, tasks
+from volcanoweb.runtime.models import JobRecord
 from volcanoweb.serve.management.commands.runstack import stack_commands
 from volcanoweb.tenancy.access import SYSTEM
 
@@ -136,6 +140,22 @@ def test_a_failing_batch_does_not_stop_the_drain(fake_redis: tuple[FakeRedis, li
     assert sorted(synced) == [1, 3]
 
 
+def test_queue_syncs_asked_for_while_one_waits_become_that_one(
+    fake_redis: tuple[FakeRedis, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, _ = fake_redis
+    started: list[Any] = []
+    monkeypatch.setattr(tasks.sync_queues, "apply_async", lambda args=(), kwargs=None, **options: started.append(1))
+    for _ in range(5):  # five informer batches with PodGroups created, before the worker takes the first sync
+        dispatch.request_queue_sync()
+    assert len(started) == 1
+    monkeypatch.setattr(services, "sync_queues", lambda names=None: {})
+    tasks.sync_queues()  # the queued sync starts: it reads what was written before it
+    dispatch.request_queue_sync()  # a change after it started needs a sync of its own
+    assert len(started) == 2
+    assert dispatch.QUEUES_PENDING_KEY in client.keys
+
+
 def test_eager_celery_syncs_at_once(world: World) -> None:
     job_services.apply_job(SYSTEM, builders.job_manifest("now", queue="ml-training"), NAMESPACE)
     job = Job.objects.get(name="now")
@@ -184,6 +204,45 @@ def test_the_resync_finds_drifted_jobs_only(world: World) -> None:
     assert len(world.pods(admitted)) == 2
     Pod.objects.filter(job=quiet).update(phase="Failed")  # a pod change the controller missed
     assert services.drifted_job_ids(timezone.now()) == [quiet.pk]
+
+
+def test_the_drift_check_looks_at_the_jobs_the_log_shows_changed(world: World) -> None:
+    quiet = world.schedule(world.apply(builders.job_manifest("quiet", queue="ml-training")))
+    unlogged = world.schedule(world.apply(builders.job_manifest("unlogged", queue="ml-training")))
+    since = feed_log.head()[0]
+    now = timezone.now()
+    assert services.drifted_job_ids(now, since=since) == []
+    # a drift no entry of the log shows (the controller's record lost): a check scoped to the log's changes
+    # does not see it; a worker's first check (every job) and a carried find do
+    JobRecord.objects.filter(job_id=unlogged.pk).delete()
+    assert services.drifted_job_ids(now, since=since) == []
+    assert services.drifted_job_ids(now) == [unlogged.pk]
+    assert services.drifted_job_ids(now, since=since, carry=[unlogged.pk]) == [unlogged.pk]
+    # a logged change the controller missed is found whatever the scope
+    Pod.objects.filter(job=quiet).update(phase="Failed")
+    assert services.drifted_job_ids(now, since=since) == [quiet.pk]
+    assert services.drifted_job_ids(now, since=feed_log.head()[0]) == []
+    # a revision the log has compacted past: every job is checked
+    FeedHead.objects.filter(pk=1).update(compacted=since + 1)
+    found = services.resync_controllers(full=False, since=since, queue=True)["drifted"]
+    assert found == sorted([quiet.pk, unlogged.pk])
+
+
+def test_the_periodic_resync_keeps_its_drift_cursor(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    job = world.schedule(world.apply(builders.job_manifest("kept", queue="ml-training")))
+    monkeypatch.setattr(tasks, "_last", {"full": 0.0, "drift": 0.0})
+    monkeypatch.setattr(tasks, "_drift", tasks._DriftCursor())
+    monkeypatch.setattr(settings, "CONTROLLER_FULL_RESYNC_PERIOD", 0)
+    monkeypatch.setattr(settings, "CONTROLLER_DRIFT_RESYNC_PERIOD", 0.001)
+    JobRecord.objects.filter(job_id=job.pk).delete()  # found by the first check, which looks at every job
+    head = feed_log.head()[0]
+    assert tasks.resync_controllers()["drifted"] == [job.pk]
+    assert tasks._drift.since == head
+    assert tasks._drift.carry == [job.pk]
+    time.sleep(0.01)
+    services.sync_jobs([job.pk])  # the controller made its record again: the carried find is no longer drifted
+    assert tasks.resync_controllers()["drifted"] == []
+    assert tasks._drift.carry == []
 
 
 def test_sync_job_query_budget(world: World) -> None:
