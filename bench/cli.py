@@ -318,6 +318,23 @@ def cmd_pages(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
+def cmd_resync(args: argparse.Namespace) -> int:
+    """The controllers' periodic checks with N jobs in the database: the drift check over every job and over the
+    jobs the change log shows changed, and a queue sync."""
+    from bench import resync
+
+    t0 = time.perf_counter()
+    section = resync.run(args)
+    report = {
+        **_head("bench-resync"),
+        "seconds": time.perf_counter() - t0,
+        "resync": section,
+        "ok": bool(section.get("ok")),
+    }
+    _write(report, args.out)
+    return 0 if report["ok"] else 1
+
+
 def cmd_watch_idle(args: argparse.Namespace) -> int:
     """Web CPU per change with 0, 100 and 1,000 idle Kubernetes watches open (issue 26: flat)."""
     from bench import watchidle
@@ -499,6 +516,14 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--changes", type=int, default=500, help="merge patches per count")
     w.add_argument("--out", default=None)
     w.set_defaults(func=cmd_watch_idle)
+    r = sub.add_parser("resync", help="the controllers' drift check and queue sync with 10,000 jobs in the database")
+    r.add_argument("--jobs", type=int, default=10_000)
+    r.add_argument("--changed", type=int, default=100, help="jobs whose pods change before the scoped check")
+    r.add_argument("--repeat", type=int, default=3, help="timed runs of each check (median)")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--keep-db", action="store_true")
+    r.add_argument("--out", default=None)
+    r.set_defaults(func=cmd_resync)
     ab = sub.add_parser(
         "e2e-ab", help="the stack benchmark with and without insights recording, in alternating rounds (issue 19)"
     )
