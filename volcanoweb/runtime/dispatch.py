@@ -81,12 +81,13 @@ def redis_client() -> Any:
     return _client
 
 
-def queue_task(task: str, *args: object) -> None:
+def queue_task(task: str, *args: object, countdown: float = 0.0) -> None:
     """Queue a task of ``runtime.tasks`` by its name (the tasks call this module, which never imports them;
-    the runtime app registers them in every process, so an eager Celery runs them in place)."""
+    the runtime app registers them in every process, so an eager Celery runs them in place). ``countdown``:
+    seconds before a worker may start it (an eager Celery runs it at once)."""
     from volcanoweb.celery import app
 
-    app.signature(task, args=args).delay()
+    app.signature(task, args=args).apply_async(countdown=countdown or None)
 
 
 def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
@@ -116,16 +117,18 @@ def request_sync(job_ids: Iterable[int], *, urgent: bool = False) -> None:
 def request_queue_sync() -> None:
     """Ask for a queue sync (``SYNC_QUEUES_TASK``: every queue's PodGroup counts and state) after this point.
 
-    Coalesced with a Redis broker: while one asked for is queued and has not started (:func:`queue_sync_started`
-    clears the flag as it starts), it will see this change too, so no other is queued. Each sync counts every
-    PodGroup, and the informer asks after every batch with a PodGroup created or deleted: without this, a burst
-    of submissions queued one count of the whole table per batch. The flag expires after :data:`DRAIN_TTL`
-    seconds (a lost task); the periodic resync also syncs the queues.
+    Coalesced with a Redis broker: the sync is queued to start ``CONTROLLER_QUEUE_SYNC_DELAY`` seconds later,
+    and while it is queued and has not started (:func:`queue_sync_started` clears the flag as it starts) it will
+    see later changes too, so no other is queued. Each sync counts every PodGroup, and the informer asks after
+    every batch with a PodGroup created or deleted: without this, a burst of submissions queued one count of
+    the whole table per batch. The flag expires after :data:`DRAIN_TTL` seconds (a lost task); the periodic
+    resync also syncs the queues.
     """
     client = redis_client()
-    if client is not None and not client.set(QUEUES_PENDING_KEY, "1", nx=True, ex=DRAIN_TTL):
-        return
-    queue_task(SYNC_QUEUES_TASK)
+    if client is None:
+        queue_task(SYNC_QUEUES_TASK)
+    elif client.set(QUEUES_PENDING_KEY, "1", nx=True, ex=DRAIN_TTL):
+        queue_task(SYNC_QUEUES_TASK, countdown=float(settings.CONTROLLER_QUEUE_SYNC_DELAY))
 
 
 def queue_sync_started() -> None:

@@ -145,10 +145,14 @@ def test_queue_syncs_asked_for_while_one_waits_become_that_one(
 ) -> None:
     client, _ = fake_redis
     started: list[Any] = []
-    monkeypatch.setattr(tasks.sync_queues, "apply_async", lambda args=(), kwargs=None, **options: started.append(1))
+    monkeypatch.setattr(
+        tasks.sync_queues, "apply_async", lambda args=(), kwargs=None, **options: started.append(options)
+    )
+    monkeypatch.setattr(settings, "CONTROLLER_QUEUE_SYNC_DELAY", 1.5)
     for _ in range(5):  # five informer batches with PodGroups created, before the worker takes the first sync
         dispatch.request_queue_sync()
     assert len(started) == 1
+    assert started[0]["countdown"] == 1.5  # it starts later, to serve the requests made until then
     monkeypatch.setattr(services, "sync_queues", lambda names=None: {})
     tasks.sync_queues()  # the queued sync starts: it reads what was written before it
     dispatch.request_queue_sync()  # a change after it started needs a sync of its own
