@@ -16,6 +16,7 @@ import pytest
 
 from bench import cli, peers, slurmconf, slurmpeer
 from bench.slurmconf import Layout
+from tests.bench.runbench import run_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -206,16 +207,7 @@ def test_a_real_throw_away_slurm_runs_every_job_and_leaves_nothing(tmp_path: Pat
     if missing:
         pytest.skip(f"Slurm is not installed ({', '.join(missing)}): scripts/ensure-slurm.sh installs it")
     before = set(os.listdir(tempfile.gettempdir()))
-    out = subprocess.run(
-        [sys.executable, "-m", "bench", "peer-slurm", "--jobs", "20", "--clients", "4", "--timeout", "240"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=290,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
-    peer = json.loads(out.stdout)["peer"]
+    peer = run_bench("peer-slurm", "--jobs", "20", "--clients", "4", "--timeout", "240", timeout=290)["peer"]
     assert peer["ok"] is True, peer["problems"]
     assert peer["slurmctld_counters"] == {"submitted": 20, "started": 20, "completed": 20, "canceled": 0, "failed": 0}
     assert peer["submission"]["submitted"] == peer["submit_latency"]["count"] == 20

@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runbench import run_bench
 
 
 def test_bench_smoke_runs_and_reports_valid_json() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "smoke"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert proc.returncode == 0, f"bench smoke failed:\n{proc.stderr[-3000:]}\n{proc.stdout[-3000:]}"
-    report = json.loads(proc.stdout)
+    report = run_bench("smoke")
     assert report["kind"] == "bench-smoke"
     assert report["ok"] is True
     cases = {c["workload"] for c in report["cases"]}

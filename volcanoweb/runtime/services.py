@@ -441,7 +441,7 @@ def drifted_job_ids(now: datetime, *, since: int | None = None, carry: Collectio
     ``since``: a revision of the change log up to which a previous check looked; only the jobs the log shows
     changed after it (:func:`~volcanoweb.runtime.informer.touched_jobs_sql`) and those in ``carry`` (the
     previous check's finds, which may still be drifted) are checked for drift, so that the check costs what
-    changed, not every job in the system. None: every job (a worker's first check).
+    changed, not every job in the system. None, or a revision the log has compacted past: every job.
     """
     record = JobRecord.objects.filter(job_id=OuterRef("pk"))
     recorded_phase = JobRecord.objects.filter(job_id=OuterRef(OuterRef("pk"))).values("podgroup_phase")[:1]
@@ -460,7 +460,7 @@ def drifted_job_ids(now: datetime, *, since: int | None = None, carry: Collectio
         | Exists(lost_pod)
     )
     jobs = Job.objects.all()
-    if since is not None:
+    if since is not None and since >= feed_log.head()[1]:  # else the log no longer holds what changed after it
         sql, params = informer.touched_jobs_sql(since)
         jobs = jobs.filter(Q(pk__in=RawSQL(sql, params)) | Q(pk__in=sorted(carry)))
     ids = due_job_ids(now)
@@ -516,8 +516,8 @@ def resync_controllers(
     ``full`` reconciles every busy job (unfinished, or with live pods); otherwise the jobs
     :func:`drifted_job_ids` finds, which is what a missed or failed notification leaves behind
     (with ``drift=False`` only :func:`due_job_ids`: timers, commands, deletions, transitional phases);
-    ``since`` and ``carry`` scope the drift check (:func:`drifted_job_ids`; a ``since`` the log has compacted
-    past checks every job). The result's ``drifted`` lists what the drift check found (the next one's carry).
+    ``since`` and ``carry`` scope the drift check (:func:`drifted_job_ids`); the result's ``drifted`` lists what
+    it found (the next one's carry).
     With ``queue`` the jobs are handed to :func:`volcanoweb.runtime.dispatch.request_sync` (coalesced with
     the syncs already asked for) instead of being reconciled here.
     """
@@ -527,8 +527,6 @@ def resync_controllers(
     if full:
         job_ids = busy_job_ids(now)
     elif drift:
-        if since is not None and since < feed_log.head()[1]:
-            since = None
         job_ids = drifted_job_ids(now, since=since, carry=carry)
         drifted = list(job_ids)
     else:
