@@ -31,7 +31,7 @@ def embedded_server(tmp_path: Path, log_name: str, **env: str) -> Iterator[str]:
     }
     log_path = Path(__file__).resolve().parents[2] / "artifacts" / f"{log_name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with running(manage("runembedded", "--no-seed", "--port", str(port)), full, log_path) as proc:
+    with running(manage("runembedded", "--no-seed", "--port", str(port), "--https-port", "0"), full, log_path) as proc:
         base = f"http://127.0.0.1:{port}"
         wait_http(f"{base}/healthz", proc=proc)
         yield base

@@ -124,7 +124,7 @@ def test_a_job_that_can_never_run_waits_with_its_condition_and_the_others_run(br
     }
     log_path = Path(__file__).resolve().parents[2] / "artifacts" / "blocker-server.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with running(manage("runembedded", "--no-seed", "--port", str(port)), env, log_path) as proc:
+    with running(manage("runembedded", "--no-seed", "--port", str(port), "--https-port", "0"), env, log_path) as proc:
         base = f"http://127.0.0.1:{port}"
         wait_http(f"{base}/healthz", proc=proc)
         context, page, guard = open_page(browser, base)

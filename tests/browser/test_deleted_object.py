@@ -37,7 +37,7 @@ def test_a_job_deleted_by_a_colleague_says_so_once_on_its_open_page(browser: Any
     }
     log_path = Path(__file__).resolve().parents[2] / "artifacts" / "deleted-object-server.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with running(manage("runembedded", "--no-seed", "--port", str(port)), env, log_path) as proc:
+    with running(manage("runembedded", "--no-seed", "--port", str(port), "--https-port", "0"), env, log_path) as proc:
         base = f"http://127.0.0.1:{port}"
         wait_http(f"{base}/healthz", proc=proc)
         alice_context, alice, guard = open_page(browser, base)

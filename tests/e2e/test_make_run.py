@@ -33,7 +33,7 @@ def _login(client: httpx.Client, base: str, username: str, password: str) -> Non
 def test_make_run_serves_the_seeded_demo(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in EMBEDDED_ONLY}
-    env.update({"PORT": str(port), "VAR_DIR": str(tmp_path), "SIM_CLOCK_SPEED": "20"})
+    env.update({"PORT": str(port), "HTTPS_PORT": str(free_port()), "VAR_DIR": str(tmp_path), "SIM_CLOCK_SPEED": "20"})
     log_path = tmp_path / "run.log"
     base = f"http://127.0.0.1:{port}"
     with running(["make", "--no-print-directory", "run"], env, log_path) as proc:
@@ -78,3 +78,28 @@ def test_make_run_serves_the_seeded_demo(tmp_path: Path) -> None:
         time.sleep(0.5)
         assert "demo logins" in (tmp_path / "run2.log").read_text()
     assert (tmp_path / "db.sqlite3").exists()
+
+
+@pytest.mark.parametrize("taken", ["http", "https"])
+def test_a_port_in_use_stops_the_command_with_its_reason_and_a_failing_code(tmp_path: Path, taken: str) -> None:
+    """daphne logged a listener it could not bind and stopped as after Ctrl-C: the command exited 0, silently."""
+    import socket
+    import subprocess
+
+    from tests.e2e.procs import manage
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        port, https_port = (busy, free_port()) if taken == "http" else (free_port(), busy)
+        env = {k: v for k, v in os.environ.items() if k not in EMBEDDED_ONLY}
+        env.update({"VAR_DIR": str(tmp_path), "RUN_LOOPS_IN_PROCESS": "false"})
+        args = ["runembedded", "--no-seed", "--port", str(port), "--https-port", str(https_port)]
+        done = subprocess.run(
+            manage(*args), cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=180
+        )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert f"cannot listen: Couldn't listen on 127.0.0.1:{busy}" in done.stderr, done.stderr
+    assert "set PORT or HTTPS_PORT to another port" in done.stderr
+    assert "volcanoweb is up" not in done.stdout

@@ -138,6 +138,7 @@ def test_the_cookbook_runs_on_make_run(tmp_path: Path) -> None:
     env.update(
         {
             "PORT": str(port),
+            "HTTPS_PORT": str(free_port()),  # not PORT + 443, which another process may hold
             "VAR_DIR": str(tmp_path),
             "SIM_CLOCK_SPEED": "600",  # the default 60 s (simulated) pod runs 0.1 s
             "SCHEDULE_PERIOD": "0.5",

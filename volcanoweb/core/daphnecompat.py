@@ -7,6 +7,10 @@
   traceback and closed with 1011 instead. Such codes are sent as they are, through autobahn's own
   ``sendCloseFrame`` (what daphne itself uses for its 1011).
 
+* A listener that cannot bind (the port taken) made daphne log and stop its reactor, so the command returned as
+  after Ctrl-C, with exit code 0. :func:`listening_server` makes a server that remembers why, for the command
+  to fail with it.
+
 :func:`apply` is called by ``runembedded`` and by ``volcanoweb.asgi`` when daphne serves it; idempotent.
 """
 
@@ -45,3 +49,22 @@ def apply() -> None:
 
     server_close._volcanoweb = True  # type: ignore[attr-defined]
     WebSocketProtocol.serverClose = server_close
+
+
+def listening_server(**kwargs: Any) -> Any:
+    """A daphne ``Server`` (made with ``kwargs``) whose ``failures`` list the listeners that could not bind.
+
+    daphne is imported here, not at the top: importing ``daphne.server`` installs Twisted's asyncio reactor.
+    """
+    from daphne.server import Server
+
+    class ListeningServer(Server):  # type: ignore[misc]
+        def __init__(self, **options: Any) -> None:
+            super().__init__(**options)
+            self.failures: list[str] = []
+
+        def listen_error(self, failure: Any) -> None:
+            self.failures.append(str(failure.getErrorMessage()))
+            super().listen_error(failure)
+
+    return ListeningServer(**kwargs)

@@ -31,8 +31,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from daphne.server import Server
-
         from volcanoweb.core import daphnecompat
 
         daphnecompat.apply()  # a 414 for overlong request lines; WebSocket close codes 1008/1009 as uvicorn sends
@@ -59,14 +57,15 @@ class Command(BaseCommand):
             self.stdout.write("Press Ctrl-C to stop.")
             self.stdout.flush()
 
+        server = daphnecompat.listening_server(
+            application=application,
+            endpoints=endpoints,
+            ready_callable=ready,
+            verbosity=0,
+            application_close_timeout=5,
+        )
         try:
-            Server(
-                application=application,
-                endpoints=endpoints,
-                ready_callable=ready,
-                verbosity=0,
-                application_close_timeout=5,
-            ).run()
+            server.run()
         except OSError as exc:
             raise CommandError(f"cannot listen on {host}:{port}: {exc}; set PORT to another port") from exc
         finally:
@@ -77,6 +76,8 @@ class Command(BaseCommand):
             if drain:
                 stop_local_drain(drain)
             self.stdout.write("stopped.")
+        if server.failures:  # daphne stops its reactor on a listen failure and returns as after Ctrl-C
+            raise CommandError(f"cannot listen: {'; '.join(server.failures)}; set PORT or HTTPS_PORT to another port")
 
 
 def seed() -> list[str]:
