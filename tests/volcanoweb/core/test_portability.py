@@ -92,12 +92,38 @@ def test_bulk_update_rows_writes_every_row_its_own_values(cast: Any) -> None:
         bulk_update_rows(Pod, pods, ["node_name", "phase", "requests"])
     rows = list(Pod.objects.order_by("name").values_list("node_name", "phase", "requests"))
     assert rows == [(f"node-{i}", "Running", {"cpu": 1000 * (i + 1)}) for i in range(len(pods))]
-    statements = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith("UPDATE")]
+    statements = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith(("UPDATE", "WITH"))]
     assert len(statements) == 1
     if connection.vendor == "postgresql":
         assert "FROM (VALUES" in statements[0]  # one joined VALUES list
     else:
-        assert "CASE WHEN" in statements[0]  # Django's bulk_update
+        assert " FROM v WHERE " in statements[0]  # SQLite's UPDATE FROM a WITH list of VALUES
+    assert "CASE WHEN" not in statements[0]  # not Django's bulk_update, an expression per value
+
+
+def test_bulk_update_rows_keeps_every_type_and_splits_at_the_parameter_limit(cast: Any) -> None:
+    """JSON, text, timestamps and nulls as the row saved them; more rows than one statement's parameters allow."""
+    from datetime import UTC, datetime, timedelta
+
+    pods = [Pod.objects.create(name=f"many-{i}", namespace="team-a", tenant=cast.team_a) for i in range(400)]
+    started = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
+    for i, pod in enumerate(pods):
+        pod.phase = "Running" if i % 2 else "Succeeded"
+        pod.status = {"phase": pod.phase, "index": i, "note": 'it\'s "quoted"', "nested": {"list": [i, None]}}
+        pod.node_name = f"node-{i % 7}" if i % 3 else ""
+        pod.started_at = started + timedelta(seconds=i) if i % 5 else None
+    with CaptureQueriesContext(connection) as ctx:
+        bulk_update_rows(Pod, pods, ["phase", "status", "node_name", "started_at"])
+    updates = [q["sql"] for q in ctx.captured_queries if q["sql"].lstrip().startswith(("UPDATE", "WITH"))]
+    expected_statements = 1 if connection.vendor == "postgresql" else -(-400 // (999 // 5))
+    assert len(updates) == expected_statements
+    stored = {p.name: p for p in Pod.objects.filter(name__startswith="many-")}
+    for i in range(400):
+        pod = stored[f"many-{i}"]
+        assert pod.phase == ("Running" if i % 2 else "Succeeded")
+        assert pod.status == {"phase": pod.phase, "index": i, "note": 'it\'s "quoted"', "nested": {"list": [i, None]}}
+        assert pod.node_name == (f"node-{i % 7}" if i % 3 else "")
+        assert pod.started_at == (started + timedelta(seconds=i) if i % 5 else None)
 
 
 # --- locking: FOR UPDATE [SKIP LOCKED] on PostgreSQL; one writer at a time (BEGIN IMMEDIATE) on SQLite
