@@ -56,12 +56,20 @@ RESYNC_TASK = "volcanoweb.runtime.resync_controllers"
 _client: Any = None
 #: The embedded mode's in-process drain: ``sink(ids, urgent)`` queues ids (see :func:`set_local_sink`).
 _local_sink: Callable[[list[int], bool], None] | None = None
+#: The embedded mode's coalesced queue sync: ``ask()`` asks for one (see :func:`set_local_queue_sync`).
+_local_queue_sync: Callable[[], None] | None = None
 
 
 def set_local_sink(sink: Callable[[list[int], bool], None] | None) -> None:
     """Hand requested syncs to ``sink(ids, urgent)`` when there is no Redis broker (None: sync eagerly again)."""
     global _local_sink
     _local_sink = sink
+
+
+def set_local_queue_sync(ask: Callable[[], None] | None) -> None:
+    """Hand queue sync requests to ``ask()`` when there is no Redis broker (None: sync eagerly again)."""
+    global _local_queue_sync
+    _local_queue_sync = ask
 
 
 def redis_client() -> Any:
@@ -119,13 +127,16 @@ def request_queue_sync() -> None:
 
     Coalesced with a Redis broker: the sync is queued to start ``CONTROLLER_QUEUE_SYNC_DELAY`` seconds later,
     and while it is queued and has not started (:func:`queue_sync_started` clears the flag as it starts) it will
-    see later changes too, so no other is queued. Each sync counts every PodGroup, and the informer asks after
+    see later changes too, so no other is queued; the embedded mode's drain (``serve.loops.LocalDrain``) does
+    the same in memory. Each sync counts every PodGroup, and the informer asks after
     every batch with a PodGroup created or deleted: without this, a burst of submissions queued one count of
     the whole table per batch. The flag expires after :data:`DRAIN_TTL` seconds (a lost task); the periodic
     resync also syncs the queues.
     """
     client = redis_client()
-    if client is None:
+    if client is None and _local_queue_sync is not None:
+        _local_queue_sync()
+    elif client is None:
         queue_task(SYNC_QUEUES_TASK)
     elif client.set(QUEUES_PENDING_KEY, "1", nx=True, ex=DRAIN_TTL):
         queue_task(SYNC_QUEUES_TASK, countdown=float(settings.CONTROLLER_QUEUE_SYNC_DELAY))

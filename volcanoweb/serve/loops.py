@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -82,9 +83,20 @@ class LocalDrain:
     (``resync_controllers``: a job never synced has no record) hands them back after a restart.
     """
 
-    def __init__(self, sync: Callable[[list[int]], object], *, batch: int = 20) -> None:
+    def __init__(
+        self,
+        sync: Callable[[list[int]], object],
+        *,
+        batch: int = 20,
+        sync_queues: Callable[[], object] | None = None,
+        queue_sync_delay: float = 1.0,
+    ) -> None:
         self.sync = sync
         self.batch = batch
+        self.sync_queues = sync_queues
+        self.queue_sync_delay = queue_sync_delay
+        #: When the queue sync asked for (:meth:`request_queue_sync`) runs (``time.monotonic``), or None.
+        self.queue_sync_due: float | None = None
         self.urgent: dict[int, None] = {}  # insertion-ordered sets
         self.dirty: dict[int, None] = {}
         self.condition = threading.Condition()
@@ -101,6 +113,28 @@ class LocalDrain:
                 elif job_id not in self.urgent:
                     self.dirty[job_id] = None
             self.condition.notify()
+
+    def request_queue_sync(self) -> None:
+        """Ask for a queue sync (registered with ``dispatch.set_local_queue_sync``): it runs in the thread
+        ``queue_sync_delay`` seconds after the first request that found none waiting, and serves every request
+        until it starts, as the stack's coalesced sync (``dispatch.request_queue_sync``)."""
+        with self.condition:
+            if self.queue_sync_due is None:
+                self.queue_sync_due = time.monotonic() + self.queue_sync_delay
+                self.condition.notify()
+
+    def sync_queues_if_due(self) -> bool:
+        """Run the queue sync asked for if its time has come (a request made while it runs asks for another)."""
+        with self.condition:
+            due = self.queue_sync_due
+            if due is None or time.monotonic() < due or self.sync_queues is None:
+                return False
+            self.queue_sync_due = None
+        try:
+            self.sync_queues()
+        except Exception:
+            log.exception("queue sync failed")
+        return True
 
     def pending(self) -> int:
         """Return how many jobs wait for a sync."""
@@ -134,9 +168,11 @@ class LocalDrain:
         while not self.stop_event.is_set():
             with self.condition:
                 if not (self.urgent or self.dirty):
-                    self.condition.wait(1.0)
+                    due = self.queue_sync_due
+                    self.condition.wait(1.0 if due is None else min(1.0, max(0.0, due - time.monotonic())))
             try:
                 self.drain_once()
+                self.sync_queues_if_due()
             finally:
                 close_old_connections()
 

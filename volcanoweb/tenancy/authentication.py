@@ -35,7 +35,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raw = None
         if raw is None:
             self._refuse(address, None, "malformed header" if len(header) != 2 else "undecodable token")
-        token = ApiToken.objects.select_related("user", "parent").filter(token_hash=hash_token(raw)).first()
+        token = _token(hash_token(raw))
         if token is None or not token.is_usable() or not token.user.is_active:
             user_id = token.user_id if token is not None else None
             self._refuse(address, user_id, "unknown token" if token is None else "unusable token")
@@ -60,3 +60,14 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return f'{self.keyword} realm="api"'
+
+
+def _token(digest: str) -> ApiToken | None:
+    """The token with this hash, with its user and parent, or None.
+
+    ``get`` rather than ``first``: the hash is unique, and ``first`` ordered by the model's ``-created_at``, whose
+    compilation was a third of the lookup's CPU (every API request makes it)."""
+    try:
+        return ApiToken.objects.select_related("user", "parent").get(token_hash=digest)
+    except ApiToken.DoesNotExist:
+        return None

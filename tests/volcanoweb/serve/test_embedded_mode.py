@@ -91,15 +91,71 @@ def test_requests_are_coalesced_and_urgent_ones_go_first() -> None:
     assert batches == [[1, 5], [6, 7]]
 
 
+def test_queue_syncs_asked_for_before_one_starts_become_that_one_after_the_delay(monkeypatch) -> None:
+    """As the stack's coalesced queue sync: every informer batch with a PodGroup created asked for a count of every
+    PodGroup, which the embedded process ran at once each time."""
+    clock = [100.0]
+    monkeypatch.setattr("volcanoweb.serve.loops.time.monotonic", lambda: clock[0])
+    syncs: list[float] = []
+    made = LocalDrain(lambda ids: None, sync_queues=lambda: syncs.append(clock[0]), queue_sync_delay=1.0)
+    dispatch.set_local_queue_sync(made.request_queue_sync)
+    try:
+        for _ in range(5):
+            dispatch.request_queue_sync()  # what the informer calls
+        assert not made.sync_queues_if_due()  # not yet: the delay serves later requests too
+        clock[0] = 100.5
+        dispatch.request_queue_sync()
+        assert made.queue_sync_due == 101.0  # the first request's time, not pushed back
+        clock[0] = 101.0
+        assert made.sync_queues_if_due()
+        assert syncs == [101.0]
+        assert not made.sync_queues_if_due()  # one sync for the six requests
+        dispatch.request_queue_sync()  # after it started: another
+        clock[0] = 102.0
+        assert made.sync_queues_if_due()
+        assert syncs == [101.0, 102.0]
+    finally:
+        dispatch.set_local_queue_sync(None)
+
+
+def test_the_drain_thread_runs_a_due_queue_sync_and_survives_its_failure() -> None:
+    import threading
+
+    ran = threading.Event()
+    calls: list[int] = []
+
+    def sync_queues() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the first fails")
+        ran.set()
+
+    made = LocalDrain(lambda ids: None, sync_queues=sync_queues, queue_sync_delay=0.05)
+    made.start()
+    try:
+        made.request_queue_sync()
+        for _ in range(200):
+            if calls:
+                break
+            ran.wait(0.01)
+        made.request_queue_sync()
+        assert ran.wait(5)
+        assert len(calls) == 2
+    finally:
+        made.stop()
+
+
 def test_the_runner_registers_and_removes_its_drain() -> None:
     started = start_local_drain()
     try:
         assert dispatch._local_sink == started.request
+        assert dispatch._local_queue_sync == started.request_queue_sync
         assert started.thread is not None
         assert started.thread.is_alive()
     finally:
         stop_local_drain(started)
     assert dispatch._local_sink is None
+    assert dispatch._local_queue_sync is None
     assert not started.thread.is_alive()
 
 

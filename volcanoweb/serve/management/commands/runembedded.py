@@ -112,11 +112,18 @@ def listeners(host: str, port: int, https_port: int | None) -> tuple[list[str], 
 
 
 def start_local_drain() -> LocalDrain:
-    """Run the job syncs that requests and loops ask for in a thread of their own (``serve.loops.LocalDrain``)."""
+    """Run the job syncs and queue syncs that requests and loops ask for in a thread of their own
+    (``serve.loops.LocalDrain``)."""
     from volcanoweb.runtime import dispatch, services
 
-    drain = LocalDrain(lambda ids: services.sync_jobs(ids), batch=dispatch.BATCH)
+    drain = LocalDrain(
+        lambda ids: services.sync_jobs(ids),
+        batch=dispatch.BATCH,
+        sync_queues=services.sync_queues,
+        queue_sync_delay=float(settings.CONTROLLER_QUEUE_SYNC_DELAY),
+    )
     dispatch.set_local_sink(drain.request)
+    dispatch.set_local_queue_sync(drain.request_queue_sync)
     drain.start()
     return drain
 
@@ -126,4 +133,5 @@ def stop_local_drain(drain: LocalDrain) -> None:
     from volcanoweb.runtime import dispatch
 
     dispatch.set_local_sink(None)
+    dispatch.set_local_queue_sync(None)
     drain.stop()
