@@ -84,6 +84,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
     "volcanoweb.dashboard.middleware.LiveSocketCSPMiddleware",  # after CSPMiddleware: it reads our answer
+    "volcanoweb.dashboard.middleware.LiveRevisionMiddleware",  # the revision a page's socket starts from
     "volcanoweb.api.errors.ApiErrorMiddleware",
     "volcanoweb.dashboard.errors.ErrorPagesMiddleware",
     "volcanoweb.dashboard.errors.AuditSourceMiddleware",

@@ -106,15 +106,20 @@
     ws.send(JSON.stringify({ kind: "subscribe", topics: t }));
   }
 
-  var ws = null, attempt = 0, pingTimer = null;
+  var ws = null, attempt = 0, pingTimer = null, connected = false;
   function connect() {
     if (!document.getElementById("live-status")) return; // not logged in
     var proto = location.protocol === "https:" ? "wss://" : "ws://";
     var livePort = document.body.dataset.livePort; // the stack's live processes, on a port of their own
     var host = livePort ? location.hostname + ":" + livePort : location.host;
-    try { ws = new WebSocket(proto + host + "/ws/live/"); } catch (e) { schedule(); return; }
+    // the first socket starts at the revision the page was rendered at: what changed while the page loaded
+    // comes too (a reconnect refetches every region instead)
+    var rev = connected ? "" : (document.body.dataset.liveRev || "");
+    var query = /^\d+$/.test(rev) ? "?since=" + rev : "";
+    try { ws = new WebSocket(proto + host + "/ws/live/" + query); } catch (e) { schedule(); return; }
     setStatus("connecting", attempt ? "Reconnecting…" : "Connecting…");
     ws.onopen = function () {
+      connected = true;
       var wasDown = attempt > 0;
       attempt = 0;
       subscribed = null;

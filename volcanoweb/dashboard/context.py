@@ -10,9 +10,10 @@ from django.http import HttpRequest
 
 
 def live_socket(request: HttpRequest) -> dict[str, Any]:
-    """``live_port``: the port of the live processes pages open their socket on ("" for their own origin)."""
+    """``live_port``: the port of the live processes pages open their socket on ("" for their own origin);
+    ``live_revision``: the change-log revision the page was rendered at (``LiveRevisionMiddleware``), or None."""
     port = int(getattr(settings, "LIVE_PORT", 0) or 0)
-    return {"live_port": str(port) if port else ""}
+    return {"live_port": str(port) if port else "", "live_revision": getattr(request, "live_revision", None)}
 
 
 def sim_clock(request: HttpRequest) -> dict[str, Any]:

@@ -123,6 +123,18 @@ class ClientQueue:
         return frame
 
 
+def _since(query: bytes) -> int | None:
+    """The ``since`` revision of the socket's query string (the page's render revision), or None."""
+    from urllib.parse import parse_qs
+
+    try:
+        values = parse_qs(query.decode("latin-1"), max_num_fields=8).get("since") or []
+    except ValueError:  # more fields than a page sends
+        return None
+    text = values[0] if values else ""
+    return int(text) if text.isdigit() and len(text) <= 18 else None
+
+
 def parse_topics(content: dict[str, Any]) -> dict[str, tuple[str, ...]] | None:
     """Return {kind: id prefixes} from a subscribe frame's ``topics`` (``""`` is every id), or None if invalid."""
     topics = content.get("topics")
@@ -322,6 +334,12 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
         self.subscriber = self.feed.subscribe(EVERYTHING, None, lambda: loop.call_soon_threadsafe(self._feed_woken))
         await database_sync_to_async(self.feed.ensure_position)()
         self.cursor = self.feed.position
+        since = _since(self.scope.get("query_string") or b"")
+        if since is not None and since < self.cursor:
+            # the page's revision: what changed while it loaded comes first (or one resync, ring permitting)
+            self.cursor = since
+            self.feed_pending = True
+            self.wake.set()
         await self.accept()
         self.sender = asyncio.ensure_future(self._send_frames())
 

@@ -139,3 +139,21 @@ def test_job_list_query_count_does_not_grow_with_jobs(
         assert client.get("/jobs/").status_code == 200
     with django_assert_max_num_queries(20):
         assert client.get("/").status_code == 200
+
+
+def test_a_page_carries_the_revision_read_before_its_view_and_a_fragment_none(world: Any, login: Any) -> None:
+    """The page's socket starts at ``data-live-rev`` (``?since=``): a revision read before the view read anything,
+    so that what changes while the page loads reaches it."""
+    import re
+
+    from volcanoweb.feed import log
+
+    client = login(world.cast.bob)
+    before = log.head()[0]
+    page = client.get("/jobs/team-a/train-a/").content.decode()
+    found = re.search(r'data-live-rev="(\d+)"', page)
+    assert found, page[:600]
+    assert before <= int(found.group(1)) <= log.head()[0]
+    fragment = client.get("/jobs/", headers={"HX-Request": "true"}).content.decode()
+    assert "data-live-rev" not in fragment
+    assert "data-live-rev" not in Client().get("/login/").content.decode()  # nobody signed in: no socket

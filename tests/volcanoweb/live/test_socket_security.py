@@ -73,7 +73,7 @@ def _session_cookie(user: Any) -> str:
 
 
 async def open_socket(
-    user: Any = None, *, token: str | None = None, session: str | None = None
+    user: Any = None, *, token: str | None = None, session: str | None = None, path: str = "/ws/live/"
 ) -> WebsocketCommunicator:
     headers = [(b"origin", b"http://testserver"), (b"host", b"testserver")]
     if token is not None:
@@ -81,7 +81,7 @@ async def open_socket(
     else:
         key = session or await sync_to_async(_session_cookie)(user)
         headers.append((b"cookie", f"sessionid={key}".encode()))
-    communicator = WebsocketCommunicator(_application(), "/ws/live/", headers=headers)
+    communicator = WebsocketCommunicator(_application(), path, headers=headers)
     connected, _ = await communicator.connect()
     assert connected
     return communicator
@@ -392,3 +392,41 @@ async def test_sockets_of_one_reader_get_one_frame_built_and_serialised_once(
     assert 0 < len(built) < len(opened)  # one frame per wakeup of the tailer, not one per socket
     for socket in opened:
         await socket.disconnect()
+
+
+async def test_a_socket_starts_at_its_pages_revision_and_gets_what_changed_while_the_page_loaded(world: Cast) -> None:
+    """A page rendered at revision R opens its socket with ``?since=R``: a change committed after R and before the
+    socket connected (while the page loaded) is sent; without it, that change was never sent."""
+    from volcanoweb.feed import log
+
+    first = await open_socket(world.alice)  # the process's tailer runs, as it does under load
+    try:
+        rendered = (await sync_to_async(log.head)())[0]
+        await sync_to_async(builders.make_job)("team-a", "while-loading")
+        await drain(first)
+        late = await open_socket(world.alice, path=f"/ws/live/?since={rendered}")
+        plain = await open_socket(world.alice)
+        odd = await open_socket(world.alice, path="/ws/live/?since=-1&since=x")
+        try:
+            assert "team-a/while-loading" in ids(await drain(late), "job")
+            assert "team-a/while-loading" not in ids(await drain(plain), "job")
+            assert "team-a/while-loading" not in ids(await drain(odd), "job")  # not a revision: from now
+            charlie = await open_socket(world.charlie, path=f"/ws/live/?since={rendered}")
+            try:
+                assert not [f for f in await drain(charlie) if "team-a" in str(f.get("id"))]  # still its tenant's only
+            finally:
+                await charlie.disconnect()
+        finally:
+            for socket in (late, plain, odd):
+                await socket.disconnect()
+    finally:
+        await first.disconnect()
+
+
+async def test_the_since_parameter_takes_one_plain_revision() -> None:
+    assert consumers._since(b"since=42") == 42
+    assert consumers._since(b"") is None
+    assert consumers._since(b"since=-1") is None
+    assert consumers._since(b"since=1e9") is None
+    assert consumers._since(b"since=" + b"9" * 30) is None
+    assert consumers._since(b"&".join(b"a=%d" % i for i in range(20))) is None
