@@ -57,4 +57,4 @@ class LiveRevisionMiddleware:
             return
         from volcanoweb.feed import log
 
-        request.live_revision = log.head()[0]  # type: ignore[attr-defined]
+        request.live_revision = log.revision()  # type: ignore[attr-defined]

@@ -143,6 +143,17 @@ def head(*, wait: bool = False) -> tuple[int, int]:
     return current, compacted
 
 
+def revision() -> int:
+    """The revision every read is consistent with (``head()[0]``) in one statement: what a page reads before its
+    view, for its socket to start from."""
+    if connection.vendor == "postgresql":
+        return _frontier(False)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rev FROM feed_head WHERE id = 1")
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
 def latest() -> int:
     """The last revision taken, committed or not (one cheap read: a poller's "anything new?")."""
     with connection.cursor() as cursor:

@@ -154,6 +154,7 @@ def test_a_page_carries_the_revision_read_before_its_view_and_a_fragment_none(wo
     found = re.search(r'data-live-rev="(\d+)"', page)
     assert found, page[:600]
     assert before <= int(found.group(1)) <= log.head()[0]
+    assert log.revision() == log.head()[0]  # the one-statement read the page makes
     fragment = client.get("/jobs/", headers={"HX-Request": "true"}).content.decode()
     assert "data-live-rev" not in fragment
     assert "data-live-rev" not in Client().get("/login/").content.decode()  # nobody signed in: no socket
