@@ -28,15 +28,12 @@ T = TypeVar("T")
 
 def _median_ms(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
     """The median wall time of ``repeat`` calls (ms) and the last call's result."""
-    times = []
-    for _ in range(repeat - 1):
+    runs: list[tuple[float, T]] = []
+    for _ in range(max(1, repeat)):
         t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    t0 = time.perf_counter()
-    result = fn()
-    times.append((time.perf_counter() - t0) * 1000)
-    return round(statistics.median(times), 1), result
+        result = fn()
+        runs.append(((time.perf_counter() - t0) * 1000, result))
+    return round(statistics.median(ms for ms, _ in runs), 1), runs[-1][1]
 
 
 def run(args: Any) -> dict[str, Any]:

@@ -203,7 +203,7 @@ CONTROLLER_RESYNC_PERIOD = env_float("CONTROLLER_RESYNC_PERIOD", 5.0, positive=T
 # notification); every CONTROLLER_FULL_RESYNC_PERIOD (0: never) every busy job.
 CONTROLLER_DRIFT_RESYNC_PERIOD = env_float("CONTROLLER_DRIFT_RESYNC_PERIOD", 30.0)
 # A queue sync the informer asks for (PodGroups created or deleted) starts this many seconds later, and serves
-# every request made until it starts (runtime.dispatch.request_queue_sync; stack mode, with Redis).
+# every request made until it starts (runtime.dispatch.request_queue_sync with Redis; the embedded mode's drain).
 CONTROLLER_QUEUE_SYNC_DELAY = env_float("CONTROLLER_QUEUE_SYNC_DELAY", 1.0)
 CONTROLLER_FULL_RESYNC_PERIOD = env_float("CONTROLLER_FULL_RESYNC_PERIOD", 300.0)
 CLUSTER_BACKEND = env_choice("CLUSTER_BACKEND", ("sim", "kubernetes"), "sim")

@@ -11,7 +11,7 @@ Other databases fall back to ``bulk_update``.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection, models
@@ -35,56 +35,51 @@ def _update_postgresql(model: type[models.Model], objs: Sequence[Any], fields: S
     pk, columns = _pk_and_columns(model, fields)
     pk_type = pk.rel_db_type(connection) if hasattr(pk, "rel_db_type") else pk.db_type(connection)
     types = [pk_type] + [str(c.db_type(connection)) for c in columns]
-    placeholder = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
-    names = ", ".join(['"pk"'] + [f'"{c.column}"' for c in columns])
-    assignments = ", ".join(f'"{c.column}" = v."{c.column}"' for c in columns)
-    table = model._meta.db_table
-    with connection.cursor() as cursor:
-        for chunk, params in _batches(objs, pk, columns, batch_size):
-            values = ", ".join([placeholder] * len(chunk))
-            cursor.execute(
-                f'UPDATE "{table}" AS t SET {assignments} FROM (VALUES {values}) AS v({names}) '
-                f'WHERE t."{pk.column}" = v."pk"',
-                params,
-            )
+    row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
+    statement = 'UPDATE "{table}" AS t SET {assignments} FROM (VALUES {values}) AS v({names}) WHERE t."{pk}" = v."pk"'
+    _update_joined(model, objs, pk, columns, row, statement, batch_size)
 
 
 def _update_sqlite(model: type[models.Model], objs: Sequence[Any], fields: Sequence[str], batch_size: int) -> None:
     pk, columns = _pk_and_columns(model, fields)
-    placeholder = "(" + ", ".join(["%s"] * (1 + len(columns))) + ")"
+    row = "(" + ", ".join(["%s"] * (1 + len(columns))) + ")"
+    statement = 'WITH v({names}) AS (VALUES {values}) UPDATE "{table}" SET {assignments} FROM v '
+    statement += 'WHERE "{table}"."{pk}" = v."pk"'
+    limit = connection.features.max_query_params or 999
+    _update_joined(model, objs, pk, columns, row, statement, max(1, min(batch_size, limit // (1 + len(columns)))))
+
+
+def _update_joined(
+    model: type[models.Model],
+    objs: Sequence[Any],
+    pk: Any,
+    columns: Sequence[models.Field[Any, Any]],
+    row: str,
+    statement: str,
+    size: int,
+) -> None:
+    """Run ``statement`` (its ``{table}``, ``{names}``, ``{assignments}``, ``{values}`` and ``{pk}`` filled in) for
+    each batch of at most ``size`` objects, ``row`` being the placeholder of one object's key and columns."""
     names = ", ".join(['"pk"'] + [f'"{c.column}"' for c in columns])
     assignments = ", ".join(f'"{c.column}" = v."{c.column}"' for c in columns)
     table = model._meta.db_table
-    limit = connection.features.max_query_params or 999
-    rows = max(1, min(batch_size, limit // (1 + len(columns))))
     with connection.cursor() as cursor:
-        for chunk, params in _batches(objs, pk, columns, rows):
-            values = ", ".join([placeholder] * len(chunk))
-            cursor.execute(
-                f'WITH v({names}) AS (VALUES {values}) UPDATE "{table}" SET {assignments} FROM v '
-                f'WHERE "{table}"."{pk.column}" = v."pk"',
-                params,
-            )
+        for start in range(0, len(objs), size):
+            chunk = objs[start : start + size]
+            params: list[Any] = []
+            for obj in chunk:
+                params.append(pk.get_db_prep_save(obj.pk, connection))
+                for column in columns:
+                    params.append(column.get_db_prep_save(getattr(obj, column.attname), connection))
+            values = ", ".join([row] * len(chunk))
+            sql = statement.format(table=table, names=names, assignments=assignments, values=values, pk=pk.column)
+            cursor.execute(sql, params)
 
 
 def _pk_and_columns(model: type[models.Model], fields: Sequence[str]) -> tuple[Any, list[models.Field[Any, Any]]]:
     meta = model._meta
     assert meta.pk is not None
     return meta.pk, [_column(meta.get_field(name)) for name in fields]
-
-
-def _batches(
-    objs: Sequence[Any], pk: Any, columns: Sequence[models.Field[Any, Any]], size: int
-) -> Iterator[tuple[Sequence[Any], list[Any]]]:
-    """Each batch of at most ``size`` objects, with its parameters: per object its key, then its columns' values."""
-    for start in range(0, len(objs), size):
-        chunk = objs[start : start + size]
-        params: list[Any] = []
-        for obj in chunk:
-            params.append(pk.get_db_prep_save(obj.pk, connection))
-            for column in columns:
-                params.append(column.get_db_prep_save(getattr(obj, column.attname), connection))
-        yield chunk, params
 
 
 def _column(field: Any) -> models.Field[Any, Any]:

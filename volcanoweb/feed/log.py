@@ -146,12 +146,7 @@ def head(*, wait: bool = False) -> tuple[int, int]:
 def revision() -> int:
     """The revision every read is consistent with (``head()[0]``) in one statement: what a page reads before its
     view, for its socket to start from."""
-    if connection.vendor == "postgresql":
-        return _frontier(False)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT rev FROM feed_head WHERE id = 1")
-        row = cursor.fetchone()
-    return int(row[0]) if row else 0
+    return _frontier(False) if connection.vendor == "postgresql" else head()[0]  # head(): one read on SQLite
 
 
 def latest() -> int:

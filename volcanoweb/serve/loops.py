@@ -119,7 +119,7 @@ class LocalDrain:
         ``queue_sync_delay`` seconds after the first request that found none waiting, and serves every request
         until it starts, as the stack's coalesced sync (``dispatch.request_queue_sync``)."""
         with self.condition:
-            if self.queue_sync_due is None:
+            if self.queue_sync_due is None and self.sync_queues is not None:  # else the thread would wait for ever
                 self.queue_sync_due = time.monotonic() + self.queue_sync_delay
                 self.condition.notify()
 

@@ -116,6 +116,9 @@ def test_queue_syncs_asked_for_before_one_starts_become_that_one_after_the_delay
         assert syncs == [101.0, 102.0]
     finally:
         dispatch.set_local_queue_sync(None)
+    without = LocalDrain(lambda ids: None)  # no queue sync to run: nothing becomes due (its thread would spin)
+    without.request_queue_sync()
+    assert without.queue_sync_due is None
 
 
 def test_the_drain_thread_runs_a_due_queue_sync_and_survives_its_failure() -> None:
