@@ -5,8 +5,10 @@
 session as it was right after ``_open_state`` (tasks, jobs, queues, the node table). When the next
 snapshot has the *same objects* (checked by identity, which snapshots built with
 ``dataclasses.replace`` / :func:`scheduler.advance` share structurally) and an equal config and
-registry, that state is reused instead of rebuilt: only the plugins are opened again (fresh
-instances, as always). Otherwise the session is opened from scratch and becomes the cached one.
+registry, that state is reused instead of rebuilt: only the plugins are opened again (new
+states of the same plugins: a plugin keeps nothing of a cycle). Otherwise the session is opened
+from scratch, with the plugins of the last one when its config and registry were equal, and
+becomes the cached one.
 
 Reuse is made safe by a journal: every state change of a session opened with a cache goes
 through ``Session.place/unplace/evict/unevict/dispatch`` (tasks, their jobs' counters, node
@@ -30,6 +32,7 @@ from scheduler.journal import Journal
 
 if TYPE_CHECKING:
     from scheduler.config_types import SchedulerConfig
+    from scheduler.framework import Plugin
     from scheduler.registry import Registry
     from scheduler.session import Session
     from scheduler.snapshot import Snapshot
@@ -82,6 +85,16 @@ class SessionCache:
             return ""
         return "same" if _same(old.jobs, snapshot.jobs) and _same(old.tasks, snapshot.tasks) else "jobs"
 
+    def _plugins(self, config: SchedulerConfig, registry: Registry) -> list[Plugin] | None:
+        """The plugins the cached session built, when built from the same config and registry: a
+        plugin keeps nothing of a cycle, so every session of this loop uses the same ones."""
+        if self._session is None:
+            return None
+        _, cfg, reg = self._key
+        if (cfg is not config and cfg != config) or (reg is not registry and reg != registry):
+            return None
+        return self._session.plugins
+
     def open(self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry) -> Session:
         """Return a session over ``snapshot``: the cached one reset to its opened state when the
         inputs are the same objects, updated for the PodGroups that changed when only those
@@ -107,8 +120,9 @@ class SessionCache:
                 session.reopen(snapshot)
                 return self._journal_limit(session)
         self.misses += 1
+        plugins = self._plugins(config, registry)
         self.clear()
-        session = Session(snapshot, config, registry, journal=Journal())
+        session = Session(snapshot, config, registry, journal=Journal(), plugins=plugins)
         self._session = session
         self._key = (snapshot, config, registry)
         table = session.nodes

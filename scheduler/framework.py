@@ -6,6 +6,7 @@ the values they exchange (extension point names, votes, fits, filters) are :mod:
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from scheduler.cycle_state import PluginState
 from scheduler.points import ExtensionPoint, Filter, Fit, FloatArray, IntArray, Vote
 
 if TYPE_CHECKING:
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     from scheduler.topology import JobTopology
 
 __all__ = [
+    "ALWAYS_ON",
+    "CAPABILITIES",
     "Action",
     "Allocatable",
     "AllocateHandler",
@@ -46,12 +50,15 @@ __all__ = [
     "QueueOrder",
     "Reclaimable",
     "SessionClose",
+    "SharedState",
     "SubJobOrder",
     "SubJobPipelined",
     "SubJobReady",
     "TaskOrder",
     "VictimQueueOrder",
     "VictimTasks",
+    "build_plugin",
+    "restore_shared",
 ]
 
 
@@ -86,7 +93,7 @@ class QueueOrder(Capability, ABC):
     point = ExtensionPoint.QUEUE_ORDER
 
     @abstractmethod
-    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int: ...
+    def queue_order(self, state: Any, a: QueueInfo, b: QueueInfo) -> int: ...
 
 
 class VictimQueueOrder(Capability, ABC):
@@ -96,7 +103,7 @@ class VictimQueueOrder(Capability, ABC):
     point = ExtensionPoint.VICTIM_QUEUE_ORDER
 
     @abstractmethod
-    def victim_queue_order(self, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo | None) -> int: ...
+    def victim_queue_order(self, state: Any, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo | None) -> int: ...
 
 
 class JobOrder(Capability, ABC):
@@ -110,9 +117,9 @@ class JobOrder(Capability, ABC):
     has_job_order_key: ClassVar[bool] = False
 
     @abstractmethod
-    def job_order(self, a: JobInfo, b: JobInfo) -> int: ...
+    def job_order(self, state: Any, a: JobInfo, b: JobInfo) -> int: ...
 
-    def job_order_key(self, job: JobInfo) -> Any:
+    def job_order_key(self, state: Any, job: JobInfo) -> Any:
         """The sort key equivalent to :meth:`job_order` (only if ``has_job_order_key``)."""
         raise NotImplementedError
 
@@ -126,9 +133,9 @@ class TaskOrder(Capability, ABC):
     has_task_order_key: ClassVar[bool] = False
 
     @abstractmethod
-    def task_order(self, a: TaskInfo, b: TaskInfo) -> int: ...
+    def task_order(self, state: Any, a: TaskInfo, b: TaskInfo) -> int: ...
 
-    def task_order_key(self, task: TaskInfo) -> Any:
+    def task_order_key(self, state: Any, task: TaskInfo) -> Any:
         """The sort key equivalent to :meth:`task_order` (only if ``has_task_order_key``)."""
         raise NotImplementedError
 
@@ -140,7 +147,7 @@ class JobValid(Capability, ABC):
     point = ExtensionPoint.JOB_VALID
 
     @abstractmethod
-    def job_valid(self, job: JobInfo) -> Fit | None: ...
+    def job_valid(self, state: Any, job: JobInfo) -> Fit | None: ...
 
 
 class JobEnqueueable(Capability, ABC):
@@ -151,7 +158,7 @@ class JobEnqueueable(Capability, ABC):
     point = ExtensionPoint.JOB_ENQUEUEABLE
 
     @abstractmethod
-    def job_enqueueable(self, job: JobInfo) -> Vote: ...
+    def job_enqueueable(self, state: Any, job: JobInfo) -> Vote: ...
 
 
 class JobEnqueued(Capability, ABC):
@@ -160,7 +167,7 @@ class JobEnqueued(Capability, ABC):
     point = ExtensionPoint.JOB_ENQUEUED
 
     @abstractmethod
-    def job_enqueued(self, job: JobInfo) -> None: ...
+    def job_enqueued(self, state: Any, job: JobInfo) -> None: ...
 
 
 class JobReady(Capability, ABC):
@@ -169,7 +176,7 @@ class JobReady(Capability, ABC):
     point = ExtensionPoint.JOB_READY
 
     @abstractmethod
-    def job_ready(self, job: JobInfo) -> bool: ...
+    def job_ready(self, state: Any, job: JobInfo) -> bool: ...
 
 
 class JobPipelined(Capability, ABC):
@@ -178,7 +185,7 @@ class JobPipelined(Capability, ABC):
     point = ExtensionPoint.JOB_PIPELINED
 
     @abstractmethod
-    def job_pipelined(self, job: JobInfo) -> Vote: ...
+    def job_pipelined(self, state: Any, job: JobInfo) -> Vote: ...
 
 
 class JobStarving(Capability, ABC):
@@ -188,7 +195,7 @@ class JobStarving(Capability, ABC):
     point = ExtensionPoint.JOB_STARVING
 
     @abstractmethod
-    def job_starving(self, job: JobInfo) -> bool: ...
+    def job_starving(self, state: Any, job: JobInfo) -> bool: ...
 
 
 class Predicate(Capability, ABC):
@@ -202,12 +209,12 @@ class Predicate(Capability, ABC):
     point = ExtensionPoint.PREDICATE
     #: Set by plugins whose filters are arrays that, within a session, change only at nodes whose
     #: state changed in the node table (``NodeTable.changes``). Node selection then keeps the
-    #: feasible mask per task shape and refreshes only those nodes. A plugin may clear it on its
-    #: instance in ``on_session_open`` / ``restore_open_state`` when a session needs it.
+    #: feasible mask per task shape and refreshes only those nodes. A plugin may clear it for a
+    #: cycle by setting the attribute on its state (in ``open`` / ``restore_state``).
     node_local_filters: bool = False
 
     @abstractmethod
-    def predicate(self, task: TaskInfo) -> Sequence[Filter]: ...
+    def predicate(self, state: Any, task: TaskInfo) -> Sequence[Filter]: ...
 
 
 class NodeOrder(Capability, ABC):
@@ -218,9 +225,9 @@ class NodeOrder(Capability, ABC):
     point = ExtensionPoint.NODE_ORDER
 
     @abstractmethod
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray: ...
+    def node_order(self, state: Any, task: TaskInfo, nodes: IntArray) -> FloatArray: ...
 
-    def node_score_key(self, task: TaskInfo) -> Any:
+    def node_score_key(self, state: Any, task: TaskInfo) -> Any:
         """Optional split for caching. None (the default): no split. Otherwise a hashable key such
         that ``node_order(task, nodes) == local_scores(task, nodes) + set_scores(task, nodes)``
         (exactly, in floating point), where ``local_scores`` of node ``i`` depends only on the key
@@ -228,15 +235,15 @@ class NodeOrder(Capability, ABC):
         changed nodes."""
         return None
 
-    def local_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def local_scores(self, state: Any, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """The per-node part of the split (see :meth:`node_score_key`)."""
         raise NotImplementedError
 
-    def local_score_at(self, task: TaskInfo, node: int) -> float:
+    def local_score_at(self, state: Any, task: TaskInfo, node: int) -> float:
         """``local_scores(task, [node])[0]``, computed with the same float operations."""
-        return float(self.local_scores(task, np.array([node], dtype=np.int64))[0])
+        return float(self.local_scores(state, task, np.array([node], dtype=np.int64))[0])
 
-    def set_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray | None:
+    def set_scores(self, state: Any, task: TaskInfo, nodes: IntArray) -> FloatArray | None:
         """The part of the split that depends on the whole candidate set (None: zero)."""
         return None
 
@@ -249,7 +256,7 @@ class Preemptable(Capability, ABC):
     point = ExtensionPoint.PREEMPTABLE
 
     @abstractmethod
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
+    def preemptable(self, state: Any, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
 
 
 class Reclaimable(Capability, ABC):
@@ -258,7 +265,7 @@ class Reclaimable(Capability, ABC):
     point = ExtensionPoint.RECLAIMABLE
 
     @abstractmethod
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
+    def reclaimable(self, state: Any, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
 
 
 class GangEvictable(Capability, ABC):
@@ -268,7 +275,9 @@ class GangEvictable(Capability, ABC):
     configured plugin implementing it is asked, as Volcano's ``UnifiedEvictable``)."""
 
     @abstractmethod
-    def gang_evictable(self, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None: ...
+    def gang_evictable(
+        self, state: Any, action: str, job: JobInfo, candidates: list[TaskInfo]
+    ) -> list[TaskInfo] | None: ...
 
 
 class Preemptive(Capability, ABC):
@@ -277,7 +286,7 @@ class Preemptive(Capability, ABC):
     point = ExtensionPoint.PREEMPTIVE
 
     @abstractmethod
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool: ...
+    def preemptive(self, state: Any, queue: QueueInfo, task: TaskInfo) -> bool: ...
 
 
 class Overused(Capability, ABC):
@@ -286,7 +295,7 @@ class Overused(Capability, ABC):
     point = ExtensionPoint.OVERUSED
 
     @abstractmethod
-    def overused(self, queue: QueueInfo) -> bool: ...
+    def overused(self, state: Any, queue: QueueInfo) -> bool: ...
 
 
 class Allocatable(Capability, ABC):
@@ -297,7 +306,7 @@ class Allocatable(Capability, ABC):
     point = ExtensionPoint.ALLOCATABLE
 
     @abstractmethod
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool: ...
+    def allocatable(self, state: Any, queue: QueueInfo, task: TaskInfo) -> bool: ...
 
 
 class VictimTasks(Capability, ABC):
@@ -308,7 +317,7 @@ class VictimTasks(Capability, ABC):
     point = ExtensionPoint.VICTIM_TASKS
 
     @abstractmethod
-    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]: ...
+    def victim_tasks(self, state: Any, tasks: Sequence[TaskInfo]) -> list[TaskInfo]: ...
 
 
 class HyperNodeOrder(Capability, ABC):
@@ -319,7 +328,7 @@ class HyperNodeOrder(Capability, ABC):
     point = ExtensionPoint.HYPERNODE_ORDER
 
     @abstractmethod
-    def hyper_node_order(self, job: JobInfo | SubJobInfo, names: Sequence[str]) -> Mapping[str, float]: ...
+    def hyper_node_order(self, state: Any, job: JobInfo | SubJobInfo, names: Sequence[str]) -> Mapping[str, float]: ...
 
 
 class HyperNodeGradient(Capability, ABC):
@@ -334,12 +343,18 @@ class HyperNodeGradient(Capability, ABC):
 
     @abstractmethod
     def hyper_node_gradient(
-        self, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
+        self, state: Any, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
     ) -> list[list[str]]: ...
 
     @abstractmethod
     def sub_job_gradient(
-        self, topology: JobTopology | None, root: str, allocated: str, minimum: Sequence[float], purpose: str
+        self,
+        state: Any,
+        topology: JobTopology | None,
+        root: str,
+        allocated: str,
+        minimum: Sequence[float],
+        purpose: str,
     ) -> list[list[str]]: ...
 
 
@@ -350,7 +365,7 @@ class SubJobReady(Capability, ABC):
     point = ExtensionPoint.SUB_JOB_READY
 
     @abstractmethod
-    def sub_job_ready(self, sub: SubJobInfo) -> bool: ...
+    def sub_job_ready(self, state: Any, sub: SubJobInfo) -> bool: ...
 
 
 class SubJobPipelined(Capability, ABC):
@@ -360,7 +375,7 @@ class SubJobPipelined(Capability, ABC):
     point = ExtensionPoint.SUB_JOB_PIPELINED
 
     @abstractmethod
-    def sub_job_pipelined(self, sub: SubJobInfo) -> Vote: ...
+    def sub_job_pipelined(self, state: Any, sub: SubJobInfo) -> Vote: ...
 
 
 class SubJobOrder(Capability, ABC):
@@ -370,7 +385,16 @@ class SubJobOrder(Capability, ABC):
     point = ExtensionPoint.SUB_JOB_ORDER
 
     @abstractmethod
-    def sub_job_order(self, a: SubJobInfo, b: SubJobInfo) -> int: ...
+    def sub_job_order(self, state: Any, a: SubJobInfo, b: SubJobInfo) -> int: ...
+
+
+#: The capability class of each extension point (those with a switch; GangEvictable has none), in the order
+#: defined above: what the session opens its dispatch lists by.
+CAPABILITIES: dict[ExtensionPoint, type[Capability]] = {
+    c.point: c for c in Capability.__subclasses__() if "point" in vars(c)
+}
+#: Extension points no switch can disable (Volcano: jobValid, victimQueueOrder).
+ALWAYS_ON = frozenset({ExtensionPoint.JOB_VALID, ExtensionPoint.VICTIM_QUEUE_ORDER})
 
 
 class AllocateHandler(ABC):
@@ -378,25 +402,28 @@ class AllocateHandler(ABC):
     evicted, unallocated or unpipelined (``deallocate``). Not switchable, as in Volcano."""
 
     @abstractmethod
-    def on_allocate(self, task: TaskInfo) -> None: ...
+    def on_allocate(self, state: Any, task: TaskInfo) -> None: ...
 
     @abstractmethod
-    def on_deallocate(self, task: TaskInfo) -> None: ...
+    def on_deallocate(self, state: Any, task: TaskInfo) -> None: ...
 
 
 class SessionClose(ABC):
     """``on_session_close(session)``: called once when the session closes."""
 
     @abstractmethod
-    def on_session_close(self, session: SessionHandle) -> None: ...
+    def on_session_close(self, state: Any, session: SessionHandle) -> None: ...
 
 
 class Plugin:
-    """Base of scheduler plugins. A fresh instance is built for every session.
+    """Base of scheduler plugins: built once from its arguments, it keeps nothing of a cycle.
 
     Subclasses set ``name``, declare their ``arguments`` (exact keys) and ``argument_prefixes``
-    (keys starting with a prefix, e.g. ``binpack.resources.``), and register session state in
-    :meth:`on_session_open`.
+    (keys starting with a prefix, e.g. ``binpack.resources.``), build their per-cycle state in
+    :meth:`open` (a :class:`~scheduler.cycle_state.PluginState`, which the session keeps in its
+    :class:`~scheduler.cycle_state.CycleState`) and receive that state as the first argument of
+    every capability method. Once the framework has built a plugin (:func:`build_plugin`) its
+    attributes can no longer be set: a cycle's values belong in its state.
     """
 
     name: ClassVar[str] = ""
@@ -410,8 +437,9 @@ class Plugin:
     #: Its ``overused`` answer (if implemented) depends only on the queue state. Allocate then
     #: records a job's failure to find a node without trying again when an identical job failed
     #: since the last change, and asks whether a queue is overused again only after a change
-    #: (``actions/allocate.py``). A plugin may set it per session (predicates does, off when
-    #: pods have inter-pod terms or spread constraints, which depend on labels the signature lacks).
+    #: (``actions/allocate.py``). A plugin may set it per cycle on its state (predicates does,
+    #: off when pods have inter-pod terms or spread constraints, which depend on labels the
+    #: signature lacks).
     failures_repeatable: bool = False
 
     def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:
@@ -420,6 +448,13 @@ class Plugin:
         self.args: Mapping[str, Any] = merged
         self.hierarchy = hierarchy
 
+    def __setattr__(self, attr: str, value: Any) -> None:
+        if self.__dict__.get("_built"):
+            raise AttributeError(
+                f"plugin {self.name!r} keeps nothing of a cycle: {attr!r} belongs in its state (Plugin.open)"
+            )
+        object.__setattr__(self, attr, value)
+
     @classmethod
     def check_arguments(cls, args: Mapping[str, Any]) -> tuple[str, str] | None:
         """A problem with the given arguments taken together, which each alone cannot show (the argument to
@@ -427,33 +462,41 @@ class Plugin:
         refuses to start."""
         return None
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        """Build per-session state. The default does nothing."""
+    def open(self, session: SessionHandle) -> Any:
+        """This cycle's state of the plugin over ``session`` (the default: the session alone)."""
+        return PluginState(session)
 
-    def save_open_state(self) -> Any:
-        """State right after every plugin's ``on_session_open``, for ``SessionCache`` (None, the
-        default: the plugin is simply opened again each cycle). Must not be modified later."""
+    def save_state(self, state: Any) -> Any:
+        """What a ``SessionCache`` keeps of ``state`` right after every plugin's :meth:`open`, to
+        restore the next cycle over the same opened state (None, the default: the plugin is simply
+        opened again each cycle). Must not share anything the cycle modifies later."""
         return None
 
-    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
-        """Become exactly as after ``on_session_open`` over ``session``, given what
-        :meth:`save_open_state` returned for a session with the same opened state."""
+    def restore_state(self, session: SessionHandle, saved: Any) -> Any:
+        """The state :meth:`open` would return over ``session``, from what :meth:`save_state` kept
+        for a session with the same opened state (it must stay usable for the next restore)."""
         raise NotImplementedError
 
-    def refresh_open_state(
-        self, session: SessionHandle, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    def refresh_state(
+        self, session: SessionHandle, saved: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
     ) -> Any:
-        """Return the open state for ``session`` (for :meth:`restore_open_state`), given ``state``
-        saved over the previous opened state, or None (the default) to be opened again.
+        """What :meth:`save_state` would keep for ``session``, given ``saved`` kept over the
+        previous opened state, or None (the default) to be opened again.
 
         Called by ``SessionCache`` when the snapshot changed only in PodGroups and pods: nodes,
         queues, priority classes and resource dimensions are the same, the jobs in ``removed``
         are gone (their JobInfos still hold their old opened state), those in ``added`` are new
         (PodGroups rebuilt because their Job or pods changed appear in both), every other job is
         the same JobInfo in the same opened state, and the node table holds the new columns.
-        The result must equal what ``on_session_open`` + ``save_open_state`` would give; it must
-        not share anything with ``state`` that either side modifies later."""
+        The result must not share anything with ``saved`` that either side modifies later."""
         return None
+
+
+def build_plugin(cls: type[Plugin], args: Mapping[str, Any], hierarchy: bool = False) -> Plugin:
+    """A plugin built from its arguments, its attributes fixed from now on (see :class:`Plugin`)."""
+    plugin = cls(args, hierarchy)
+    object.__setattr__(plugin, "_built", True)
+    return plugin
 
 
 def intersect_victims(tiers: Sequence[Sequence[Any]], choose: Callable[[Any], list[TaskInfo] | None]) -> list[TaskInfo]:
@@ -479,37 +522,33 @@ def intersect_victims(tiers: Sequence[Sequence[Any]], choose: Callable[[Any], li
     return []
 
 
-def save_shared_state(plugin: Plugin) -> dict[str, Any]:
-    """``save_open_state`` for plugins whose attributes are never modified after open (lazily
-    filled caches that depend only on the opened state are fine): they are shared."""
-    return dict(vars(plugin))
+def restore_shared(session: SessionHandle, saved: Any) -> Any:
+    """A shallow copy of the state ``saved`` opened over ``session``: what :class:`SharedState`
+    restores (its values are shared from one cycle to the next; only the session is the new one)."""
+    state = copy.copy(saved)
+    state.session = session
+    return state
 
 
-def restore_shared_state(plugin: Plugin, session: SessionHandle, state: dict[str, Any]) -> None:
-    """``restore_open_state`` counterpart of :func:`save_shared_state`."""
-    plugin.__dict__.update(state)
-    plugin.__dict__["session"] = session
+class SharedState(Plugin):
+    """Base of plugins whose state is never modified after :meth:`open` (lazily filled caches that
+    depend only on the opened state are fine) and depends on nothing a ``SessionCache`` update
+    changes (jobs and pods): the cache shares it from one cycle to the next instead of opening the
+    plugin again."""
 
+    def save_state(self, state: Any) -> Any:
+        """The state itself, shared (SessionCache)."""
+        return state
 
-class SharedOpenState(Plugin):
-    """Base of plugins whose attributes are never modified after ``on_session_open`` (lazily
-    filled caches that depend only on the opened state are fine) and depend on nothing a
-    ``SessionCache`` update changes (jobs and pods): the cache shares them from one cycle to the
-    next (:func:`save_shared_state`) instead of opening the plugin again."""
+    def restore_state(self, session: SessionHandle, saved: Any) -> Any:
+        """See :func:`restore_shared`."""
+        return restore_shared(session, saved)
 
-    def save_open_state(self) -> Any:
-        """The plugin's attributes, shared (SessionCache)."""
-        return save_shared_state(self)
-
-    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
-        """See :meth:`save_open_state`."""
-        restore_shared_state(self, session, state)
-
-    def refresh_open_state(
-        self, session: SessionHandle, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    def refresh_state(
+        self, session: SessionHandle, saved: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
     ) -> Any:
         """Nothing depends on the jobs (SessionCache)."""
-        return state
+        return saved
 
 
 class PluginClasses(Protocol):
@@ -545,4 +584,4 @@ class QueueShares(ABC):
     """
 
     @abstractmethod
-    def queue_deserved(self) -> Mapping[str, Sequence[float]]: ...
+    def queue_deserved(self, state: Any) -> Mapping[str, Sequence[float]]: ...

@@ -85,8 +85,10 @@ class SessionHandle(Protocol):
     mask_cache: NodeCache
 
     @property
-    def tiers(self) -> Sequence[Sequence[object]]:
-        """The plugin instances by tier (each a :class:`scheduler.framework.Plugin`)."""
+    def tiers(self) -> Sequence[Sequence[Any]]:
+        """The plugins by tier, each bound to its state for this cycle (a
+        :class:`scheduler.cycle_state.BoundPlugin`, which sits above this handle: its ``plugin``,
+        its ``state``, and the plugin's methods with the state bound in)."""
         ...
 
     @property

@@ -165,7 +165,7 @@ def build_result(ssn: SessionInternals, timings: dict[str, float]) -> CycleResul
 def _queue_deserved(ssn: SessionInternals) -> dict[str, dict[str, int]]:
     for plugins in ssn.tiers:
         for p in plugins:
-            if isinstance(p, QueueShares):
+            if isinstance(p.plugin, QueueShares):
                 return {name: ssn.to_dict(v) for name, v in sorted(p.queue_deserved().items())}
     return {}
 

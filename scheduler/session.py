@@ -14,35 +14,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler import reasons
+from scheduler.cycle_state import BoundPlugin, CycleState
 from scheduler.framework import (
-    Allocatable,
+    ALWAYS_ON,
+    CAPABILITIES,
     AllocateHandler,
-    Capability,
-    HyperNodeGradient,
-    HyperNodeOrder,
-    JobEnqueueable,
-    JobEnqueued,
-    JobOrder,
-    JobPipelined,
-    JobReady,
-    JobStarving,
-    JobValid,
-    NodeOrder,
-    Overused,
     Plugin,
     PluginClasses,
-    Predicate,
-    Preemptable,
-    Preemptive,
-    QueueOrder,
-    Reclaimable,
     SessionClose,
-    SubJobOrder,
-    SubJobPipelined,
-    SubJobReady,
-    TaskOrder,
-    VictimQueueOrder,
-    VictimTasks,
+    build_plugin,
     intersect_victims,
 )
 from scheduler.info import JobInfo, QueueInfo, SubJobInfo, TaskInfo
@@ -59,34 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Session"]
 
-_CAPABILITIES: dict[ExtensionPoint, type[Capability]] = {
-    ExtensionPoint.QUEUE_ORDER: QueueOrder,
-    ExtensionPoint.VICTIM_QUEUE_ORDER: VictimQueueOrder,
-    ExtensionPoint.JOB_ORDER: JobOrder,
-    ExtensionPoint.TASK_ORDER: TaskOrder,
-    ExtensionPoint.JOB_VALID: JobValid,
-    ExtensionPoint.JOB_ENQUEUEABLE: JobEnqueueable,
-    ExtensionPoint.JOB_ENQUEUED: JobEnqueued,
-    ExtensionPoint.JOB_READY: JobReady,
-    ExtensionPoint.JOB_PIPELINED: JobPipelined,
-    ExtensionPoint.JOB_STARVING: JobStarving,
-    ExtensionPoint.PREDICATE: Predicate,
-    ExtensionPoint.NODE_ORDER: NodeOrder,
-    ExtensionPoint.PREEMPTABLE: Preemptable,
-    ExtensionPoint.RECLAIMABLE: Reclaimable,
-    ExtensionPoint.PREEMPTIVE: Preemptive,
-    ExtensionPoint.OVERUSED: Overused,
-    ExtensionPoint.ALLOCATABLE: Allocatable,
-    ExtensionPoint.HYPERNODE_ORDER: HyperNodeOrder,
-    ExtensionPoint.HYPERNODE_GRADIENT: HyperNodeGradient,
-    ExtensionPoint.VICTIM_TASKS: VictimTasks,
-    ExtensionPoint.SUB_JOB_READY: SubJobReady,
-    ExtensionPoint.SUB_JOB_PIPELINED: SubJobPipelined,
-    ExtensionPoint.SUB_JOB_ORDER: SubJobOrder,
-}
-#: Extension points no switch can disable (Volcano: jobValid, victimQueueOrder).
-_ALWAYS_ON = frozenset({ExtensionPoint.JOB_VALID, ExtensionPoint.VICTIM_QUEUE_ORDER})
-
 
 class Session(SessionState):
     """One scheduling cycle over a snapshot.
@@ -97,13 +49,22 @@ class Session(SessionState):
     """
 
     def __init__(
-        self, snapshot: Snapshot, config: SchedulerConfig, registry: PluginClasses, journal: Journal | None = None
+        self,
+        snapshot: Snapshot,
+        config: SchedulerConfig,
+        registry: PluginClasses,
+        journal: Journal | None = None,
+        plugins: Sequence[Plugin] | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
         #: Set when the session is kept by a ``SessionCache``: records changes for rollback.
         self.journal = journal
         self._plugin_states: list[Any] | None = None
+        #: The configured plugins, in configuration order: ``plugins`` (built by ``build_plugin`` from
+        #: this config and registry, e.g. by an earlier session) or built at the first open; kept for
+        #: every cycle of this session.
+        self.plugins: list[Plugin] = list(plugins or ())
         super().__init__(snapshot)
         self._open_plugins()
 
@@ -117,27 +78,27 @@ class Session(SessionState):
         self._open_plugins()
 
     def _open_plugins(self) -> None:
-        self.tiers: list[list[Plugin]] = []
+        self.tiers: list[list[BoundPlugin]] = []
         self._points: dict[ExtensionPoint, list[list[Any]]] = {}
         self._instantiate_plugins()
-        handlers: list[AllocateHandler] = []
-        closers: list[SessionClose] = []
-        for point, cap in _CAPABILITIES.items():
+        handlers: list[BoundPlugin] = []
+        closers: list[BoundPlugin] = []
+        for point, cap in CAPABILITIES.items():
             tiers: list[list[Any]] = []
             for tier, plugins in zip(self.config.tiers, self.tiers, strict=True):
                 tiers.append(
                     [
                         p
                         for opt, p in zip(tier.plugins, plugins, strict=True)
-                        if isinstance(p, cap) and (point in _ALWAYS_ON or opt.enabled(point))
+                        if isinstance(p.plugin, cap) and (point in ALWAYS_ON or opt.enabled(point))
                     ]
                 )
             self._points[point] = [t for t in tiers if t]
         for plugins in self.tiers:
             for p in plugins:
-                if isinstance(p, AllocateHandler):
+                if isinstance(p.plugin, AllocateHandler):
                     handlers.append(p)
-                if isinstance(p, SessionClose):
+                if isinstance(p.plugin, SessionClose):
                     closers.append(p)
         self.handlers = handlers
         self.closers = closers
@@ -156,36 +117,45 @@ class Session(SessionState):
         self._texts: dict[tuple[Any, ...], str] = {}
 
     def _instantiate_plugins(self) -> None:
-        """Append to ``tiers`` a fresh instance of every configured plugin, tier by tier, each
-        opened on this session: from its saved open state (refreshed for the jobs that changed)
-        when the session is kept by a ``SessionCache`` and reopened, else by ``on_session_open``."""
+        """Append to ``tiers`` every configured plugin bound to its state for this cycle, tier by
+        tier: the plugins are built once per session (they keep nothing of a cycle), their states
+        written into the cycle's :class:`CycleState`, each opened on this session from its saved
+        state (refreshed for the jobs that changed) when the session is kept by a ``SessionCache``
+        and reopened, else by ``Plugin.open``."""
         saved = self._plugin_states
         changed = self._changed_jobs
         self._changed_jobs = None
-        flat: list[Plugin] = []
+        self.cycle_state = CycleState()
+        built = self.plugins
+        first = not built
+        flat: list[BoundPlugin] = []
         states: list[Any] = []
         opened: list[int] = []
         for tier in self.config.tiers:
-            plugins: list[Plugin] = []
+            plugins: list[BoundPlugin] = []
             for opt in tier.plugins:
-                cls = self.registry.plugins[opt.name]
-                plugin = cls(opt.arguments, opt.hierarchy)
-                state = saved[len(flat)] if saved is not None else None
-                if state is not None and changed is not None:
-                    state = plugin.refresh_open_state(self, state, changed[0], changed[1])
-                if state is not None:
-                    plugin.restore_open_state(self, state)
+                k = len(flat)
+                if first:
+                    built.append(build_plugin(self.registry.plugins[opt.name], opt.arguments, opt.hierarchy))
+                plugin = built[k]
+                keep = saved[k] if saved is not None else None
+                if keep is not None and changed is not None:
+                    keep = plugin.refresh_state(self, keep, changed[0], changed[1])
+                if keep is not None:
+                    state = plugin.restore_state(self, keep)
                 else:
-                    plugin.on_session_open(self)
-                    opened.append(len(flat))
-                plugins.append(plugin)
-                flat.append(plugin)
-                states.append(state)
+                    state = plugin.open(self)
+                    opened.append(k)
+                entry = BoundPlugin(plugin, state)
+                self.cycle_state.write(plugin.name, state)
+                plugins.append(entry)
+                flat.append(entry)
+                states.append(keep)
             self.tiers.append(plugins)
         if self.journal is not None:
             # Kept by a SessionCache: the next cycle over this opened state restores these.
             for k in opened:
-                states[k] = flat[k].save_open_state()
+                states[k] = built[k].save_state(flat[k].state)
             self._plugin_states = states
 
     def _job_key_fn(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
@@ -208,8 +178,8 @@ class Session(SessionState):
             return lambda t: (f0(t), t.index, t.creation, t.uid)
         return lambda t: (*(f(t) for f in fns), t.index, t.creation, t.uid)
 
-    def plugin(self, name: str) -> Plugin:
-        """Return the session's instance of plugin ``name`` (KeyError if not configured)."""
+    def plugin(self, name: str) -> BoundPlugin:
+        """Return plugin ``name`` bound to its state for this cycle (KeyError if not configured)."""
         for plugins in self.tiers:
             for p in plugins:
                 if p.name == name:
@@ -483,7 +453,7 @@ class Session(SessionState):
             total += part
         return total
 
-    def _local_scores(self, p: NodeOrder, key: Any, task: TaskInfo) -> FloatArray:
+    def _local_scores(self, p: BoundPlugin, key: Any, task: TaskInfo) -> FloatArray:
         return self._score_cache.get(
             (id(p), key),
             lambda: p.local_scores(task, np.arange(len(self.nodes), dtype=np.intp)).astype(np.float64, copy=True),

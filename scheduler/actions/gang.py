@@ -87,7 +87,7 @@ def gang_evictable(ssn: SessionHandle, action: str, job: JobInfo, candidates: li
     """Volcano's ``UnifiedEvictable``: the preemptable combine rule over the configured plugins
     implementing :class:`GangEvictable` (no switch), tier by tier."""
     return intersect_victims(
-        ssn.tiers, lambda p: p.gang_evictable(action, job, candidates) if isinstance(p, GangEvictable) else None
+        ssn.tiers, lambda p: p.gang_evictable(action, job, candidates) if isinstance(p.plugin, GangEvictable) else None
     )
 
 

@@ -7,14 +7,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from scheduler.framework import ArgSpec, NodeOrder, SharedOpenState
+from scheduler.cycle_state import PluginState
+from scheduler.framework import ArgSpec, NodeOrder, SharedState
 from scheduler.points import FloatArray, IntArray
 
 if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
 
-__all__ = ["BinpackPlugin"]
+__all__ = ["BinpackPlugin", "BinpackState"]
 
 
 def _nonneg(weight: Any) -> float:
@@ -22,7 +23,16 @@ def _nonneg(weight: Any) -> float:
     return float(weight) if weight >= 0 else 1.0
 
 
-class BinpackPlugin(SharedOpenState, NodeOrder):
+class BinpackState(PluginState):
+    """Binpack's cycle: its weight and the weight of each resource dimension it scores."""
+
+    def __init__(self, session: SessionHandle, weight: float, weights: dict[int, float]) -> None:
+        super().__init__(session)
+        self.weight = weight
+        self.weights = weights
+
+
+class BinpackPlugin(SharedState, NodeOrder):
     """Prefers fuller nodes: Σ weight x (used + request) / allocatable over requested
     resources, normalised to 0-100 and times ``binpack.weight``."""
 
@@ -35,9 +45,8 @@ class BinpackPlugin(SharedOpenState, NodeOrder):
     }
     argument_prefixes: ClassVar[Mapping[str, ArgSpec]] = {"binpack.resources.": ArgSpec("int", 1)}
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.weight = float(self.args["binpack.weight"])
+    def open(self, session: SessionHandle) -> BinpackState:
+        """The weights, with the dimensions of ``binpack.resources`` this cluster has."""
         weights: dict[int, float] = {
             0: _nonneg(self.args["binpack.cpu"]),
             1: _nonneg(self.args["binpack.memory"]),
@@ -48,28 +57,28 @@ class BinpackPlugin(SharedOpenState, NodeOrder):
             d = session.dim_index.get(name)
             if d is not None:
                 weights[d] = _nonneg(w)
-        self.weights = weights
+        return BinpackState(session, float(self.args["binpack.weight"]), weights)
 
-    def node_score_key(self, task: TaskInfo) -> Any:
+    def node_score_key(self, st: BinpackState, task: TaskInfo) -> Any:
         """The score of a node depends only on the task's requests and the node's column."""
         return task.req
 
-    def local_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def local_scores(self, st: BinpackState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """All of binpack's score is per node."""
-        return self.node_order(task, nodes)
+        return self.node_order(st, task, nodes)
 
-    def local_score_at(self, task: TaskInfo, node: int) -> float:
+    def local_score_at(self, st: BinpackState, task: TaskInfo, node: int) -> float:
         """:meth:`node_order` of one node with the same IEEE operations in scalar Python."""
-        if not self.weight:
+        if not st.weight:
             return 0.0
-        table = self.session.nodes
+        table = st.session.nodes
         score = 0.0
         overflow = False
         weight_sum = 0.0
         for d, request in enumerate(task.req):
-            if request <= 0 or d not in self.weights:
+            if request <= 0 or d not in st.weights:
                 continue
-            w = self.weights[d]
+            w = st.weights[d]
             alloc = float(int(table.alloc[d, node]))
             used = float(int(table.used[d, node])) + request
             if w:
@@ -81,20 +90,20 @@ class BinpackPlugin(SharedOpenState, NodeOrder):
             score /= weight_sum
         if overflow:
             score = 0.0
-        return score * 100.0 * self.weight
+        return score * 100.0 * st.weight
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: BinpackState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """Binpack score of each of ``nodes`` (0 where the task would not fit)."""
-        if not self.weight:
+        if not st.weight:
             return np.zeros(len(nodes), dtype=np.float64)
-        table = self.session.nodes
+        table = st.session.nodes
         score = np.zeros(len(nodes), dtype=np.float64)
         overflow = np.zeros(len(nodes), dtype=np.bool_)
         weight_sum = 0.0
         for d, request in enumerate(task.req):
-            if request <= 0 or d not in self.weights:
+            if request <= 0 or d not in st.weights:
                 continue
-            w = self.weights[d]
+            w = st.weights[d]
             alloc = table.alloc[d, nodes].astype(np.float64)
             used = table.used[d, nodes] + request
             if w:
@@ -106,4 +115,4 @@ class BinpackPlugin(SharedOpenState, NodeOrder):
         if weight_sum > 0:
             score /= weight_sum
         score = np.where(overflow, 0.0, score)
-        return score * 100.0 * self.weight
+        return score * 100.0 * st.weight

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from scheduler import vec
+from scheduler.cycle_state import PluginState
 from scheduler.framework import (
     Allocatable,
     AllocateHandler,
@@ -21,7 +22,7 @@ from scheduler.framework import (
     Reclaimable,
     VictimQueueOrder,
 )
-from scheduler.plugins.shares import (
+from scheduler.plugins.queue_accounting import (
     QueueAttr,
     account_job,
     closed_reject,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, QueueInfo, TaskInfo
 
-__all__ = ["CapacityPlugin"]
+__all__ = ["CapacityPlugin", "CapacityState"]
 
 INF = float("inf")
 
@@ -64,6 +65,22 @@ def _over_deserved(deserved: Sequence[float], allocated: Sequence[float], req: S
     )
 
 
+class CapacityState(PluginState):
+    """Capacity's cycle: each queue's attributes (deserved, guarantee, capabilities, allocated, share),
+    the hierarchy (parents, children, leaves), why the plugin cannot work this cycle ('' when it can)
+    and its ``ancestorReclaimLevel``."""
+
+    def __init__(self, session: SessionHandle, level: int) -> None:
+        super().__init__(session)
+        self.attrs: dict[str, QueueAttr] = {}
+        self.parents: dict[str, str] = {}
+        self.children: dict[str, list[str]] = {}
+        self.leaves: set[str] = set()
+        self.not_ready = ""
+        #: ``ancestorReclaimLevel`` (hierarchy only; a negative value is 0, as Volcano).
+        self.level = level
+
+
 class CapacityPlugin(
     Plugin,
     QueueShares,
@@ -88,27 +105,26 @@ class CapacityPlugin(
         "capacity.DRAConsumableCapacityEnable": ArgSpec("bool", False, "accepted, no effect"),
     }
 
-    def queue_deserved(self) -> Mapping[str, Sequence[float]]:
+    def queue_deserved(self, st: CapacityState) -> Mapping[str, Sequence[float]]:
         """Return each queue's deserved vector as computed at session open."""
-        return {name: attr.deserved for name, attr in self.attrs.items()}
+        return {name: attr.deserved for name, attr in st.attrs.items()}
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.attrs: dict[str, QueueAttr] = {}
-        self.parents: dict[str, str] = {}
-        self.leaves: set[str] = set()
-        self.not_ready = ""
+    def open(self, session: SessionHandle) -> CapacityState:
+        """The queues' attributes over ``session``, flat or hierarchical, with their shares."""
+        level = max(0, int(self.args["ancestorReclaimLevel"])) if self.hierarchy else 0
+        st = CapacityState(session, level)
         if self.hierarchy:
-            self._open_hierarchy()
+            self._open_hierarchy(st)
         else:
-            self._open_flat()
-        for attr in self.attrs.values():
+            self._open_flat(st)
+        for attr in st.attrs.values():
             self._update_share(attr)
+        return st
 
     # -- building ---------------------------------------------------------------------------
 
-    def _spec(self, queue: QueueInfo) -> QueueAttr:
-        s = self.session
+    def _spec(self, st: CapacityState, queue: QueueInfo) -> QueueAttr:
+        s = st.session
         attr = QueueAttr(queue.name, s.ndims)
         attr.weight = queue.weight
         q = queue.queue
@@ -120,94 +136,95 @@ class CapacityPlugin(
             attr.capability = s.capability_vector(q.capability)
         return attr
 
-    def _open_flat(self) -> None:
-        s = self.session
+    def _open_flat(self, st: CapacityState) -> None:
+        s = st.session
         total_guarantee = [0.0] * s.ndims
         for q in s.queues.values():
             if q.queue.guarantee is not None:
                 vec.iadd(total_guarantee, s.vector(q.queue.guarantee))
         for job in s.jobs.values():
-            attr = self.attrs.get(job.queue)
+            attr = st.attrs.get(job.queue)
             if attr is None:
-                attr = self._spec(s.queues[job.queue])
+                attr = self._spec(st, s.queues[job.queue])
                 real = vec.add(vec.exceeded(s.total, total_guarantee), attr.guarantee)
                 attr.real_capability = vec.vmin(real, attr.capability)
                 attr.deserved = vec.vmax(vec.vmin(attr.deserved, attr.real_capability), attr.guarantee)
-                self.attrs[job.queue] = attr
-                self.leaves.add(job.queue)
-                self.parents[job.queue] = ""
+                st.attrs[job.queue] = attr
+                st.leaves.add(job.queue)
+                st.parents[job.queue] = ""
             account_job(attr, job, s.ndims)
 
-    def _open_hierarchy(self) -> None:
-        s = self.session
+    def _open_hierarchy(self, st: CapacityState) -> None:
+        s = st.session
         queues = dict(s.queues)
         for q in queues.values():
-            self.attrs[q.name] = self._spec(q)
-            self.parents[q.name] = "" if q.name == "root" else q.parent
-        if "root" not in self.attrs:
-            self.attrs["root"] = QueueAttr("root", s.ndims)
-            self.parents["root"] = ""
-        children: dict[str, list[str]] = {name: [] for name in self.attrs}
-        for name, parent in self.parents.items():
+            st.attrs[q.name] = self._spec(st, q)
+            st.parents[q.name] = "" if q.name == "root" else q.parent
+        if "root" not in st.attrs:
+            st.attrs["root"] = QueueAttr("root", s.ndims)
+            st.parents["root"] = ""
+        children: dict[str, list[str]] = {name: [] for name in st.attrs}
+        for name, parent in st.parents.items():
             if name == "root":
                 continue
-            if parent not in self.attrs:
-                self.not_ready = f"queue {name} has missing parent {parent!r}"
+            if parent not in st.attrs:
+                st.not_ready = f"queue {name} has missing parent {parent!r}"
                 return
             children[parent].append(name)
-        for name in self.attrs:  # cycle check: every chain must reach root
+        for name in st.attrs:  # cycle check: every chain must reach root
             seen: set[str] = set()
             cur = name
             while cur != "root":
                 if cur in seen:
-                    self.not_ready = f"queue hierarchy has a cycle through {name}"
+                    st.not_ready = f"queue hierarchy has a cycle through {name}"
                     return
                 seen.add(cur)
-                cur = self.parents[cur]
-        self.leaves = {n for n, c in children.items() if not c}
-        self.children = children
-        root = self.attrs["root"]
+                cur = st.parents[cur]
+        st.leaves = {n for n, c in children.items() if not c}
+        st.children = children
+        root = st.attrs["root"]
         root.guarantee = [0.0] * s.ndims
         root.deserved = [0.0] * s.ndims
         for c in children["root"]:
-            vec.iadd(root.guarantee, self.attrs[c].guarantee)
-            vec.iadd(root.deserved, self.attrs[c].deserved)
+            vec.iadd(root.guarantee, st.attrs[c].guarantee)
+            vec.iadd(root.deserved, st.attrs[c].deserved)
         root.real_capability = list(root.capability)
-        self._descend("root")
+        self._descend(st, "root")
         for job in s.jobs.values():
-            if job.queue not in self.leaves:
-                self.not_ready = f"job {job.key} is in non-leaf queue {job.queue}"
+            if job.queue not in st.leaves:
+                st.not_ready = f"job {job.key} is in non-leaf queue {job.queue}"
                 return
             leaf = QueueAttr(job.queue, s.ndims)
             account_job(leaf, job, s.ndims)
-            for name in self.chain(job.queue):
-                a = self.attrs[name]
+            for name in self.chain(st, job.queue):
+                a = st.attrs[name]
                 for field in ("allocated", "request", "inqueue", "elastic"):
                     vec.iadd(getattr(a, field), getattr(leaf, field))
 
-    def _descend(self, parent: str) -> None:
-        p = self.attrs[parent]
-        kids = self.children[parent]
-        sibling_guarantee = [0.0] * self.session.ndims
+    def _descend(self, st: CapacityState, parent: str) -> None:
+        p = st.attrs[parent]
+        kids = st.children[parent]
+        sibling_guarantee = [0.0] * st.session.ndims
         for c in kids:
-            vec.iadd(sibling_guarantee, self.attrs[c].guarantee)
+            vec.iadd(sibling_guarantee, st.attrs[c].guarantee)
         for c in kids:
-            a = self.attrs[c]
+            a = st.attrs[c]
             a.deserved = vec.vmax(a.deserved, a.guarantee)
             a.capability = [pc if cc == INF else cc for cc, pc in zip(a.capability, p.capability, strict=True)]
             real = vec.add(vec.exceeded(p.real_capability, sibling_guarantee), a.guarantee)
             a.real_capability = vec.vmin(real, a.capability)
-            self._descend(c)
+            self._descend(st, c)
 
-    def chain(self, queue: str) -> list[str]:
+    def chain(self, st: CapacityState, queue: str) -> list[str]:
         """Return ``queue`` and its ancestors (hierarchy mode), or just ``queue``."""
         out = [queue]
         if not self.hierarchy:
             return out
-        cur = self.parents.get(queue, "")
+        parents = st.parents
+        cur = parents.get(queue, "")
         while cur:
             out.append(cur)
-            cur = self.parents.get(cur, "")
+            cur = parents.get(cur, "")
         return out
 
     def _update_share(self, attr: QueueAttr) -> None:
@@ -228,36 +245,36 @@ class CapacityPlugin(
             return 1 if ea else -1
         return 0
 
-    def queue_order(self, a: QueueInfo, b: QueueInfo) -> int:
+    def queue_order(self, st: CapacityState, a: QueueInfo, b: QueueInfo) -> int:
         """Priority, then (leaf before non-leaf, then at the level below the deepest common
         ancestor) lower share, then queues with a deserved share first."""
         if a.priority != b.priority:
             return -1 if a.priority > b.priority else 1
-        if a.name not in self.attrs or b.name not in self.attrs:
+        if a.name not in st.attrs or b.name not in st.attrs:
             return 0
         if not self.hierarchy:
-            return self._flat_order(self.attrs[a.name], self.attrs[b.name])
-        la, lb = a.name in self.leaves, b.name in self.leaves
+            return self._flat_order(st.attrs[a.name], st.attrs[b.name])
+        la, lb = a.name in st.leaves, b.name in st.leaves
         if la != lb:
             return -1 if la else 1
-        ca, cb = list(reversed(self.chain(a.name))), list(reversed(self.chain(b.name)))
+        ca, cb = list(reversed(self.chain(st, a.name))), list(reversed(self.chain(st, b.name)))
         i = 0
         while i < min(len(ca), len(cb)) and ca[i] == cb[i]:
             i += 1
         if i >= len(ca) or i >= len(cb):
             return 0
-        return self._flat_order(self.attrs[ca[i]], self.attrs[cb[i]])
+        return self._flat_order(st.attrs[ca[i]], st.attrs[cb[i]])
 
-    def victim_queue_order(self, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo | None) -> int:
+    def victim_queue_order(self, st: CapacityState, a: QueueInfo, b: QueueInfo, preemptor: QueueInfo | None) -> int:
         """Hierarchy: victims first from the queue whose deepest common ancestor with the
         preemptor's queue lies deepest (Volcano's ``getQueueLevel``: the index, from the root, of
         the last ancestor both ancestor lists share; 0 when they share none)."""
         if not self.hierarchy or preemptor is None:
             return 0
-        mine = list(reversed(self.chain(preemptor.name)))[:-1]
+        mine = list(reversed(self.chain(st, preemptor.name)))[:-1]
 
         def level(q: str) -> int:
-            theirs = list(reversed(self.chain(q)))[:-1]
+            theirs = list(reversed(self.chain(st, q)))[:-1]
             found = 0
             for i in range(min(len(mine), len(theirs))):
                 if mine[i] != theirs[i]:
@@ -270,64 +287,64 @@ class CapacityPlugin(
 
     # -- quota checks -----------------------------------------------------------------------
 
-    def _refuse_not_ready(self, job: JobInfo) -> None:
-        self.session.set_reason(
+    def _refuse_not_ready(self, st: CapacityState, job: JobInfo) -> None:
+        st.session.set_reason(
             job,
             JobReason(
                 ReasonKind.CAPABILITY_EXCEEDED,
-                f"capacity plugin not ready: {self.not_ready}",
+                f"capacity plugin not ready: {st.not_ready}",
                 self.name,
                 {},
                 {},
             ),
         )
 
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def allocatable(self, st: CapacityState, queue: QueueInfo, task: TaskInfo) -> bool:
         """Queue open, a leaf, and ``allocated + request ≤ real capability`` at every level."""
-        if self.not_ready:
-            self._refuse_not_ready(task.job)
+        if st.not_ready:
+            self._refuse_not_ready(st, task.job)
             return False
         if not queue.is_open:
-            closed_reject(self.session, self.name, task.job, queue)
+            closed_reject(st.session, self.name, task.job, queue)
             return False
-        if queue.name not in self.leaves:
+        if queue.name not in st.leaves:
             return False
-        for q in self.chain(queue.name):
-            a = self.attrs[q]
+        for q in self.chain(st, queue.name):
+            a = st.attrs[q]
             if not vec.add_le_on(a.allocated, task.req, a.real_capability):
-                quota_refused(self.session, self.name, task, a, a.real_capability, "capability")
+                quota_refused(st.session, self.name, task, a, a.real_capability, "capability")
                 return False
         return True
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, st: CapacityState, job: JobInfo) -> Vote:
         """Reject for closed queues or when minResources would exceed real capability."""
-        if self.not_ready:
-            self._refuse_not_ready(job)
+        if st.not_ready:
+            self._refuse_not_ready(st, job)
             return Vote.REJECT
-        queue = self.session.queues[job.queue]
+        queue = st.session.queues[job.queue]
         if not queue.is_open:
-            return closed_reject(self.session, self.name, job, queue)
+            return closed_reject(st.session, self.name, job, queue)
         if job.min_resources is None:
             return Vote.PERMIT
-        for q in self.chain(job.queue):
-            a = self.attrs[q]
-            if quota_reject(self.session, self.name, job, a, a.real_capability) == Vote.REJECT:
+        for q in self.chain(st, job.queue):
+            a = st.attrs[q]
+            if quota_reject(st.session, self.name, job, a, a.real_capability) == Vote.REJECT:
                 return Vote.REJECT
         return Vote.PERMIT
 
-    def job_enqueued(self, job: JobInfo) -> None:
+    def job_enqueued(self, st: CapacityState, job: JobInfo) -> None:
         """Reserve the job's minResources in its queue (and ancestors)."""
-        if job.min_resources is None or self.not_ready:
+        if job.min_resources is None or st.not_ready:
             return
-        part = vec.exceeded(job.min_resources, gated_request(job, self.session.ndims))
-        for q in self.chain(job.queue):
-            vec.iadd(self.attrs[q].inqueue, part)
+        part = vec.exceeded(job.min_resources, gated_request(job, st.session.ndims))
+        for q in self.chain(st, job.queue):
+            vec.iadd(st.attrs[q].inqueue, part)
 
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def preemptive(self, st: CapacityState, queue: QueueInfo, task: TaskInfo) -> bool:
         """May reclaim: within its real capability, and below deserved on some requested dimension."""
-        if self.not_ready or not queue.is_open or queue.name not in self.attrs:
+        if st.not_ready or not queue.is_open or queue.name not in st.attrs:
             return False
-        a = self.attrs[queue.name]
+        a = st.attrs[queue.name]
         # Volcano checks the queue's own real capability only (which, in hierarchical mode, is
         # already bounded by its ancestors'); an ancestor full of its other children's pods
         # does not stop the queue from reclaiming from them.
@@ -337,35 +354,30 @@ class CapacityPlugin(
             return True
         # ancestorReclaimLevel: a queue at or above its own deserved may still reclaim when one of
         # its ancestors, up to that many levels above it (the root excepted), is below its own.
-        for ancestor in self._ancestors(queue.name)[: self.level]:
-            if ancestor != "root" and _below_deserved_somewhere(self.attrs[ancestor], task.req):
+        for ancestor in self._ancestors(st, queue.name)[: st.level]:
+            if ancestor != "root" and _below_deserved_somewhere(st.attrs[ancestor], task.req):
                 return True
         return False
 
-    @property
-    def level(self) -> int:
-        """``ancestorReclaimLevel`` (hierarchy only; a negative value is 0, as Volcano)."""
-        if not self.hierarchy:
-            return 0
-        return max(0, int(self.args["ancestorReclaimLevel"]))
-
-    def _ancestors(self, queue: str) -> list[str]:
+    def _ancestors(self, st: CapacityState, queue: str) -> list[str]:
         """The queue's ancestors, nearest first (parent, grandparent, ..., root)."""
-        return self.chain(queue)[1:]
+        return self.chain(st, queue)[1:]
 
-    def gang_evictable(self, action: str, job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+    def gang_evictable(
+        self, st: CapacityState, action: str, job: JobInfo, candidates: list[TaskInfo]
+    ) -> list[TaskInfo] | None:
         """gangpreempt: every candidate. gangreclaim: in the order given, a candidate whose queue
         stays at or above its guarantee without it and which either uses nothing its queue
         deserves or is taken from a queue above its deserved on a dimension it uses (Volcano's
         UnifiedEvictableFn: no ancestor levels, no shared-dimension skip)."""
         if action != "gangreclaim":
             return list(candidates)
-        if self.not_ready:
+        if st.not_ready:
             return []
         running: dict[str, list[float]] = {}
         victims = []
         for c in candidates:
-            attr = self.attrs.get(c.job.queue)
+            attr = st.attrs.get(c.job.queue)
             if attr is None:
                 continue
             alloc = running.get(attr.name)
@@ -380,11 +392,11 @@ class CapacityPlugin(
             victims.append(c)
         return victims
 
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+    def reclaimable(self, st: CapacityState, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """Victims from queues above their deserved share, never below their guarantee."""
-        if self.not_ready:
+        if st.not_ready:
             return []
-        ssn = self.session
+        ssn = st.session
 
         def order(x: TaskInfo, y: TaskInfo) -> int:
             return -1 if ssn.victim_less(x, y, reclaimer) else 1
@@ -393,12 +405,12 @@ class CapacityPlugin(
         running: dict[str, list[float]] = {}
         victims = []
         req = reclaimer.req
-        level = self.level
-        mine = self._ancestors(reclaimer.job.queue)[:level] if level else []
-        reclaimer_attr = self.attrs.get(reclaimer.job.queue)
+        level = st.level
+        mine = self._ancestors(st, reclaimer.job.queue)[:level] if level else []
+        reclaimer_attr = st.attrs.get(reclaimer.job.queue)
         reclaimer_deserved = reclaimer_attr is not None and _relevant_deserved(reclaimer_attr, req)
         for c in ordered:
-            attr = self.attrs.get(c.job.queue)
+            attr = st.attrs.get(c.job.queue)
             if attr is None:
                 continue
             if not any(c.req[d] > 0 and req[d] > 0 for d in range(len(req)) if d != vec.PODS):
@@ -414,12 +426,12 @@ class CapacityPlugin(
                 # ancestorReclaimLevel two queues under a common non-root ancestor within that many
                 # levels do not take from each other when the reclaimer's queue deserves nothing
                 # the reclaimer asks for (no real contention).
-                theirs = self._ancestors(attr.name)[:level] if level else []
+                theirs = self._ancestors(st, attr.name)[:level] if level else []
                 if not reclaimer_deserved and any(q != "root" and q in theirs for q in mine):
                     continue
             elif not _over_deserved(attr.deserved, alloc, c.req):
                 continue
-            checked = self._ancestors_give(attr.name, reclaimer.job.queue, c, running)
+            checked = self._ancestors_give(st, attr.name, reclaimer.job.queue, c, running)
             if checked is None:
                 continue
             running[attr.name] = after
@@ -429,7 +441,7 @@ class CapacityPlugin(
         return victims
 
     def _ancestors_give(
-        self, queue: str, reclaimer_queue: str, c: TaskInfo, running: dict[str, list[float]]
+        self, st: CapacityState, queue: str, reclaimer_queue: str, c: TaskInfo, running: dict[str, list[float]]
     ) -> list[list[float]] | None:
         """ancestorReclaimLevel: each of the victim's ancestors up to that level which is not
         also the reclaimer's ancestor at the same level (nor the root) must be above its
@@ -437,15 +449,15 @@ class CapacityPlugin(
         allocations of the ancestors checked (the victim's request comes off them when it is
         taken), or None when one of them may not give it."""
         checked: list[list[float]] = []
-        for depth in range(self.level):
-            theirs_at = self._ancestors(queue)
+        for depth in range(st.level):
+            theirs_at = self._ancestors(st, queue)
             if depth >= len(theirs_at) or theirs_at[depth] == "root":
                 continue
             ancestor = theirs_at[depth]
-            mine_at = self._ancestors(reclaimer_queue)
+            mine_at = self._ancestors(st, reclaimer_queue)
             if depth < len(mine_at) and mine_at[depth] == ancestor:
                 continue
-            a = self.attrs[ancestor]
+            a = st.attrs[ancestor]
             a_alloc = running.get(ancestor)
             if a_alloc is None:
                 a_alloc = running[ancestor] = list(a.allocated)
@@ -456,9 +468,9 @@ class CapacityPlugin(
 
     # -- events -----------------------------------------------------------------------------
 
-    def _apply(self, task: TaskInfo, sign: int) -> None:
-        for q in self.chain(task.job.queue):
-            a = self.attrs.get(q)
+    def _apply(self, st: CapacityState, task: TaskInfo, sign: int) -> None:
+        for q in self.chain(st, task.job.queue):
+            a = st.attrs.get(q)
             if a is None:
                 return
             if sign > 0:
@@ -467,10 +479,10 @@ class CapacityPlugin(
                 vec.isub(a.allocated, task.req)
             self._update_share(a)
 
-    def on_allocate(self, task: TaskInfo) -> None:
+    def on_allocate(self, st: CapacityState, task: TaskInfo) -> None:
         """Count the task in its queue (and ancestors)."""
-        self._apply(task, 1)
+        self._apply(st, task, 1)
 
-    def on_deallocate(self, task: TaskInfo) -> None:
+    def on_deallocate(self, st: CapacityState, task: TaskInfo) -> None:
         """Remove the task from its queue (and ancestors)."""
-        self._apply(task, -1)
+        self._apply(st, task, -1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import Plugin, Preemptable, Reclaimable
 from scheduler.model import TaskStatus
 
@@ -18,7 +19,15 @@ if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
 
-__all__ = ["CdpPlugin"]
+__all__ = ["CdpPlugin", "CdpState"]
+
+
+class CdpState(PluginState):
+    """cdp's cycle: the snapshot's clock ("now"; None: none)."""
+
+    def __init__(self, session: SessionHandle, now: float | None) -> None:
+        super().__init__(session)
+        self.now = now
 
 
 class CdpPlugin(Plugin, Preemptable, Reclaimable):
@@ -26,20 +35,21 @@ class CdpPlugin(Plugin, Preemptable, Reclaimable):
 
     name = "cdp"
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.now = session.snapshot.now
+    def open(self, session: SessionHandle) -> CdpState:
+        """The snapshot's clock."""
+        return CdpState(session, session.snapshot.now)
 
-    def protected(self, victim: TaskInfo) -> bool:
+    def protected(self, st: CdpState, victim: TaskInfo) -> bool:
         """Whether ``victim`` is Running and still inside its cooldown time."""
         pod = victim.task
         if pod.cooldown is None or pod.status != TaskStatus.RUNNING or not pod.scheduled_at:
             return False
-        return self.now is None or pod.scheduled_at + pod.cooldown > self.now
+        return st.now is None or pod.scheduled_at + pod.cooldown > st.now
 
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+    def preemptable(self, st: CdpState, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """The candidates not inside their cooldown time."""
-        return [c for c in candidates if not self.protected(c)]
+        return [c for c in candidates if not self.protected(st, c)]
 
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+    def reclaimable(self, st: CdpState, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """As preemptable."""
-        return [c for c in candidates if not self.protected(c)]
+        return [c for c in candidates if not self.protected(st, c)]

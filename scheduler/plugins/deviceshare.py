@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, Predicate
 from scheduler.model import Node, TaskStatus
 from scheduler.plugins.gpuexclusive import ExclusiveCards, NodePod
@@ -78,6 +79,7 @@ __all__ = [
     "VGPU_FAILURE",
     "Cards",
     "DeviceSharePlugin",
+    "DeviceShareState",
     "exclusive_rules",
 ]
 
@@ -154,6 +156,30 @@ class Cards:
             held.pop(uid, None)
 
 
+class DeviceShareState(PluginState):
+    """deviceshare's cycle: its switches, each node's GPU cards and vGPU cards, and the pods holding them."""
+
+    def __init__(
+        self, session: SessionHandle, *, sharing: bool, number: bool, vgpu_on: bool, policy: str, weight: int
+    ) -> None:
+        super().__init__(session)
+        self.sharing = sharing
+        self.number = number
+        #: Each node's GPU cards (None: it has none).
+        self.cards: list[Cards | None] = []
+        self.dim_memory = session.dim_index.get(GPU_MEMORY)
+        self.dim_number = session.dim_index.get(GPU_NUMBER)
+        #: The node of every pod holding cards, by uid.
+        self.held: dict[str, int] = {}
+        self.vgpu_on = vgpu_on
+        self.policy = policy
+        self.weight = weight
+        #: Each node's vGPU cards (None: it has none, or vGPU is off).
+        self.vgpus: list[VgpuDevices | ExclusiveCards | None] = [None] * len(session.nodes)
+        #: The node and cards of every pod placed in this session on vGPU cards, by uid.
+        self.vgpu_held: dict[str, tuple[int, tuple[tuple[VgpuUse, ...], ...]]] = {}
+
+
 class DeviceSharePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
     """GPU sharing (see the module docstring)."""
 
@@ -190,36 +216,33 @@ class DeviceSharePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
             return VGPU, f"gpu-share and vgpu can't be used together ({other} and {VGPU})"
         return None
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.sharing = bool(self.args[SHARING])
-        self.number = bool(self.args[NUMBER])
+    def open(self, session: SessionHandle) -> DeviceShareState:
+        """Each node's cards with the pods on it holding theirs, and its vGPU cards (see :meth:`_open_vgpu`)."""
+        st = DeviceShareState(
+            session,
+            sharing=bool(self.args[SHARING]),
+            number=bool(self.args[NUMBER]),
+            vgpu_on=bool(self.args[VGPU]),
+            policy=str(self.args["deviceshare.SchedulePolicy"]),
+            weight=int(self.args["deviceshare.ScheduleWeight"]),
+        )
         table = session.nodes
-        self.cards: list[Cards | None] = [Cards.of(n) for n in table.nodes]
-        self.dim_memory = session.dim_index.get(GPU_MEMORY)
-        self.dim_number = session.dim_index.get(GPU_NUMBER)
-        #: The node of every pod holding cards, by uid.
-        self.held: dict[str, int] = {}
-        for i, cards in enumerate(self.cards):
+        st.cards = [Cards.of(n) for n in table.nodes]
+        for i, cards in enumerate(st.cards):
             if cards is None:
                 continue
             for t in table.tasks[i].values():
-                if t.task.gpu_index and (self._memory(t) > 0 or self._count(t) > 0):
-                    cards.hold(t.uid, t.task.gpu_index, self._memory(t))
-                    self.held[t.uid] = i
-        self._open_vgpu(session)
+                if t.task.gpu_index and (self._memory(st, t) > 0 or self._count(st, t) > 0):
+                    cards.hold(t.uid, t.task.gpu_index, self._memory(st, t))
+                    st.held[t.uid] = i
+        self._open_vgpu(st, session)
+        return st
 
-    def _open_vgpu(self, session: SessionHandle) -> None:
+    def _open_vgpu(self, st: DeviceShareState, session: SessionHandle) -> None:
         """Each node's vGPU cards with the pods on it holding theirs (wrapped by the exclusivity rules)."""
-        self.vgpu_on = bool(self.args[VGPU])
-        self.policy = str(self.args["deviceshare.SchedulePolicy"])
-        self.weight = int(self.args["deviceshare.ScheduleWeight"])
-        table = session.nodes
-        self.vgpus: list[VgpuDevices | ExclusiveCards | None] = [None] * len(table)
-        #: The node and cards of every pod placed in this session on vGPU cards, by uid.
-        self.vgpu_held: dict[str, tuple[int, tuple[tuple[VgpuUse, ...], ...]]] = {}
-        if not self.vgpu_on:
+        if not st.vgpu_on:
             return
+        table = session.nodes
         for i, node in enumerate(table.nodes):
             if not node.vgpu:
                 continue
@@ -230,126 +253,126 @@ class DeviceSharePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
                     devices.add_pod(t.uid, t.task.vgpu)
             if self.exclusive_rules:
                 pods = [NodePod(t.key, t.uid, t.task.labels, t.task.vgpu) for t in on_node]
-                self.vgpus[i] = ExclusiveCards.open(devices, self.exclusive_rules, pods)
+                st.vgpus[i] = ExclusiveCards.open(devices, self.exclusive_rules, pods)
             else:
-                self.vgpus[i] = devices
+                st.vgpus[i] = devices
 
-    def _memory(self, task: TaskInfo) -> int:
-        return int(task.req[self.dim_memory]) if self.dim_memory is not None else 0
+    def _memory(self, st: DeviceShareState, task: TaskInfo) -> int:
+        return int(task.req[st.dim_memory]) if st.dim_memory is not None else 0
 
-    def _count(self, task: TaskInfo) -> int:
-        return int(task.req[self.dim_number]) if self.dim_number is not None else 0
+    def _count(self, st: DeviceShareState, task: TaskInfo) -> int:
+        return int(task.req[st.dim_number]) if st.dim_number is not None else 0
 
-    def _wants(self, task: TaskInfo) -> bool:
+    def _wants(self, st: DeviceShareState, task: TaskInfo) -> bool:
         """Volcano's ``HasDeviceRequest`` of the gpushare device."""
-        return (self.sharing and self._memory(task) > 0) or (self.number and self._count(task) > 0)
+        return (st.sharing and self._memory(st, task) > 0) or (st.number and self._count(st, task) > 0)
 
-    def _wants_vgpu(self, task: TaskInfo) -> bool:
+    def _wants_vgpu(self, st: DeviceShareState, task: TaskInfo) -> bool:
         """Volcano's ``HasDeviceRequest`` of the vGPU device."""
-        return self.vgpu_on and task.task.vgpu is not None and bool(task.task.vgpu.requests)
+        return st.vgpu_on and task.task.vgpu is not None and bool(task.task.vgpu.requests)
 
-    def vgpu_fit(self, task: TaskInfo, node: int) -> VgpuFit | None:
+    def vgpu_fit(self, st: DeviceShareState, task: TaskInfo, node: int) -> VgpuFit | None:
         """The cards ``task`` would take on node ``node`` (None: the node has no vGPU cards)."""
-        devices = self.vgpus[node]
+        devices = st.vgpus[node]
         pod = task.task.vgpu
         if devices is None or pod is None:
             return None
         if isinstance(devices, ExclusiveCards):
-            return devices.fit(task.task.labels, pod, self.policy)
-        return devices.fit(pod, self.policy)
+            return devices.fit(task.task.labels, pod, st.policy)
+        return devices.fit(pod, st.policy)
 
-    def _reason(self, task: TaskInfo, cards: Cards) -> str:
+    def _reason(self, st: DeviceShareState, task: TaskInfo, cards: Cards) -> str:
         """The node's failure for ``task`` ("" when its cards take it)."""
-        if self.sharing and self._memory(task) > 0 and not cards.by_memory(self._memory(task)):
+        if st.sharing and self._memory(st, task) > 0 and not cards.by_memory(self._memory(st, task)):
             return f"GpuShare no enough gpu memory on node {cards.name}"
-        if self.number and self._count(task) > 0 and not cards.by_number(self._count(task)):
+        if st.number and self._count(st, task) > 0 and not cards.by_number(self._count(st, task)):
             return f"GpuNumber no enough gpu number on node {cards.name}"
         return ""
 
-    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+    def predicate(self, st: DeviceShareState, task: TaskInfo) -> Sequence[Filter]:
         """Nodes whose cards cannot take the pod's GPU memory, GPU count or vGPUs fail."""
         out: list[Filter] = []
-        if self._wants(task):
-            reasons = ["" if c is None else self._reason(task, c) for c in self.cards]
+        if self._wants(st, task):
+            reasons = ["" if c is None else self._reason(st, task, c) for c in st.cards]
             passed = np.array([not r for r in reasons], dtype=np.bool_)
             out.append(Filter(self.name, passed, "no enough gpu", False, reasons))
-        if self._wants_vgpu(task):
-            fits = [self.vgpu_fit(task, i) for i in range(len(self.vgpus))]
+        if self._wants_vgpu(st, task):
+            fits = [self.vgpu_fit(st, task, i) for i in range(len(st.vgpus))]
             passed = np.array([f is None or not f.error for f in fits], dtype=np.bool_)
             out.append(Filter(self.name, passed, VGPU_FAILURE, False))
         return out
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: DeviceShareState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """gpushare scores 0; the vGPU cards their policy score, rounded, times ``ScheduleWeight`` (if > 0)."""
         out = np.zeros(len(nodes), dtype=np.float64)
-        if self.weight <= 0 or not self._wants_vgpu(task):
+        if st.weight <= 0 or not self._wants_vgpu(st, task):
             return out
         for k, i in enumerate(nodes.tolist()):
-            fit = self.vgpu_fit(task, i)
+            fit = self.vgpu_fit(st, task, i)
             if fit is not None and not fit.error:
-                out[k] = node_score(fit.score, self.weight)
+                out[k] = node_score(fit.score, st.weight)
         return out
 
-    def on_allocate(self, task: TaskInfo) -> None:
+    def on_allocate(self, st: DeviceShareState, task: TaskInfo) -> None:
         if task.node < 0:
             return
         notes: dict[str, str] = {}
-        if self._wants(task):
-            notes.update(self._allocate_gpushare(task))
-        if self._wants_vgpu(task):
-            notes.update(self._allocate_vgpu(task))
+        if self._wants(st, task):
+            notes.update(self._allocate_gpushare(st, task))
+        if self._wants_vgpu(st, task):
+            notes.update(self._allocate_vgpu(st, task))
         if notes:
-            self.session.bind_annotations[task.uid] = notes
+            st.session.bind_annotations[task.uid] = notes
 
-    def _allocate_gpushare(self, task: TaskInfo) -> dict[str, str]:
-        cards = self.cards[task.node]
+    def _allocate_gpushare(self, st: DeviceShareState, task: TaskInfo) -> dict[str, str]:
+        cards = st.cards[task.node]
         if cards is None:
             return {}
-        memory = self._memory(task)
-        chosen = cards.by_memory(memory)[:1] if memory > 0 else cards.by_number(self._count(task))
+        memory = self._memory(st, task)
+        chosen = cards.by_memory(memory)[:1] if memory > 0 else cards.by_number(self._count(st, task))
         if not chosen:
             return {}
         cards.hold(task.uid, chosen, memory)
-        self.held[task.uid] = task.node
+        st.held[task.uid] = task.node
         notes = {GPU_INDEX: ",".join(str(c) for c in chosen)}
-        now = self.session.snapshot.now
+        now = st.session.snapshot.now
         if now is not None:
             notes[PREDICATE_TIME] = str(int(now * 1e9))
         return notes
 
-    def _allocate_vgpu(self, task: TaskInfo) -> dict[str, str]:
+    def _allocate_vgpu(self, st: DeviceShareState, task: TaskInfo) -> dict[str, str]:
         """Volcano's vGPU ``Allocate``: the cards taken and the annotations that go with the bind."""
-        devices, pod = self.vgpus[task.node], task.task.vgpu
+        devices, pod = st.vgpus[task.node], task.task.vgpu
         if devices is None or pod is None:
             return {}
         if isinstance(devices, ExclusiveCards):
-            fit = devices.allocate(task.key, task.uid, task.task.labels, pod, self.policy)
+            fit = devices.allocate(task.key, task.uid, task.task.labels, pod, st.policy)
         else:
-            fit = devices.allocate(task.uid, pod, self.policy)
+            fit = devices.allocate(task.uid, pod, st.policy)
         if fit.error:  # the predicate took the same cards: cannot happen
             return {}
-        self.vgpu_held[task.uid] = (task.node, fit.devices)
+        st.vgpu_held[task.uid] = (task.node, fit.devices)
         ids = encode_pod_devices(fit.devices)
         notes = {ASSIGNED_NODE: devices_name(devices), ASSIGNED_IDS: ids, ASSIGNED_TO_ALLOCATE: ids}
         notes[BIND_PHASE] = "allocating"
-        now = self.session.snapshot.now
+        now = st.session.snapshot.now
         if now is not None:
             notes[ASSIGNED_TIME] = notes[BIND_TIME] = str(int(now))
         return notes
 
-    def on_deallocate(self, task: TaskInfo) -> None:
-        node = self.held.pop(task.uid, -1)
-        cards = self.cards[node] if node >= 0 else None
+    def on_deallocate(self, st: DeviceShareState, task: TaskInfo) -> None:
+        node = st.held.pop(task.uid, -1)
+        cards = st.cards[node] if node >= 0 else None
         if cards is not None:
             cards.release(task.uid)
-        held = self.vgpu_held.pop(task.uid, None)
+        held = st.vgpu_held.pop(task.uid, None)
         if held is not None:
-            devices = self.vgpus[held[0]]
+            devices = st.vgpus[held[0]]
             if isinstance(devices, ExclusiveCards):
                 devices.release(task.key, task.uid, held[1])
             elif devices is not None:
                 devices.sub_pod(task.uid, held[1])
-        self.session.bind_annotations.pop(task.uid, None)
+        st.session.bind_annotations.pop(task.uid, None)
 
 
 def devices_name(devices: VgpuDevices | ExclusiveCards) -> str:

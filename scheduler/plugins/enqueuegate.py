@@ -17,12 +17,14 @@ Only the configurations that name it run it: the product's default configuration
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.framework import JobEnqueueable, SharedOpenState
+from scheduler.cycle_state import PluginState
+from scheduler.framework import JobEnqueueable, SharedState
 from scheduler.info import READY
 from scheduler.model import TaskStatus
 from scheduler.points import Vote
@@ -31,9 +33,10 @@ from scheduler.result import JobReason, ReasonKind
 if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo
-    from scheduler.model import Task
+    from scheduler.model import Node, Taint, Task
+    from scheduler.nodes import IntMatrix
 
-__all__ = ["EnqueueGatePlugin", "NodeFit"]
+__all__ = ["EnqueueGatePlugin", "EnqueueGateState", "NodeFit"]
 
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 _PLACED = READY | {TaskStatus.PIPELINED}
@@ -53,41 +56,55 @@ class NodeFit:
     short: tuple[int, ...]
 
 
-class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
+class EnqueueGateState(PluginState):
+    """Enqueuegate's cycle: the nodes' allocatable (node table columns), the nodes, each node's NoSchedule and
+    NoExecute taints, and the fits found so far per pod shape (shared from one cycle to the next with the
+    opened state, which they depend on only)."""
+
+    def __init__(
+        self, session: SessionHandle, alloc: IntMatrix, node_list: Sequence[Node], hard_taints: list[tuple[Taint, ...]]
+    ) -> None:
+        super().__init__(session)
+        self.alloc = alloc
+        self.node_list = node_list
+        self.hard_taints = hard_taints
+        self.cache: dict[tuple[Any, ...], NodeFit] = {}
+
+
+class EnqueueGatePlugin(SharedState, JobEnqueueable):
     """Rejects at enqueue a job that could not start even on an empty cluster (see the module)."""
 
     name = "enqueuegate"
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
+    def open(self, session: SessionHandle) -> EnqueueGateState:
+        """The session's nodes, their hard taints and an empty cache of pod-shape fits."""
         table = session.nodes
-        self.alloc = table.alloc
-        self.node_list = table.nodes
-        self.hard_taints = [tuple(t for t in n.taints if t.effect in _HARD_EFFECTS) for n in table.nodes]
-        self._cache: dict[tuple[Any, ...], NodeFit] = {}
+        hard_taints = [tuple(t for t in n.taints if t.effect in _HARD_EFFECTS) for n in table.nodes]
+        return EnqueueGateState(session, table.alloc, table.nodes, hard_taints)
 
-    def _eligible(self, t: Task) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    def _eligible(self, st: EnqueueGateState, t: Task) -> np.ndarray[Any, np.dtype[np.bool_]]:
         sel = t.node_selector.items()
         terms = t.required_affinity
-        out = np.ones(len(self.node_list), dtype=np.bool_)
-        for i, node in enumerate(self.node_list):
+        hard_taints = st.hard_taints
+        out = np.ones(len(st.node_list), dtype=np.bool_)
+        for i, node in enumerate(st.node_list):
             labels_ok = all(node.labels.get(k) == v for k, v in sel) and (
                 not terms or any(term.matches(node) for term in terms)
             )
-            taints_ok = all(any(tol.tolerates(taint) for tol in t.tolerations) for taint in self.hard_taints[i])
+            taints_ok = all(any(tol.tolerates(taint) for tol in t.tolerations) for taint in hard_taints[i])
             out[i] = labels_ok and taints_ok
         return out
 
-    def node_fit(self, task: Task, req: tuple[float, ...]) -> NodeFit:
+    def node_fit(self, st: EnqueueGateState, task: Task, req: tuple[float, ...]) -> NodeFit:
         """Whether a pod of ``task``'s shape (request vector ``req``) fits some empty node of the session (cached
         per node selector, required affinity, tolerations and request)."""
         key = (tuple(sorted(task.node_selector.items())), task.required_affinity, task.tolerations, req)
-        found = self._cache.get(key)
+        found = st.cache.get(key)
         if found is not None:
             return found
-        eligible = self._eligible(task)
+        eligible = self._eligible(st, task)
         want = np.asarray(req, dtype=np.float64)
-        alloc = self.alloc[:, eligible]
+        alloc = st.alloc[:, eligible]
         ndims = len(req)
         if alloc.shape[1]:
             enough = np.all(alloc >= want[:, None], axis=0)
@@ -97,15 +114,15 @@ class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
             largest = (0,) * ndims
         short = tuple(d for d in range(ndims) if want[d] > largest[d])
         found = NodeFit(bool(enough.any()), int(eligible.sum()), largest, short)
-        self._cache[key] = found
+        st.cache[key] = found
         return found
 
-    def _shapes(self, job: JobInfo) -> list[tuple[Task, tuple[float, ...], TaskStatus, int]]:
+    def _shapes(self, st: EnqueueGateState, job: JobInfo) -> list[tuple[Task, tuple[float, ...], TaskStatus, int]]:
         """(pod, request vector, status, count) for the job's pods, or, while it has none, for the pods its
         controller creates on admission (``Job.pod_templates``)."""
         if job.tasks:
             return [(t.task, t.req, t.status, 1) for t in job.tasks.values()]
-        session = self.session
+        session = st.session
         out = []
         for template, replicas in job.job.pod_templates:
             req = session.vector(template.requests)
@@ -114,17 +131,17 @@ class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
             out.append((template, req, TaskStatus.PENDING, replicas))
         return out
 
-    def _never(self, job: JobInfo) -> tuple[str, int, int, Task, tuple[float, ...]] | None:
+    def _never(self, st: EnqueueGateState, job: JobInfo) -> tuple[str, int, int, Task, tuple[float, ...]] | None:
         """(role, pods that fit, minimum, a pod that does not, its request) for the first count the job cannot
         reach."""
         fit_all = 0
         unfit: dict[str, tuple[Task, tuple[float, ...]]] = {}
         per_role: dict[str, int] = {}
-        for task, req, status, count in self._shapes(job):
+        for task, req, status, count in self._shapes(st, job):
             if status in _PLACED:
                 ok = True
             elif status == TaskStatus.PENDING:
-                ok = self.node_fit(task, req).fits
+                ok = self.node_fit(st, task, req).fits
             else:
                 continue
             if ok:
@@ -144,20 +161,20 @@ class EnqueueGatePlugin(SharedOpenState, JobEnqueueable):
                 return role, per_role.get(role, 0), minimum, *unfit[role]
         return None
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, st: EnqueueGateState, job: JobInfo) -> Vote:
         """Reject a job that cannot start even on an empty cluster; else abstain."""
-        if not len(self.node_list):
+        if not len(st.node_list):
             return Vote.ABSTAIN
-        never = self._never(job)
+        never = self._never(st, job)
         if never is None:
             return Vote.ABSTAIN
         role, fitting, minimum, pod, req = never
-        fit = self.node_fit(pod, req)
-        session = self.session
+        fit = self.node_fit(st, pod, req)
+        session = st.session
         task_name = pod.role or pod.name
         per_pod = session.to_dict([0.0 if v == float("inf") else v for v in req])
         per_pod.pop("pods", None)
-        nodes = len(self.node_list)
+        nodes = len(st.node_list)
         missing = sorted(k for k, v in pod.requests.scalars.items() if v > 0 and k not in session.dim_index)
         if missing:
             why = f"each pod asks {', '.join(missing)}, which no node has"

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import (
     AllocateHandler,
     ArgSpec,
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, QueueInfo, TaskInfo
 
-__all__ = ["MAX_BODY", "ExtenderError", "ExtenderPlugin", "Transport", "with_transport"]
+__all__ = ["MAX_BODY", "ExtenderError", "ExtenderPlugin", "ExtenderState", "Transport", "with_transport"]
 
 #: Volcano's ``maxBodySize``: answers longer than this are errors.
 MAX_BODY = 10 << 20
@@ -122,6 +123,21 @@ def task_body(t: TaskInfo, dims: Sequence[str]) -> dict[str, Any]:
     }
 
 
+class ExtenderState(PluginState):
+    """The extender's cycle: its arguments as read (base URL, timeout, ``ignorable``, each verb's path, the
+    managed resources) and whether its hooks run this session (off after a failed session open that is not
+    ignorable)."""
+
+    def __init__(self, session: SessionHandle, args: Mapping[str, Any]) -> None:
+        super().__init__(session)
+        self.url = str(args["extender.urlPrefix"]).rstrip("/")
+        self.timeout = parse_duration(str(args["extender.httpTimeout"] or "1s"))
+        self.ignorable = bool(args["extender.ignorable"])
+        self.verbs = {v: str(args[f"extender.{v}"] or "") for v in VERBS}
+        self.managed = frozenset(args.get("extender.managedResources") or ())
+        self.active = True
+
+
 class ExtenderPlugin(
     Plugin,
     Predicate,
@@ -149,37 +165,29 @@ class ExtenderPlugin(
         **{f"extender.{v}": ArgSpec("str", "", f"the {v[:-4]} hook's path") for v in VERBS},
     }
 
-    def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:
-        super().__init__(args, hierarchy)
-        self.url = str(self.args["extender.urlPrefix"]).rstrip("/")
-        self.timeout = parse_duration(str(self.args["extender.httpTimeout"] or "1s"))
-        self.ignorable = bool(self.args["extender.ignorable"])
-        self.verbs = {v: str(self.args[f"extender.{v}"] or "") for v in VERBS}
-        self.managed = frozenset(self.args.get("extender.managedResources") or ())
-
     # -- calls -----------------------------------------------------------------------------------
 
-    def _send(self, verb: str, body: Mapping[str, Any]) -> Any:
+    def _send(self, st: ExtenderState, verb: str, body: Mapping[str, Any]) -> Any:
         """POST ``body`` to the verb's path; the decoded answer (raises ExtenderError)."""
-        return type(self).transport(f"{self.url}/{self.verbs[verb]}", body, self.timeout)
+        return type(self).transport(f"{st.url}/{st.verbs[verb]}", body, st.timeout)
 
-    def _on(self, verb: str) -> bool:
-        return self.active and bool(self.verbs[verb])
+    def _on(self, st: ExtenderState, verb: str) -> bool:
+        return st.active and bool(st.verbs[verb])
 
-    def interested(self, task: TaskInfo) -> bool:
+    def interested(self, st: ExtenderState, task: TaskInfo) -> bool:
         """Volcano's ``IsInterested``: every pod when no resource is managed, else a pod requesting one."""
-        if not self.managed:
+        if not st.managed:
             return True
-        dims = self.session.dims
-        return any(v > 0 and dims[d] in self.managed for d, v in enumerate(task.req))
+        dims = st.session.dims
+        return any(v > 0 and dims[d] in st.managed for d, v in enumerate(task.req))
 
-    def _task(self, t: TaskInfo) -> dict[str, Any]:
-        body = task_body(t, self.session.dims)
-        body["nodeName"] = self.session.nodes.names[t.node] if t.node >= 0 else ""
+    def _task(self, st: ExtenderState, t: TaskInfo) -> dict[str, Any]:
+        body = task_body(t, st.session.dims)
+        body["nodeName"] = st.session.nodes.names[t.node] if t.node >= 0 else ""
         return body
 
-    def _node(self, i: int) -> dict[str, Any]:
-        table, dims = self.session.nodes, self.session.dims
+    def _node(self, st: ExtenderState, i: int) -> dict[str, Any]:
+        table, dims = st.session.nodes, st.session.dims
         node = table.nodes[i]
         return {
             "name": node.name,
@@ -193,42 +201,44 @@ class ExtenderPlugin(
 
     # -- session ---------------------------------------------------------------------------------
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.active = True
-        if not self.verbs["onSessionOpenVerb"]:
-            return
+    def open(self, session: SessionHandle) -> ExtenderState:
+        """The arguments as read; calls the session-open verb (if any), whose failure turns the hooks off
+        unless ``ignorable``."""
+        st = ExtenderState(session, self.args)
+        if not st.verbs["onSessionOpenVerb"]:
+            return st
         body = {
             "jobs": [self._job(j) for j in session.jobs.values()],
-            "nodes": [self._node(i) for i in range(len(session.nodes))],
+            "nodes": [self._node(st, i) for i in range(len(session.nodes))],
             "queues": sorted(session.queues),
         }
         try:
-            self._send("onSessionOpenVerb", body)
+            self._send(st, "onSessionOpenVerb", body)
         except ExtenderError:
-            self.active = self.ignorable
+            st.active = st.ignorable
+        return st
 
-    def on_session_close(self, session: SessionHandle) -> None:
-        if self._on("onSessionCloseVerb"):
+    def on_session_close(self, st: ExtenderState, session: SessionHandle) -> None:
+        if self._on(st, "onSessionCloseVerb"):
             with contextlib.suppress(ExtenderError):
-                self._send("onSessionCloseVerb", {})
+                self._send(st, "onSessionCloseVerb", {})
 
     # -- placement -------------------------------------------------------------------------------
 
-    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+    def predicate(self, st: ExtenderState, task: TaskInfo) -> Sequence[Filter]:
         """One call per node; see the module docstring."""
-        if not self._on("predicateVerb") or not self.interested(task):
+        if not self._on(st, "predicateVerb") or not self.interested(st, task):
             return ()
-        n = len(self.session.nodes)
+        n = len(st.session.nodes)
         passed = np.ones(n, dtype=np.bool_)
         reasons = [""] * n
         hard = np.zeros(n, dtype=np.bool_)
-        body_task = self._task(task)
+        body_task = self._task(st, task)
         for i in range(n):
             try:
-                answer = self._send("predicateVerb", {"task": body_task, "node": self._node(i)})
+                answer = self._send(st, "predicateVerb", {"task": body_task, "node": self._node(st, i)})
             except ExtenderError as exc:
-                if not self.ignorable:
+                if not st.ignorable:
                     passed[i], reasons[i] = False, str(exc)
                 continue
             message = str(answer.get("status") or "") if isinstance(answer, Mapping) else ""
@@ -240,20 +250,20 @@ class ExtenderPlugin(
             Filter(self.name, ~hard, "extender predicate failed", True, reasons),
         ]
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: ExtenderState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """The extender's ``nodeScore`` per node name (0 on any error)."""
         out = np.zeros(len(nodes), dtype=np.float64)
-        if not self._on("prioritizeVerb") or not self.interested(task):
+        if not self._on(st, "prioritizeVerb") or not self.interested(st, task):
             return out
-        body = {"task": self._task(task), "nodes": [self._node(int(i)) for i in nodes]}
+        body = {"task": self._task(st, task), "nodes": [self._node(st, int(i)) for i in nodes]}
         try:
-            answer = self._send("prioritizeVerb", body)
+            answer = self._send(st, "prioritizeVerb", body)
         except ExtenderError:
             return out
         scores = answer.get("nodeScore") if isinstance(answer, Mapping) else None
         if not isinstance(scores, Mapping) or answer.get("errorMessage"):
             return out
-        names = self.session.nodes.names
+        names = st.session.nodes.names
         for k, i in enumerate(nodes):
             value = scores.get(names[int(i)], 0)
             out[k] = float(value) if isinstance(value, int | float) else 0.0
@@ -261,12 +271,14 @@ class ExtenderPlugin(
 
     # -- eviction --------------------------------------------------------------------------------
 
-    def _victims(self, verb: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        if not self._on(verb) or not self.interested(actor):
+    def _victims(
+        self, st: ExtenderState, verb: str, actor: TaskInfo, candidates: list[TaskInfo]
+    ) -> list[TaskInfo] | None:
+        if not self._on(st, verb) or not self.interested(st, actor):
             return None
-        body = {"evictor": self._task(actor), "evictees": [self._task(t) for t in candidates]}
+        body = {"evictor": self._task(st, actor), "evictees": [self._task(st, t) for t in candidates]}
         try:
-            answer = self._send(verb, body)
+            answer = self._send(st, verb, body)
         except ExtenderError:
             return []
         if not isinstance(answer, Mapping) or answer.get("status", 0) == 0:
@@ -277,64 +289,64 @@ class ExtenderPlugin(
         chosen = {str(v.get("uid") or v.get("UID") or "") for v in named}
         return [t for t in candidates if t.uid in chosen]
 
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+    def preemptable(self, st: ExtenderState, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """The victims the extender names (see the module docstring)."""
-        return self._victims("preemptableVerb", preemptor, candidates)
+        return self._victims(st, "preemptableVerb", preemptor, candidates)
 
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+    def reclaimable(self, st: ExtenderState, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """The victims the extender names (see the module docstring)."""
-        return self._victims("reclaimableVerb", reclaimer, candidates)
+        return self._victims(st, "reclaimableVerb", reclaimer, candidates)
 
     # -- jobs and queues -------------------------------------------------------------------------
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, st: ExtenderState, job: JobInfo) -> Vote:
         """The extender's vote (abstain when the verb is not configured)."""
-        if not self._on("jobEnqueueableVerb"):
+        if not self._on(st, "jobEnqueueableVerb"):
             return Vote.ABSTAIN
         try:
-            answer = self._send("jobEnqueueableVerb", {"job": self._job(job)})
+            answer = self._send(st, "jobEnqueueableVerb", {"job": self._job(job)})
         except ExtenderError:
-            return Vote.PERMIT if self.ignorable else Vote.REJECT
+            return Vote.PERMIT if st.ignorable else Vote.REJECT
         status = answer.get("status") if isinstance(answer, Mapping) else None
         return Vote(status) if status in (-1, 0, 1) else Vote.ABSTAIN
 
-    def job_enqueued(self, job: JobInfo) -> None:
-        if self._on("jobEnqueuedVerb"):
+    def job_enqueued(self, st: ExtenderState, job: JobInfo) -> None:
+        if self._on(st, "jobEnqueuedVerb"):
             with contextlib.suppress(ExtenderError):
-                self._send("jobEnqueuedVerb", {"job": self._job(job)})
+                self._send(st, "jobEnqueuedVerb", {"job": self._job(job)})
 
-    def overused(self, queue: QueueInfo) -> bool:
+    def overused(self, st: ExtenderState, queue: QueueInfo) -> bool:
         """The extender's ``overused`` (false when the verb is not configured)."""
-        if not self._on("queueOverusedVerb"):
+        if not self._on(st, "queueOverusedVerb"):
             return False
         try:
-            answer = self._send("queueOverusedVerb", {"queue": {"name": queue.name}})
+            answer = self._send(st, "queueOverusedVerb", {"queue": {"name": queue.name}})
         except ExtenderError:
-            return not self.ignorable
+            return not st.ignorable
         return bool(isinstance(answer, Mapping) and answer.get("overused"))
 
-    def job_ready(self, job: JobInfo) -> bool:
+    def job_ready(self, st: ExtenderState, job: JobInfo) -> bool:
         """The extender's ``status`` (true when the verb is not configured)."""
-        if not self._on("jobReadyVerb"):
+        if not self._on(st, "jobReadyVerb"):
             return True
         try:
-            answer = self._send("jobReadyVerb", {"job": self._job(job)})
+            answer = self._send(st, "jobReadyVerb", {"job": self._job(job)})
         except ExtenderError:
-            return not self.ignorable
+            return not st.ignorable
         return bool(isinstance(answer, Mapping) and answer.get("status"))
 
     # -- events ----------------------------------------------------------------------------------
 
-    def _event(self, verb: str, task: TaskInfo) -> None:
-        if self._on(verb) and self.interested(task):
+    def _event(self, st: ExtenderState, verb: str, task: TaskInfo) -> None:
+        if self._on(st, verb) and self.interested(st, task):
             with contextlib.suppress(ExtenderError):
-                self._send(verb, {"task": self._task(task)})
+                self._send(st, verb, {"task": self._task(st, task)})
 
-    def on_allocate(self, task: TaskInfo) -> None:
-        self._event("allocateFuncVerb", task)
+    def on_allocate(self, st: ExtenderState, task: TaskInfo) -> None:
+        self._event(st, "allocateFuncVerb", task)
 
-    def on_deallocate(self, task: TaskInfo) -> None:
-        self._event("deallocateFuncVerb", task)
+    def on_deallocate(self, st: ExtenderState, task: TaskInfo) -> None:
+        self._event(st, "deallocateFuncVerb", task)
 
 
 def with_transport(transport: Transport) -> type[ExtenderPlugin]:

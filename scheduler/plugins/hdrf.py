@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scheduler import vec
+from scheduler.cycle_state import PluginState
 from scheduler.model import TaskStatus
 
 if TYPE_CHECKING:
@@ -41,11 +42,14 @@ class _Node:
         self.saturated = False
 
 
-class HierarchicalDrf:
-    """Tree root → ``volcano.sh/hierarchy`` path elements → one leaf per job."""
+class HierarchicalDrf(PluginState):
+    """Tree root → ``volcano.sh/hierarchy`` path elements → one leaf per job.
+
+    The hierarchical part of drf's cycle state (``DrfState.hdrf``): built when drf opens in
+    hierarchical mode, its leaves updated by drf's allocation events, the tree rebuilt lazily."""
 
     def __init__(self, session: SessionHandle) -> None:
-        self.session = session
+        super().__init__(session)
         self.total = session.total
         self.paths: dict[str, list[str]] = {}
         self.weights: dict[str, list[float]] = {}

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import AllocateHandler, ArgSpec, HyperNodeGradient, HyperNodeOrder, NodeOrder, Plugin
 from scheduler.points import FloatArray, IntArray
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from scheduler.info import JobInfo, SubJobInfo, TaskInfo
     from scheduler.topology import JobTopology, Topology
 
-__all__ = ["NetworkTopologyAwarePlugin", "reverse_and_cap"]
+__all__ = ["NetworkTopologyAwarePlugin", "NetworkTopologyState", "reverse_and_cap"]
 
 _MAX_NODE_SCORE = 100.0
 
@@ -67,6 +68,47 @@ def reverse_and_cap(gradients: list[list[str]], limit: int) -> list[list[str]]:
 def _weight(value: Any) -> int:
     """Volcano resets a negative weight to the default, 1."""
     return int(value) if int(value) >= 0 else 1
+
+
+class NetworkTopologyState(PluginState):
+    """network-topology-aware's cycle: the HyperNodes' resources summed over their nodes at session
+    open (Volcano's ``hyperNodeResourceCache``, ``used`` kept up to date by the allocate events), the
+    weighed dimensions and the node-to-HyperNode indexes."""
+
+    def __init__(self, session: SessionHandle, dim_weights: list[tuple[int, int]]) -> None:
+        super().__init__(session)
+        topo: Topology = session.topology
+        self.topo = topo
+        table = session.nodes
+        #: The HyperNodes (the cluster top included) by name: a HyperNode's column is ``pos[name]``.
+        self.names: list[str] = sorted(topo.tier)
+        self.pos = {n: i for i, n in enumerate(self.names)}
+        ndims, nh = len(session.dims), len(self.names)
+        #: Per dimension and HyperNode column: allocatable, used, idle and future idle.
+        self.alloc = np.zeros((ndims, nh), dtype=np.float64)
+        self.used = np.zeros((ndims, nh), dtype=np.float64)
+        self.idle = np.zeros((ndims, nh), dtype=np.float64)
+        self.future = np.zeros((ndims, nh), dtype=np.float64)
+        for k, name in enumerate(self.names):
+            idx = topo.nodes[name]
+            self.alloc[:, k] = table.alloc[:, idx].sum(axis=1)
+            self.used[:, k] = table.used[:, idx].sum(axis=1)
+            self.idle[:, k] = table.idle[:, idx].sum(axis=1)
+            self.future[:, k] = table.future[:, idx].sum(axis=1)
+        #: (dimension, weight) of each resource HyperNode binpack weighs.
+        self.dim_weights = dim_weights
+        self.min_tier, self.max_tier = topo.tiers[0], topo.tiers[-1]
+        # Per tier, per node: the position of the first HyperNode of that tier holding it (-1: none).
+        self.tier_of_node: dict[int, IntArray] = {}
+        for tier in range(self.min_tier, self.max_tier + 1):
+            at = np.full(len(table), -1, dtype=np.intp)
+            for name in reversed(topo.by_tier.get(tier, [])):
+                at[topo.nodes[name]] = self.pos[name]
+            self.tier_of_node[tier] = at
+        #: The node each placed task was placed on (to undo its usage when it is unplaced).
+        self.placed: dict[str, int] = {}
+        #: Per node: the columns of the HyperNodes holding it.
+        self.holding = [np.array([self.pos[n] for n in names], dtype=np.intp) for names in topo.holding]
 
 
 class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGradient, AllocateHandler):
@@ -103,7 +145,7 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
         evict = int(a["hypernode.gradient.evict.max-hypernodes"])
         self.evict_max = evict if evict > 0 else 8
 
-    def binpack_weight(self, name: str) -> int | None:
+    def _binpack_weight(self, name: str) -> int | None:
         """The weight of resource ``name`` in HyperNode binpack (None: not weighed)."""
         if name == "cpu":
             return self.cpu_weight
@@ -113,68 +155,43 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
 
     # -- open ------------------------------------------------------------------------------------
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        topo: Topology = session.topology
-        self.topo = topo
-        table = session.nodes
-        self.names: list[str] = sorted(topo.tier)
-        self.pos = {n: i for i, n in enumerate(self.names)}
-        ndims, nh = len(session.dims), len(self.names)
-        self.alloc = np.zeros((ndims, nh), dtype=np.float64)
-        self.used = np.zeros((ndims, nh), dtype=np.float64)
-        self.idle = np.zeros((ndims, nh), dtype=np.float64)
-        self.future = np.zeros((ndims, nh), dtype=np.float64)
-        for k, name in enumerate(self.names):
-            idx = topo.nodes[name]
-            self.alloc[:, k] = table.alloc[:, idx].sum(axis=1)
-            self.used[:, k] = table.used[:, idx].sum(axis=1)
-            self.idle[:, k] = table.idle[:, idx].sum(axis=1)
-            self.future[:, k] = table.future[:, idx].sum(axis=1)
-        self.dim_weights: list[tuple[int, int]] = []
+    def open(self, session: SessionHandle) -> NetworkTopologyState:
+        """The HyperNode resource cache over ``session``, with the dimensions HyperNode binpack weighs."""
+        dim_weights: list[tuple[int, int]] = []
         for d, dim in enumerate(session.dims):
-            w = self.binpack_weight(dim)
+            w = self._binpack_weight(dim)
             if w is not None:
-                self.dim_weights.append((d, w))
-        self.min_tier, self.max_tier = topo.tiers[0], topo.tiers[-1]
-        # Per tier, per node: the position of the first HyperNode of that tier holding it (-1: none).
-        self.tier_of_node: dict[int, IntArray] = {}
-        for tier in range(self.min_tier, self.max_tier + 1):
-            at = np.full(len(table), -1, dtype=np.intp)
-            for name in reversed(topo.by_tier.get(tier, [])):
-                at[topo.nodes[name]] = self.pos[name]
-            self.tier_of_node[tier] = at
-        self.placed: dict[str, int] = {}
-        self.holding = [np.array([self.pos[n] for n in names], dtype=np.intp) for names in topo.holding]
+                dim_weights.append((d, w))
+        return NetworkTopologyState(session, dim_weights)
 
     # -- events ----------------------------------------------------------------------------------
 
-    def on_allocate(self, task: TaskInfo) -> None:
+    def on_allocate(self, st: NetworkTopologyState, task: TaskInfo) -> None:
         if task.node >= 0:
-            self.placed[task.uid] = task.node
-            cols = self.holding[task.node]
-            self.used[:, cols] += np.asarray(task.req, dtype=np.float64)[:, None]
+            st.placed[task.uid] = task.node
+            cols = st.holding[task.node]
+            st.used[:, cols] += np.asarray(task.req, dtype=np.float64)[:, None]
 
-    def on_deallocate(self, task: TaskInfo) -> None:
+    def on_deallocate(self, st: NetworkTopologyState, task: TaskInfo) -> None:
         # An unplaced task has left its node already: the node it was placed on is remembered.
-        node = task.node if task.node >= 0 else self.placed.pop(task.uid, -1)
+        node = task.node if task.node >= 0 else st.placed.pop(task.uid, -1)
         if node >= 0:
-            cols = self.holding[node]
-            self.used[:, cols] -= np.asarray(task.req, dtype=np.float64)[:, None]
+            cols = st.holding[node]
+            st.used[:, cols] -= np.asarray(task.req, dtype=np.float64)[:, None]
 
     # -- scores ----------------------------------------------------------------------------------
 
-    def _binpack(self, request: Sequence[float], cols: IntArray) -> FloatArray:
+    def _binpack(self, st: NetworkTopologyState, request: Sequence[float], cols: IntArray) -> FloatArray:
         """Binpack score of ``request`` over HyperNode columns ``cols`` (0 where it overflows)."""
         total = np.zeros(len(cols), dtype=np.float64)
         weight = 0
         over = np.zeros(len(cols), dtype=np.bool_)
-        for d, w in self.dim_weights:
+        for d, w in st.dim_weights:
             r = request[d]
             if r <= 0:
                 continue
-            alloc = self.alloc[d, cols]
-            used = self.used[d, cols] + r
+            alloc = st.alloc[d, cols]
+            used = st.used[d, cols] + r
             over |= used > alloc
             with np.errstate(divide="ignore", invalid="ignore"):
                 total += w * np.where(alloc > 0, used / np.where(alloc > 0, alloc, 1.0), 0.0)
@@ -183,39 +200,43 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
             return np.zeros(len(cols), dtype=np.float64)
         return np.where(over, 0.0, total / weight)
 
-    def _task_share(self, name: str, job: JobInfo | SubJobInfo) -> float:
+    def _task_share(self, st: NetworkTopologyState, name: str, job: JobInfo | SubJobInfo) -> float:
         """The share of the job's (or sub-job's) pods on the nodes of HyperNode ``name``."""
         if not job.tasks:
             return 0.0
-        mask = self.topo.mask(name)
+        mask = st.topo.mask(name)
         inside = sum(1 for t in job.tasks.values() if t.node >= 0 and mask[t.node])
         return inside / len(job.tasks)
 
-    def hyper_node_base(self, job: JobInfo | SubJobInfo, names: Sequence[str]) -> dict[str, float]:
+    def hyper_node_base(
+        self, st: NetworkTopologyState, job: JobInfo | SubJobInfo, names: Sequence[str]
+    ) -> dict[str, float]:
         """The binpack part of :meth:`hyper_node_order` (before ties add the pods' share): the
         order of HyperNodes by it does not depend on which others are candidates."""
-        request = [0.0] * len(self.session.dims)
+        request = [0.0] * len(st.session.dims)
         for t in job.tasks.values():
             for d, v in enumerate(t.req):
                 request[d] += v
-        cols = np.array([self.pos[n] for n in names], dtype=np.intp)
-        return dict(zip(names, self._binpack(request, cols).tolist(), strict=True))
+        cols = np.array([st.pos[n] for n in names], dtype=np.intp)
+        return dict(zip(names, self._binpack(st, request, cols).tolist(), strict=True))
 
-    def hyper_node_order(self, job: JobInfo | SubJobInfo, names: Sequence[str]) -> Mapping[str, float]:
+    def hyper_node_order(
+        self, st: NetworkTopologyState, job: JobInfo | SubJobInfo, names: Sequence[str]
+    ) -> Mapping[str, float]:
         """Volcano's ``HyperNodeOrderFn`` for a sub-job (a job without sub-group policies is its one sub-job)."""
-        scores = self.hyper_node_base(job, names)
+        scores = self.hyper_node_base(st, job, names)
         if scores:
             best = max(scores.values())
             tied = [n for n in names if scores[n] == best]
             if len(tied) > 1:
                 for n in tied:
-                    scores[n] += self._task_share(n, job)
+                    scores[n] += self._task_share(st, n, job)
         scale = _MAX_NODE_SCORE * self.global_weight
         return {n: s * scale for n, s in scores.items()}
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: NetworkTopologyState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """Volcano's ``batchNodeOrderFn``."""
-        session = self.session
+        session = st.session
         job = task.job
         if job.key not in session.jobs:
             return np.zeros(len(nodes), dtype=np.float64)
@@ -223,53 +244,57 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
         if sub is not None:  # a sub-job of a job with sub-group policies: by the sub-job's own topology
             topology = sub.network_topology
             scores = (
-                self._normal_pod_scores(task, nodes) if topology is None else self._topology_scores(job.key, sub, nodes)
+                self._normal_pod_scores(st, task, nodes)
+                if topology is None
+                else self._topology_scores(st, job.key, sub, nodes)
             )
         elif session.job_topology(job) is None:
-            scores = self._normal_pod_scores(task, nodes)
+            scores = self._normal_pod_scores(st, task, nodes)
         else:
-            scores = self._topology_scores(job.key, job, nodes)
+            scores = self._topology_scores(st, job.key, job, nodes)
         return scores * (_MAX_NODE_SCORE * self.global_weight)
 
-    def _normal_pod_scores(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def _normal_pod_scores(self, st: NetworkTopologyState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         if not self.normal_pods:
             return np.zeros(len(nodes), dtype=np.float64)
         total = np.zeros(len(nodes), dtype=np.float64)
         weights = 0.0
-        for tier in range(self.min_tier, self.max_tier + 1):
+        for tier in range(st.min_tier, st.max_tier + 1):
             w = math.pow(self.fading, tier - 1)
             weights += w
-            at = self.tier_of_node[tier][nodes]
+            at = st.tier_of_node[tier][nodes]
             tier_score = np.ones(len(nodes), dtype=np.float64)
             inside = at >= 0
             if inside.any():
                 cols = np.unique(at[inside])
-                by_col = dict(zip(cols.tolist(), self._pod_binpack(task, cols).tolist(), strict=True))
+                by_col = dict(zip(cols.tolist(), self._pod_binpack(st, task, cols).tolist(), strict=True))
                 tier_score[inside] = [by_col[c] for c in at[inside].tolist()]
             total += w * tier_score
         if weights <= 0:
             return np.zeros(len(nodes), dtype=np.float64)
         return total / weights
 
-    def _pod_binpack(self, task: TaskInfo, cols: IntArray) -> FloatArray:
+    def _pod_binpack(self, st: NetworkTopologyState, task: TaskInfo, cols: IntArray) -> FloatArray:
         """Volcano's ``getPodHyperNodeBinPackingScore`` (0 where the pod overflows a resource)."""
-        return self._binpack(task.req, cols)
+        return self._binpack(st, task.req, cols)
 
-    def _tier_score(self, tier: int) -> float:
-        if self.min_tier == self.max_tier:
+    def _tier_score(self, st: NetworkTopologyState, tier: int) -> float:
+        if st.min_tier == st.max_tier:
             return 1.0
-        if self.min_tier <= tier <= self.max_tier:
-            return (self.max_tier - tier) / (self.max_tier - self.min_tier)
+        if st.min_tier <= tier <= st.max_tier:
+            return (st.max_tier - tier) / (st.max_tier - st.min_tier)
         return 0.0
 
-    def _topology_scores(self, key: str, group: JobInfo | SubJobInfo, nodes: IntArray) -> FloatArray:
+    def _topology_scores(
+        self, st: NetworkTopologyState, key: str, group: JobInfo | SubJobInfo, nodes: IntArray
+    ) -> FloatArray:
         """By the HyperNode job ``key`` (or its sub-job ``group``) spans so far, which allocate sets per task it
         places; ties at the best add the share of the group's pods there."""
-        allocated = self.session.job_hyper_nodes.get(key, "")
+        allocated = st.session.job_hyper_nodes.get(key, "")
         out = np.zeros(len(nodes), dtype=np.float64)
         if not allocated:
             return out
-        topo = self.topo
+        topo = st.topo
         leaves = [topo.leaf[int(i)] for i in nodes]
         for k, leaf in enumerate(leaves):
             if not leaf:
@@ -279,46 +304,52 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
                 continue
             lca = topo.lca(leaf, allocated)
             if lca in topo.tier:
-                out[k] = self._tier_score(topo.tier[lca])
+                out[k] = self._tier_score(st, topo.tier[lca])
         if len(out):
             best = out.max()
             tied = np.flatnonzero(out == best)
             if len(tied) > 1:
                 for k in tied.tolist():
                     if leaves[k]:
-                        out[k] += self._task_share(leaves[k], group)
+                        out[k] += self._task_share(st, leaves[k], group)
         return out
 
     # -- gradient --------------------------------------------------------------------------------
 
     def hyper_node_gradient(
-        self, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
+        self, st: NetworkTopologyState, job: JobInfo, root: str, allocated: str, minimum: Sequence[float], purpose: str
     ) -> list[list[str]]:
         """The registered gradient function: [[root]] for a job without a hard topology, else
         :meth:`gradient`, reversed and cut for eviction."""
-        topology = self.session.job_topology(job)
+        topology = st.session.job_topology(job)
         if topology is None or not topology.hard:
             return [[root]]
-        result = self.gradient(root, topology.highest, allocated, minimum, purpose)
+        result = self.gradient(st, root, topology.highest, allocated, minimum, purpose)
         if purpose != "evict":
             return result
         return reverse_and_cap(result, self.evict_max)
 
     def sub_job_gradient(
-        self, topology: JobTopology | None, root: str, allocated: str, minimum: Sequence[float], purpose: str
+        self,
+        st: NetworkTopologyState,
+        topology: JobTopology | None,
+        root: str,
+        allocated: str,
+        minimum: Sequence[float],
+        purpose: str,
     ) -> list[list[str]]:
         """Volcano's ``HyperNodeGradientForSubJobFn``: as :meth:`hyper_node_gradient`, by the sub-job's topology."""
         if topology is None or not topology.hard:
             return [[root]]
-        result = self.gradient(root, topology.highest, allocated, minimum, purpose)
+        result = self.gradient(st, root, topology.highest, allocated, minimum, purpose)
         return result if purpose != "evict" else reverse_and_cap(result, self.evict_max)
 
     def gradient(
-        self, root: str, highest: int, allocated: str, minimum: Sequence[float], purpose: str
+        self, st: NetworkTopologyState, root: str, highest: int, allocated: str, minimum: Sequence[float], purpose: str
     ) -> list[list[str]]:
         """Volcano's ``hyperNodeGradientFn`` (see the module docstring); [] when the job's
         allowed subtree and ``root`` do not meet."""
-        topo = self.topo
+        topo = st.topo
         start = root
         if allocated:
             allowed = ""
@@ -340,7 +371,7 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
         seen = {start}
         while queue:
             current = queue.pop(0)
-            if self._eligible(current, highest, allocated, minimum, purpose):
+            if self._eligible(st, current, highest, allocated, minimum, purpose):
                 groups.setdefault(topo.tier[current], []).append(current)
             for child in topo.children.get(current, ()):
                 if child not in seen:
@@ -348,16 +379,18 @@ class NetworkTopologyAwarePlugin(Plugin, NodeOrder, HyperNodeOrder, HyperNodeGra
                     queue.append(child)
         return [groups[t] for t in sorted(groups)]
 
-    def _eligible(self, name: str, highest: int, allocated: str, minimum: Sequence[float], purpose: str) -> bool:
-        if self.topo.tier[name] > highest:
+    def _eligible(
+        self, st: NetworkTopologyState, name: str, highest: int, allocated: str, minimum: Sequence[float], purpose: str
+    ) -> bool:
+        if st.topo.tier[name] > highest:
             return False
         if allocated:
             return True
-        k = self.pos[name]
+        k = st.pos[name]
 
         def covers(m: np.ndarray) -> bool:
             return all(v <= m[d, k] for d, v in enumerate(minimum) if v > 0)
 
         if purpose == "evict":
-            return covers(self.alloc)
-        return covers(self.idle) or covers(self.future)
+            return covers(st.alloc)
+        return covers(st.idle) or covers(st.future)

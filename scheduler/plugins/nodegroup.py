@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, Predicate
 from scheduler.info import ALLOCATED
 from scheduler.points import Filter, FloatArray, IntArray
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from scheduler.info import TaskInfo
     from scheduler.model import NodeGroupAffinity
 
-__all__ = ["NODE_GROUP_LABEL", "NodeGroupPlugin"]
+__all__ = ["NODE_GROUP_LABEL", "NodeGroupPlugin", "NodeGroupState"]
 
 NODE_GROUP_LABEL = "volcano.sh/nodegroup-name"
 BASE_SCORE = 100.0
@@ -94,6 +95,34 @@ def score(aff: NodeGroupAffinity, group: str, preferred_order: bool) -> float:
     return value
 
 
+class NodeGroupState(PluginState):
+    """Nodegroup's cycle: its arguments, each node's group, each queue's affinity and resource limits (None
+    for an invalid annotation; queues without limits absent), the queues' use of each group and which task
+    is counted where, and the filters and scores by queue (filled lazily)."""
+
+    def __init__(
+        self,
+        session: SessionHandle,
+        strict: bool,
+        preferred_order: bool,
+        groups: list[str | None],
+        affinity: dict[str, NodeGroupAffinity | None],
+        limits: dict[str, dict[str, dict[str, int]] | None],
+    ) -> None:
+        super().__init__(session)
+        self.strict = strict
+        self.preferred_order = preferred_order
+        self.groups = groups
+        self.affinity = affinity
+        self.limits = limits
+        #: (queue, group) -> resource -> amount held by the queue's allocated pods in the group.
+        self.used: dict[tuple[str, str], dict[str, float]] = {}
+        #: task uid -> the (queue, group) it is counted in.
+        self.counted: dict[str, tuple[str, str]] = {}
+        self.filters: dict[str, list[Filter]] = {}
+        self.scores: dict[str, FloatArray] = {}
+
+
 class NodeGroupPlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
     """Queue-to-node-group affinity (predicate and node order)."""
 
@@ -103,13 +132,34 @@ class NodeGroupPlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         "enablePreferredOrder": ArgSpec("bool", False, "score preferred groups by their list order"),
     }
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.strict = bool(self.args["strict"])
-        self.preferred_order = bool(self.args["enablePreferredOrder"])
-        self.groups: list[str | None] = [n.labels.get(NODE_GROUP_LABEL) for n in session.nodes.nodes]
+    def open(self, session: SessionHandle) -> NodeGroupState:
+        """Each node's group, each queue's affinity and limits, and the limited queues' use of each group."""
+        limits: dict[str, dict[str, dict[str, int]] | None] = {}
+        for name, q in session.queues.items():
+            parsed = parse_limits(q.queue.node_group_resource_limits)
+            if parsed != {}:
+                limits[name] = parsed
+        st = NodeGroupState(
+            session,
+            bool(self.args["strict"]),
+            bool(self.args["enablePreferredOrder"]),
+            [n.labels.get(NODE_GROUP_LABEL) for n in session.nodes.nodes],
+            self._affinity(session),
+            limits,
+        )
+        if st.limits:
+            for job in session.jobs.values():
+                if job.queue not in st.limits:
+                    continue
+                for t in job.tasks.values():
+                    if t.status in ALLOCATED and t.node >= 0:
+                        self.on_allocate(st, t)
+        return st
+
+    def _affinity(self, session: SessionHandle) -> dict[str, NodeGroupAffinity | None]:
+        """Each queue's affinity: its own, else (with ``enableHierarchy``) its nearest ancestor's."""
         own = {name: q.queue.node_group_affinity for name, q in session.queues.items()}
-        self.affinity: dict[str, NodeGroupAffinity | None] = dict(own)
+        affinity: dict[str, NodeGroupAffinity | None] = dict(own)
         if self.hierarchy:
             for name in own:
                 if own[name] is not None:
@@ -118,56 +168,40 @@ class NodeGroupPlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
                 cur = session.queues[name].queue.parent or ("" if name == "root" else "root")
                 while cur and cur in own and cur not in seen:
                     if own[cur] is not None:
-                        self.affinity[name] = own[cur]
+                        affinity[name] = own[cur]
                         break
                     seen.add(cur)
                     cur = session.queues[cur].queue.parent or ("" if cur == "root" else "root")
-        self._filters: dict[str, list[Filter]] = {}
-        self._scores: dict[str, FloatArray] = {}
-        self.limits: dict[str, dict[str, dict[str, int]] | None] = {}
-        for name, q in session.queues.items():
-            limits = parse_limits(q.queue.node_group_resource_limits)
-            if limits != {}:
-                self.limits[name] = limits
-        #: (queue, group) -> resource -> amount held by the queue's allocated pods in the group.
-        self.used: dict[tuple[str, str], dict[str, float]] = {}
-        self._counted: dict[str, tuple[str, str]] = {}
-        if self.limits:
-            for job in session.jobs.values():
-                if job.queue not in self.limits:
-                    continue
-                for t in job.tasks.values():
-                    if t.status in ALLOCATED and t.node >= 0:
-                        self.on_allocate(t)
+        return affinity
 
-    def on_allocate(self, task: TaskInfo) -> None:
+    def on_allocate(self, st: NodeGroupState, task: TaskInfo) -> None:
         """Count the task in its queue's use of its node's group (queues with limits only)."""
         queue = task.job.queue
-        if queue not in self.limits or task.node < 0 or task.uid in self._counted:
+        if queue not in st.limits or task.node < 0 or task.uid in st.counted:
             return
-        group = self.groups[task.node]
+        group = st.groups[task.node]
         if group is None:
             return
-        used = self.used.setdefault((queue, group), {})
-        for name, d in self.session.dim_index.items():
+        used = st.used.setdefault((queue, group), {})
+        for name, d in st.session.dim_index.items():
             if task.req[d]:
                 used[name] = used.get(name, 0.0) + task.req[d]
-        self._counted[task.uid] = (queue, group)
+        st.counted[task.uid] = (queue, group)
 
-    def on_deallocate(self, task: TaskInfo) -> None:
+    def on_deallocate(self, st: NodeGroupState, task: TaskInfo) -> None:
         """Take the task out of its queue's group use."""
-        key = self._counted.pop(task.uid, None)
+        key = st.counted.pop(task.uid, None)
         if key is None:
             return
-        used = self.used[key]
-        for name, d in self.session.dim_index.items():
+        used = st.used[key]
+        for name, d in st.session.dim_index.items():
             if task.req[d]:
                 used[name] = used.get(name, 0.0) - task.req[d]
 
-    def _limit_filter(self, task: TaskInfo, queue: str) -> Filter:
-        limits = self.limits[queue]
+    def _limit_filter(self, st: NodeGroupState, task: TaskInfo, queue: str) -> Filter:
+        limits = st.limits[queue]
         reasons = []
-        for group in self.groups:
+        for group in st.groups:
             if limits is None:
                 reasons.append(LIMIT_INVALID)
                 continue
@@ -175,8 +209,8 @@ class NodeGroupPlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
             if group is None or not limit:
                 reasons.append("")
                 continue
-            used = self.used.get((queue, group), {})
-            dims = self.session.dim_index
+            used = st.used.get((queue, group), {})
+            dims = st.session.dim_index
             over = any(
                 used.get(name, 0.0) + (task.req[dims[name]] if name in dims else 0.0) > amount
                 for name, amount in limit.items()
@@ -185,41 +219,41 @@ class NodeGroupPlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         passed = np.array([not r for r in reasons], dtype=np.bool_)
         return Filter(self.name, passed, LIMIT_EXCEEDED, True, reasons)
 
-    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+    def predicate(self, st: NodeGroupState, task: TaskInfo) -> Sequence[Filter]:
         """One unresolvable filter, the same for every pod of a queue."""
         queue = task.job.queue
-        cached = self._filters.get(queue)
+        cached = st.filters.get(queue)
         if cached is None:
-            aff = self.affinity.get(queue)
+            aff = st.affinity.get(queue)
             unset = aff is None or aff.empty
             reasons = []
-            for group in self.groups:
+            for group in st.groups:
                 if group is None:
-                    reasons.append("" if not self.strict and unset else LABEL_NOT_FOUND)
+                    reasons.append("" if not st.strict and unset else LABEL_NOT_FOUND)
                 elif aff is None or unset:
                     reasons.append(AFFINITY_NOT_FOUND)
                 else:
                     reasons.append("" if allows(aff, group) else UNSATISFIED)
             passed = np.array([not r for r in reasons], dtype=np.bool_)
-            cached = self._filters[queue] = [Filter(self.name, passed, UNSATISFIED, True, reasons)]
-        if queue in self.limits:
+            cached = st.filters[queue] = [Filter(self.name, passed, UNSATISFIED, True, reasons)]
+        if queue in st.limits:
             # Volcano checks an invalid annotation first, then affinity, then the limit.
-            limit = self._limit_filter(task, queue)
-            if self.limits[queue] is None:
+            limit = self._limit_filter(st, task, queue)
+            if st.limits[queue] is None:
                 return [limit]
             return [cached[0], limit]
         return cached
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: NodeGroupState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """The queue's affinity score of each node's group."""
         queue = task.job.queue
-        scores = self._scores.get(queue)
+        scores = st.scores.get(queue)
         if scores is None:
-            aff = self.affinity.get(queue)
+            aff = st.affinity.get(queue)
             scores = np.array(
-                [0.0 if g is None or aff is None else score(aff, g, self.preferred_order) for g in self.groups],
+                [0.0 if g is None or aff is None else score(aff, g, st.preferred_order) for g in st.groups],
                 dtype=np.float64,
             )
-            self._scores[queue] = scores
+            st.scores[queue] = scores
         out: FloatArray = scores[nodes]
         return out

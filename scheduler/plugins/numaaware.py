@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from scheduler import numa
+from scheduler.cycle_state import PluginState
 from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, Predicate
 from scheduler.model import NumaTopology
 from scheduler.points import Filter, FloatArray, IntArray
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
 
-__all__ = ["NumaAwarePlugin", "node_fit", "normalize_reverse"]
+__all__ = ["NumaAwarePlugin", "NumaAwareState", "node_fit", "normalize_reverse"]
 
 
 def _has_policy(policy: str) -> bool:
@@ -112,67 +113,78 @@ class _NodeNuma:
         return frozenset(chosen), ""
 
 
+class NumaAwareState(PluginState):
+    """numa-aware's cycle: its weight, each node's NUMA details and free CPUs, and the CPUs chosen and taken."""
+
+    def __init__(self, session: SessionHandle, weight: int, numa: list[_NodeNuma | None]) -> None:
+        super().__init__(session)
+        self.weight = weight
+        #: Per node index, its NUMA details and free CPUs (None: no NUMA information).
+        self.numa = numa
+        #: Per task uid, per node index, the CPUs the predicate chose there.
+        self.assigned: dict[str, dict[int, frozenset[int]]] = {}
+        #: Per task uid placed in the session, the node and CPUs it took.
+        self.taken: dict[str, tuple[int, frozenset[int]]] = {}
+
+
 class NumaAwarePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
     """NUMA-aligned CPU placement (see the module docstring)."""
 
     name = "numa-aware"
     arguments: ClassVar[Mapping[str, ArgSpec]] = {"weight": ArgSpec("int", 1, "the node order's weight")}
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.weight = int(self.args["weight"])
+    def open(self, session: SessionHandle) -> NumaAwareState:
+        """Each node's NUMA details, with the CPUs of the Guaranteed pods already on it taken."""
+        weight = int(self.args["weight"])
         table = session.nodes
-        self.numa = [
+        nodes = [
             None if n.numa is None else _NodeNuma(n.numa, [t.task.guaranteed_cpus for t in table.tasks[i].values()])
             for i, n in enumerate(table.nodes)
         ]
-        #: Per task uid, per node index, the CPUs the predicate chose there.
-        self.assigned: dict[str, dict[int, frozenset[int]]] = {}
-        #: Per task uid placed in the session, the node and CPUs it took.
-        self.taken: dict[str, tuple[int, frozenset[int]]] = {}
+        return NumaAwareState(session, weight, nodes)
 
-    def _check(self, task: TaskInfo, i: int) -> str:
+    def _check(self, st: NumaAwareState, task: TaskInfo, i: int) -> str:
         """The node's failure for the task ("" passes), remembering the CPUs chosen."""
-        fit, why = node_fit(task.task.numa_policy, self.session.nodes.nodes[i].numa)
-        state = self.numa[i]
-        if not fit or state is None:
+        fit, why = node_fit(task.task.numa_policy, st.session.nodes.nodes[i].numa)
+        node_numa = st.numa[i]
+        if not fit or node_numa is None:
             return why
-        chosen, why = state.assign(task.task.guaranteed_cpus)
+        chosen, why = node_numa.assign(task.task.guaranteed_cpus)
         if why:
             return why
-        self.assigned.setdefault(task.uid, {})[i] = chosen
+        st.assigned.setdefault(task.uid, {})[i] = chosen
         return ""
 
-    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+    def predicate(self, st: NumaAwareState, task: TaskInfo) -> Sequence[Filter]:
         """Nodes whose topology policy cannot admit the pod's containers fail (see the module docstring)."""
         if not task.task.guaranteed_cpus:
             return ()
-        reasons = [self._check(task, i) for i in range(len(self.numa))]
+        reasons = [self._check(st, task, i) for i in range(len(st.numa))]
         passed = np.array([not r for r in reasons], dtype=np.bool_)
         return [Filter(self.name, passed, "cannot be assigned by numa", True, reasons)]
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: NumaAwareState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """Fewer NUMA nodes under the pod's CPUs first (pods with a policy)."""
-        chosen = self.assigned.get(task.uid)
+        chosen = st.assigned.get(task.uid)
         if chosen is None or not _has_policy(task.task.numa_policy):
             return np.zeros(len(nodes), dtype=np.float64)
         counts = []
         for i in nodes:
-            state, cpus = self.numa[int(i)], chosen.get(int(i), frozenset())
-            counts.append(0 if state is None else len({state.details[c].numa for c in cpus}))
-        return np.array([s * self.weight for s in normalize_reverse(counts)], dtype=np.float64)
+            node_numa, cpus = st.numa[int(i)], chosen.get(int(i), frozenset())
+            counts.append(0 if node_numa is None else len({node_numa.details[c].numa for c in cpus}))
+        return np.array([s * st.weight for s in normalize_reverse(counts)], dtype=np.float64)
 
-    def on_allocate(self, task: TaskInfo) -> None:
-        cpus = self.assigned.get(task.uid, {}).get(task.node)
-        state = self.numa[task.node] if task.node >= 0 else None
-        if cpus is None or state is None:
+    def on_allocate(self, st: NumaAwareState, task: TaskInfo) -> None:
+        cpus = st.assigned.get(task.uid, {}).get(task.node)
+        node_numa = st.numa[task.node] if task.node >= 0 else None
+        if cpus is None or node_numa is None:
             return
-        state.free = state.free - cpus
-        self.taken[task.uid] = (task.node, cpus)
+        node_numa.free = node_numa.free - cpus
+        st.taken[task.uid] = (task.node, cpus)
 
-    def on_deallocate(self, task: TaskInfo) -> None:
-        held = self.taken.pop(task.uid, None)
+    def on_deallocate(self, st: NumaAwareState, task: TaskInfo) -> None:
+        held = st.taken.pop(task.uid, None)
         if held is not None:
-            state = self.numa[held[0]]
-            if state is not None:
-                state.free = state.free | held[1]
+            node_numa = st.numa[held[0]]
+            if node_numa is not None:
+                node_numa.free = node_numa.free | held[1]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import Plugin, Preemptable, Reclaimable, VictimTasks
 
 if TYPE_CHECKING:
@@ -21,7 +22,15 @@ if TYPE_CHECKING:
     from scheduler.info import TaskInfo
     from scheduler.policies import PodDisruptionBudget
 
-__all__ = ["PdbPlugin"]
+__all__ = ["PdbPlugin", "PdbState"]
+
+
+class PdbState(PluginState):
+    """Pdb's cycle: the snapshot's PodDisruptionBudgets."""
+
+    def __init__(self, session: SessionHandle, pdbs: tuple[PodDisruptionBudget, ...]) -> None:
+        super().__init__(session)
+        self.pdbs = pdbs
 
 
 class PdbPlugin(Plugin, Preemptable, Reclaimable, VictimTasks):
@@ -29,13 +38,13 @@ class PdbPlugin(Plugin, Preemptable, Reclaimable, VictimTasks):
 
     name = "pdb"
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.pdbs: tuple[PodDisruptionBudget, ...] = session.snapshot.pod_disruption_budgets
+    def open(self, session: SessionHandle) -> PdbState:
+        """The snapshot's PodDisruptionBudgets."""
+        return PdbState(session, session.snapshot.pod_disruption_budgets)
 
-    def victims(self, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    def victims(self, st: PdbState, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Return the candidates whose eviction keeps every PDB at or above zero (in order)."""
-        pdbs = self.pdbs
+        pdbs = st.pdbs
         allowed = [p.disruptions_allowed for p in pdbs]
         out = []
         for c in candidates:
@@ -53,15 +62,15 @@ class PdbPlugin(Plugin, Preemptable, Reclaimable, VictimTasks):
                 out.append(c)
         return out
 
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+    def preemptable(self, st: PdbState, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """The candidates within the PDBs."""
-        return self.victims(candidates)
+        return self.victims(st, candidates)
 
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+    def reclaimable(self, st: PdbState, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """As preemptable."""
-        return self.victims(candidates)
+        return self.victims(st, candidates)
 
-    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+    def victim_tasks(self, st: PdbState, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Volcano registers the same filter as a victim-tasks function (the shuffle action's): the
         offered pods within the PDBs."""
-        return self.victims(list(tasks))
+        return self.victims(st, list(tasks))

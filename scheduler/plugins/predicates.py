@@ -5,20 +5,22 @@ toleration check serve nodeorder's scores too."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from scheduler.framework import AllocateHandler, ArgSpec, Plugin, Predicate, restore_shared_state, save_shared_state
+from scheduler.cycle_state import PluginState
+from scheduler.framework import AllocateHandler, ArgSpec, Plugin, Predicate, restore_shared
 from scheduler.model import Taint, TaskStatus, TopologySpreadConstraint
-from scheduler.points import BoolArray, ExtensionPoint, Filter
+from scheduler.points import BoolArray, ExtensionPoint, Filter, IntArray
 
 if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, TaskInfo
 
-__all__ = ["PredicatesPlugin", "spread_counts", "tolerated"]
+__all__ = ["PredicatesPlugin", "PredicatesState", "spread_counts", "tolerated"]
 
 _UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")
@@ -51,6 +53,31 @@ def spread_counts(session: SessionHandle, task: TaskInfo, c: TopologySpreadConst
     return counts
 
 
+class PredicatesState(PluginState):
+    """Predicates' cycle: the node-derived arrays of the static filters and their cache per pod
+    signature, the pod-count filter kept current, and whether this session's pods have inter-pod
+    terms or spread constraints (which turn off node-local caching and repeatable failures)."""
+
+    affinity: bool
+    taints: bool
+    pod_affinity: bool
+    #: Per node: cordoned; its NoSchedule/NoExecute taints; whether it has any; its pod limit.
+    unschedulable: BoolArray
+    hard_taints: list[tuple[Taint, ...]]
+    tainted: BoolArray
+    max_pods: IntArray
+    #: The static filters per pod signature (``task.sig[:3]``); shared across cached cycles.
+    _cache: dict[tuple[Any, ...], list[Filter]]
+    #: The pod-count filter's mask, refreshed at the nodes the node table logs as changed.
+    _pods_passed: BoolArray
+    _seen: int
+    _pods_filter: Filter
+    anti: bool
+    spread: bool
+    node_local_filters: bool
+    failures_repeatable: bool
+
+
 class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
     """Kubernetes filters: pod count, unschedulable nodes, node selector and required node
     affinity, taints and tolerations. Static filters are cached per pod signature."""
@@ -77,71 +104,75 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         "predicate.resources": ArgSpec("str", "", "accepted, no effect")
     }
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
+    def open(self, session: SessionHandle) -> PredicatesState:
+        """The node-derived arrays, an empty static-filter cache, the pod-count filter and the
+        inter-pod flags of this session."""
+        st = PredicatesState(session)
         table = session.nodes
         nodes = table.nodes
-        self.affinity = bool(self.args["predicate.NodeAffinityEnable"])
-        self.taints = bool(self.args["predicate.TaintTolerationEnable"])
-        self.unschedulable = np.array([n.unschedulable for n in nodes], dtype=np.bool_)
-        self.hard_taints = [tuple(t for t in n.taints if t.effect in _HARD_EFFECTS) for n in nodes]
-        self.tainted = np.array([bool(t) for t in self.hard_taints], dtype=np.bool_)
-        self.max_pods = table.alloc[2]
-        self._cache: dict[tuple[Any, ...], list[Filter]] = {}
-        self._pods_passed: BoolArray = table.pod_count < self.max_pods
-        self._seen = len(table.changes)
-        self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
-        self._open_anti(session)
+        st.affinity = bool(self.args["predicate.NodeAffinityEnable"])
+        st.taints = bool(self.args["predicate.TaintTolerationEnable"])
+        st.unschedulable = np.array([n.unschedulable for n in nodes], dtype=np.bool_)
+        st.hard_taints = [tuple(t for t in n.taints if t.effect in _HARD_EFFECTS) for n in nodes]
+        st.tainted = np.array([bool(t) for t in st.hard_taints], dtype=np.bool_)
+        st.max_pods = table.alloc[2]
+        st._cache = {}
+        st._pods_passed = table.pod_count < st.max_pods
+        st._seen = len(table.changes)
+        st._pods_filter = Filter(self.name, st._pods_passed, "node(s) pod number exceeded", unresolvable=False)
+        self._open_anti(st)
+        return st
 
-    def _open_anti(self, session: SessionHandle) -> None:
+    def _open_anti(self, st: PredicatesState) -> None:
         """Inter-pod affinity and anti-affinity: on when some pod of the snapshot has required
         terms. Their filter depends on pods in the whole topology domain, so node-local caching
         is off then, and so is allocate's skipping of a job that looks like one that failed
         (pods of one shape may differ in labels and terms)."""
-        self.pod_affinity = bool(self.args["predicate.PodAffinityEnable"])
+        st.pod_affinity = bool(self.args["predicate.PodAffinityEnable"])
         # One pass over the pods; only sessions that have such pods look closer.
-        placed = [t for t in session.snapshot.tasks if t.anti_affinity or t.pod_affinity or t.topology_spread]
-        self.anti = self.pod_affinity and any(t.anti_affinity or t.pod_affinity for t in placed)
-        self.spread = bool(self.args["predicate.PodTopologySpreadEnable"]) and any(
+        placed = [t for t in st.session.snapshot.tasks if t.anti_affinity or t.pod_affinity or t.topology_spread]
+        st.anti = st.pod_affinity and any(t.anti_affinity or t.pod_affinity for t in placed)
+        st.spread = bool(self.args["predicate.PodTopologySpreadEnable"]) and any(
             c.when_unsatisfiable == "DoNotSchedule" for t in placed for c in t.topology_spread
         )
-        self.node_local_filters = not (self.anti or self.spread)
-        self.failures_repeatable = self.node_local_filters
+        st.node_local_filters = not (st.anti or st.spread)
+        st.failures_repeatable = st.node_local_filters
 
-    def save_open_state(self) -> Any:
+    def save_state(self, st: PredicatesState) -> PredicatesState:
         """Static filters are shared (they depend only on nodes and pod signatures); the pod-count
         filter is copied (SessionCache)."""
-        state = save_shared_state(self)
-        state["_pods_passed"] = self._pods_passed.copy()
-        return state
+        saved = copy.copy(st)
+        saved._pods_passed = st._pods_passed.copy()
+        return saved
 
-    def refresh_open_state(
-        self, session: SessionHandle, state: Any, removed: Sequence[JobInfo], added: Sequence[JobInfo]
-    ) -> Any:
+    def refresh_state(
+        self, session: SessionHandle, saved: PredicatesState, removed: Sequence[JobInfo], added: Sequence[JobInfo]
+    ) -> PredicatesState:
         """Static filters depend only on the nodes; the pod-count filter is computed again."""
-        out = dict(state)
-        out["_pods_passed"] = session.nodes.pod_count < state["max_pods"]
+        out = copy.copy(saved)
+        out._pods_passed = session.nodes.pod_count < saved.max_pods
         return out
 
-    def restore_open_state(self, session: SessionHandle, state: Any) -> None:
-        """See :meth:`save_open_state`."""
-        restore_shared_state(self, session, state)
-        self._pods_passed = state["_pods_passed"].copy()
-        self._pods_filter = Filter(self.name, self._pods_passed, "node(s) pod number exceeded", unresolvable=False)
-        self._seen = len(session.nodes.changes)
-        self._open_anti(session)
+    def restore_state(self, session: SessionHandle, saved: PredicatesState) -> PredicatesState:
+        """See :meth:`save_state`."""
+        st: PredicatesState = restore_shared(session, saved)
+        st._pods_passed = saved._pods_passed.copy()
+        st._pods_filter = Filter(self.name, st._pods_passed, "node(s) pod number exceeded", unresolvable=False)
+        st._seen = len(session.nodes.changes)
+        self._open_anti(st)
+        return st
 
-    def _static(self, task: TaskInfo) -> list[Filter]:
+    def _static(self, st: PredicatesState, task: TaskInfo) -> list[Filter]:
         key = task.sig[:3]
-        cached = self._cache.get(key)
+        cached = st._cache.get(key)
         if cached is not None:
             return cached
-        nodes = self.session.nodes.nodes
+        nodes = st.session.nodes.nodes
         filters: list[Filter] = []
-        if self.unschedulable.any() and not tolerated(task, _UNSCHEDULABLE_TAINT):
-            filters.append(Filter(self.name, ~self.unschedulable, "node(s) were unschedulable"))
+        if st.unschedulable.any() and not tolerated(task, _UNSCHEDULABLE_TAINT):
+            filters.append(Filter(self.name, ~st.unschedulable, "node(s) were unschedulable"))
         t = task.task
-        if self.affinity and (t.node_selector or t.required_affinity):
+        if st.affinity and (t.node_selector or t.required_affinity):
             sel = t.node_selector.items()
             terms = t.required_affinity
             passed = np.fromiter(
@@ -153,49 +184,49 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
                 count=len(nodes),
             )
             filters.append(Filter(self.name, passed, "node(s) didn't match Pod's node affinity/selector"))
-        if self.taints and self.tainted.any():
-            passed = ~self.tainted
+        if st.taints and st.tainted.any():
+            passed = ~st.tainted
             reasons: list[str] = [""] * len(nodes)
-            for i in np.flatnonzero(self.tainted):
-                bad = next((tt for tt in self.hard_taints[i] if not tolerated(task, tt)), None)
+            for i in np.flatnonzero(st.tainted):
+                bad = next((tt for tt in st.hard_taints[i] if not tolerated(task, tt)), None)
                 if bad is None:
                     passed[i] = True
                 else:
                     reasons[i] = f"node(s) had untolerated taint {{{bad.key}: {bad.value}}}"
             if not passed.all():
                 filters.append(Filter(self.name, passed, "node(s) had untolerated taint", reasons=reasons))
-        self._cache[key] = filters
+        st._cache[key] = filters
         return filters
 
-    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+    def predicate(self, st: PredicatesState, task: TaskInfo) -> Sequence[Filter]:
         """Pod count first (resolvable), then the cached static filters (unresolvable), then
         required inter-pod affinity (unresolvable) and anti-affinity (resolvable) when the
         session has such terms."""
-        static = self._static(task)
+        static = self._static(st, task)
         extra: list[Filter] = []
-        if self.anti:
-            affinity = self._affinity_filter(task)
+        if st.anti:
+            affinity = self._affinity_filter(st, task)
             if affinity is not None:
                 extra.append(affinity)
-            anti = self._anti_filter(task)
+            anti = self._anti_filter(st, task)
             if anti is not None:
                 extra.append(anti)
-        if self.spread:
-            spread = self._spread_filter(task)
+        if st.spread:
+            spread = self._spread_filter(st, task)
             if spread is not None:
                 extra.append(spread)
-        return [self._pods_filter, *static, *extra]
+        return [st._pods_filter, *static, *extra]
 
-    def _spread_filter(self, task: TaskInfo) -> Filter | None:
+    def _spread_filter(self, st: PredicatesState, task: TaskInfo) -> Filter | None:
         """PodTopologySpread, DoNotSchedule constraints: a node passes when it has the key and
         placing the pod there keeps its domain within ``max_skew`` of the least-loaded domain."""
         hard = [c for c in task.task.topology_spread if c.when_unsatisfiable == "DoNotSchedule"]
         if not hard:
             return None
-        nodes = self.session.nodes.nodes
+        nodes = st.session.nodes.nodes
         passed = np.ones(len(nodes), dtype=np.bool_)
         for c in hard:
-            counts = spread_counts(self.session, task, c)
+            counts = spread_counts(st.session, task, c)
             low = min(counts.values(), default=0)
             own = 1 if c.selects(task.task, task.task.namespace) else 0
             for i, n in enumerate(nodes):
@@ -204,34 +235,36 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
                     passed[i] = False
         return Filter(self.name, passed, "node(s) didn't match pod topology spread constraints", unresolvable=False)
 
-    def passes_without(self, task: TaskInfo, node: int, removed: frozenset[str]) -> bool:
+    def passes_without(self, st: PredicatesState, task: TaskInfo, node: int, removed: frozenset[str]) -> bool:
         """Whether ``task`` passes every filter at ``node`` if the pods ``removed`` (uids) were
         gone from the cluster (topology-aware preemption's dry run)."""
-        table = self.session.nodes
+        table = st.session.nodes
         gone = sum(1 for uid in removed if uid in table.tasks[node])
-        if table.pod_count[node] - gone >= self.max_pods[node]:
+        if table.pod_count[node] - gone >= st.max_pods[node]:
             return False
-        if not all(bool(f.passed[node]) for f in self._static(task)):
+        if not all(bool(f.passed[node]) for f in self._static(st, task)):
             return False
-        if self.anti:
-            seen = removed if self._simulates_removal() else frozenset()
-            for f in (self._affinity_filter(task, seen), self._anti_filter(task, seen)):
+        if st.anti:
+            seen = removed if self._simulates_removal(st) else frozenset()
+            for f in (self._affinity_filter(st, task, seen), self._anti_filter(st, task, seen)):
                 if f is not None and not f.passed[node]:
                     return False
         return True
 
-    def _simulates_removal(self) -> bool:
+    def _simulates_removal(self, st: PredicatesState) -> bool:
         """Whether the dry run's removed pods reach the anti-affinity filter: Volcano hands them
         to a plugin's SimulateRemoveTask / SimulateAddTask only when the plugin's
         ``enablePreemptable`` or ``enableAllocatable`` is on (both are on unless configured
         false); otherwise the filter keeps counting them, as its PreFilter state saw them."""
-        for tier in self.session.config.tiers:
+        for tier in st.session.config.tiers:
             for opt in tier.plugins:
                 if opt.name == self.name:
                     return opt.enabled(ExtensionPoint.PREEMPTABLE) or opt.enabled(ExtensionPoint.ALLOCATABLE)
         return True
 
-    def _affinity_filter(self, task: TaskInfo, removed: frozenset[str] = frozenset()) -> Filter | None:
+    def _affinity_filter(
+        self, st: PredicatesState, task: TaskInfo, removed: frozenset[str] = frozenset()
+    ) -> Filter | None:
         """Kubernetes' InterPodAffinity filter, affinity half: a node passes when it has every
         term's topology key and, for each term, its domain holds a pod that matches all of the
         task's terms. When no pod anywhere matches them all and the task matches its own terms,
@@ -240,7 +273,7 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         terms = me.pod_affinity
         if not terms:
             return None
-        table = self.session.nodes
+        table = st.session.nodes
         nodes = table.nodes
         found: set[tuple[str, str]] = set()
         for i, placed in enumerate(table.tasks):
@@ -269,11 +302,11 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
             return None
         return Filter(self.name, passed, "node(s) didn't match pod affinity rules")
 
-    def _anti_filter(self, task: TaskInfo, removed: frozenset[str] = frozenset()) -> Filter | None:
+    def _anti_filter(self, st: PredicatesState, task: TaskInfo, removed: frozenset[str] = frozenset()) -> Filter | None:
         """Kubernetes' InterPodAffinity filter, anti-affinity half: a node fails when its
         topology domain (the node's value of the term's key) holds a pod the task's term selects,
         or a pod whose own term selects the task (symmetry). Nodes without the key pass."""
-        table = self.session.nodes
+        table = st.session.nodes
         nodes = table.nodes
         me = task.task
         blocked: dict[str, set[str]] = {}
@@ -302,21 +335,21 @@ class PredicatesPlugin(Plugin, Predicate, AllocateHandler):
         )
         return Filter(self.name, passed, "node(s) didn't match pod anti-affinity rules", unresolvable=False)
 
-    def _refresh(self) -> None:
+    def _refresh(self, st: PredicatesState) -> None:
         # Pod counts change only through the node table, which logs every changed node.
-        table = self.session.nodes
+        table = st.session.nodes
         changes = table.changes
         end = len(changes)
-        if self._seen != end:
-            passed, count, limit = self._pods_passed, table.pod_count, self.max_pods
-            for i in set(changes[self._seen : end]):
+        if st._seen != end:
+            passed, count, limit = st._pods_passed, table.pod_count, st.max_pods
+            for i in set(changes[st._seen : end]):
                 passed[i] = count[i] < limit[i]
-            self._seen = end
+            st._seen = end
 
-    def on_allocate(self, task: TaskInfo) -> None:
+    def on_allocate(self, st: PredicatesState, task: TaskInfo) -> None:
         """Keep the pod-count filter current."""
-        self._refresh()
+        self._refresh(st)
 
-    def on_deallocate(self, task: TaskInfo) -> None:
+    def on_deallocate(self, st: PredicatesState, task: TaskInfo) -> None:
         """Keep the pod-count filter current (only changed nodes are refreshed)."""
-        self._refresh()
+        self._refresh(st)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import ArgSpec, Plugin, VictimTasks
 from scheduler.quantity import duration_problem
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
 
-__all__ = ["LowNodeUtilization", "ReschedulingPlugin"]
+__all__ = ["LowNodeUtilization", "ReschedulingPlugin", "ReschedulingState"]
 
 _DEFAULT = {"cpu": 100.0, "memory": 100.0, "pods": 100.0}
 
@@ -47,6 +48,15 @@ class LowNodeUtilization:
                 for name in ("cpu", "memory", "pod"):
                     if isinstance(given.get(name), int | float):
                         into[name] = float(given[name])
+
+
+class ReschedulingState(PluginState):
+    """The rescheduling plugin's cycle: its lowNodeUtilization strategies and the utilisation period it reads."""
+
+    def __init__(self, session: SessionHandle, lnu: list[LowNodeUtilization], period: str) -> None:
+        super().__init__(session)
+        self.lnu = lnu
+        self.period = period
 
 
 def _check_strategies(value: Any) -> str | None:
@@ -70,30 +80,32 @@ class ReschedulingPlugin(Plugin, VictimTasks):
         "strategies": ArgSpec("any", None, "[{name: lowNodeUtilization, params: {...}}]", check=_check_strategies),
     }
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
+    def open(self, session: SessionHandle) -> ReschedulingState:
+        """The configured lowNodeUtilization strategies (one with the defaults when none is) and the period."""
         raw = self.args.get("strategies")
         strategies: list[Mapping[str, Any]] = raw if isinstance(raw, list) and raw else [{"name": "lowNodeUtilization"}]
-        self.lnu = []
+        lnu = []
         for s in strategies:
             params = s.get("params")
             if s.get("name") == "lowNodeUtilization":
-                self.lnu.append(LowNodeUtilization(params if isinstance(params, Mapping) else None))
-        self.period = str(self.args["metricsPeriod"] or "5m")
+                lnu.append(LowNodeUtilization(params if isinstance(params, Mapping) else None))
+        return ReschedulingState(session, lnu, str(self.args["metricsPeriod"] or "5m"))
 
-    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+    def victim_tasks(self, st: ReschedulingState, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         """The union of the configured lowNodeUtilization strategies' victims."""
         out: dict[str, TaskInfo] = {}
-        for conf in self.lnu:
-            for t in self._low_node_utilization(conf, tasks):
+        for conf in st.lnu:
+            for t in self._low_node_utilization(st, conf, tasks):
                 out[t.uid] = t
         return list(out.values())
 
-    def _low_node_utilization(self, conf: LowNodeUtilization, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
-        table = self.session.nodes
+    def _low_node_utilization(
+        self, st: ReschedulingState, conf: LowNodeUtilization, tasks: Sequence[TaskInfo]
+    ) -> list[TaskInfo]:
+        table = st.session.nodes
         util = []
         for i, node in enumerate(table.nodes):
-            measured = node.usage.get(self.period, {})
+            measured = node.usage.get(st.period, {})
             util.append({"cpu": measured.get("cpu", 0.0), "memory": measured.get("memory", 0.0), "_i": float(i)})
         low = [
             u

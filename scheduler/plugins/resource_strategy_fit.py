@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import ArgSpec, NodeOrder, Plugin, Predicate
 from scheduler.points import Filter, FloatArray, IntArray
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ResourceStrategyFitPlugin",
+    "ResourceStrategyFitState",
     "StrategyFit",
     "find_resource_config",
     "least_requested",
@@ -237,6 +239,14 @@ def _check_resources(value: Any) -> str | None:
     return None
 
 
+class ResourceStrategyFitState(PluginState):
+    """The plugin's cycle: the session's resource dimensions (names by index)."""
+
+    def __init__(self, session: SessionHandle) -> None:
+        super().__init__(session)
+        self.dims: tuple[str, ...] = session.dims
+
+
 class ResourceStrategyFitPlugin(Plugin, NodeOrder, Predicate):
     """Per-resource most/least-allocated scoring, SRA and proportional reservation (see the module)."""
 
@@ -257,40 +267,40 @@ class ResourceStrategyFitPlugin(Plugin, NodeOrder, Predicate):
         self.sra_weight, self.sra_resources = parse_sra(given)
         self.proportional = parse_proportional(given)
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.dims = session.dims
+    def open(self, session: SessionHandle) -> ResourceStrategyFitState:
+        """The session's resource dimensions."""
+        return ResourceStrategyFitState(session)
 
-    def _named(self, values: Sequence[float] | np.ndarray) -> dict[str, float]:
-        return {d: float(values[i]) for i, d in enumerate(self.dims) if values[i]}
+    def _named(self, st: ResourceStrategyFitState, values: Sequence[float] | np.ndarray) -> dict[str, float]:
+        return {d: float(values[i]) for i, d in enumerate(st.dims) if values[i]}
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: ResourceStrategyFitState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """The strategy score plus the SRA score of each node."""
         out = np.zeros(len(nodes), dtype=np.float64)
         if self.fit.weight <= 0 and self.sra_weight <= 0:
             return out
-        table = self.session.nodes
-        requests = {d: float(v) for d, v in zip(self.dims, task.req, strict=True) if v > 0}
+        table = st.session.nodes
+        requests = {d: float(v) for d, v in zip(st.dims, task.req, strict=True) if v > 0}
         annotations = {SCORING_TYPE: task.task.scoring_type, SCORING_WEIGHT: task.task.scoring_weights}
         for k, i in enumerate(nodes.tolist()):
-            alloc = self._named(table.alloc[:, i])
+            alloc = self._named(st, table.alloc[:, i])
             score = 0.0
             if self.fit.weight > 0:
-                score += strategy_score(requests, self._named(table.used[:, i]), alloc, self.fit, annotations)
+                score += strategy_score(requests, self._named(st, table.used[:, i]), alloc, self.fit, annotations)
             if self.sra_weight > 0:
                 score += sra_score(list(requests), alloc, self.sra_weight, self.sra_resources)
             out[k] = score
         return out
 
-    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+    def predicate(self, st: ResourceStrategyFitState, task: TaskInfo) -> Sequence[Filter]:
         """The proportional check (when enabled), unresolvable."""
         if self.proportional is None:
             return []
-        table = self.session.nodes
-        requests = {d: float(v) for d, v in zip(self.dims, task.req, strict=True) if v > 0}
+        table = st.session.nodes
+        requests = {d: float(v) for d, v in zip(st.dims, task.req, strict=True) if v > 0}
         reasons = []
         for i in range(len(table)):
-            idle = {d: float(table.idle[j, i]) for j, d in enumerate(self.dims) if d in self.proportional or j < 2}
+            idle = {d: float(table.idle[j, i]) for j, d in enumerate(st.dims) if d in self.proportional or j < 2}
             reasons.append(proportional_fits(requests, idle, self.proportional))
         passed = np.array([not r for r in reasons], dtype=np.bool_)
         return [Filter(self.name, passed, "proportional check failed", True, reasons)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import JobEnqueueable, JobEnqueued, Plugin
 from scheduler.points import Vote
 from scheduler.policies import ResourceQuota
@@ -22,11 +23,21 @@ if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo
 
-__all__ = ["ResourceQuotaPlugin"]
+__all__ = ["ResourceQuotaPlugin", "ResourceQuotaState"]
 
 
 def _fmt(amounts: Mapping[str, int]) -> str:
     return "{" + ", ".join(f"{k}: {format_quantity(k, v)}" for k, v in sorted(amounts.items())) + "}"
+
+
+class ResourceQuotaState(PluginState):
+    """Resourcequota's cycle: the ResourceQuotas by namespace, and what this session admitted in each
+    namespace (resource name -> amount)."""
+
+    def __init__(self, session: SessionHandle, quotas: dict[str, list[ResourceQuota]]) -> None:
+        super().__init__(session)
+        self.quotas = quotas
+        self.pending: dict[str, dict[str, int]] = {}
 
 
 class ResourceQuotaPlugin(Plugin, JobEnqueueable, JobEnqueued):
@@ -34,21 +45,21 @@ class ResourceQuotaPlugin(Plugin, JobEnqueueable, JobEnqueued):
 
     name = "resourcequota"
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.quotas: dict[str, list[ResourceQuota]] = {}
+    def open(self, session: SessionHandle) -> ResourceQuotaState:
+        """The snapshot's ResourceQuotas by namespace, nothing admitted yet."""
+        quotas: dict[str, list[ResourceQuota]] = {}
         for q in session.snapshot.resource_quotas:
-            self.quotas.setdefault(q.namespace, []).append(q)
-        self.pending: dict[str, dict[str, int]] = {}
+            quotas.setdefault(q.namespace, []).append(q)
+        return ResourceQuotaState(session, quotas)
 
-    def job_enqueueable(self, job: JobInfo) -> Vote:
+    def job_enqueueable(self, st: ResourceQuotaState, job: JobInfo) -> Vote:
         """PERMIT within every quota of the job's namespace, else REJECT."""
         mres = job.job.min_resources
-        quotas = self.quotas.get(job.job.namespace)
+        quotas = st.quotas.get(job.job.namespace)
         if mres is None or not quotas:
             return Vote.PERMIT
         request = mres.to_dict()
-        pending = self.pending.get(job.job.namespace, {})
+        pending = st.pending.get(job.job.namespace, {})
         for quota in quotas:
             names = [n for n in quota.hard if n in request]
             exceeded = [n for n in names if quota.used.get(n, 0) + pending.get(n, 0) + request[n] > quota.hard[n]]
@@ -59,7 +70,7 @@ class ResourceQuotaPlugin(Plugin, JobEnqueueable, JobEnqueued):
                     f"{_fmt({n: quota.used.get(n, 0) + pending.get(n, 0) for n in exceeded})}, limited: "
                     f"{_fmt({n: quota.hard[n] for n in exceeded})}"
                 )
-                self.session.set_reason(
+                st.session.set_reason(
                     job,
                     JobReason(
                         ReasonKind.ENQUEUE_REJECTED,
@@ -72,11 +83,11 @@ class ResourceQuotaPlugin(Plugin, JobEnqueueable, JobEnqueued):
                 return Vote.REJECT
         return Vote.PERMIT
 
-    def job_enqueued(self, job: JobInfo) -> None:
+    def job_enqueued(self, st: ResourceQuotaState, job: JobInfo) -> None:
         """Count the admitted job's minResources against its namespace."""
         mres = job.job.min_resources
-        if mres is None or job.job.namespace not in self.quotas:
+        if mres is None or job.job.namespace not in st.quotas:
             return
-        pending = self.pending.setdefault(job.job.namespace, {})
+        pending = st.pending.setdefault(job.job.namespace, {})
         for k, v in mres.to_dict().items():
             pending[k] = pending.get(k, 0) + v

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, TaskOrder
 from scheduler.model import TaskStatus
 from scheduler.points import FloatArray, IntArray
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import TaskInfo
 
-__all__ = ["TaskTopologyPlugin", "read_topology"]
+__all__ = ["TaskTopologyPlugin", "TaskTopologyState", "read_topology"]
 
 #: Volcano's affinityPriority: self anti-affinity 4, inter affinity 3, self affinity 2, inter anti-affinity 1.
 _SELF_ANTI, _INTER_AFF, _SELF_AFF, _INTER_ANTI = 4, 3, 2, 1
@@ -238,16 +239,25 @@ class _Job:
                     bucket.request[d] -= v
 
 
+class TaskTopologyState(PluginState):
+    """task-topology's cycle: its node-order weight and the bucket manager of each job with a topology."""
+
+    def __init__(self, session: SessionHandle, weight: int) -> None:
+        super().__init__(session)
+        self.weight = weight
+        #: By job key: the job's buckets (only jobs with pending pods and a valid topology).
+        self.jobs: dict[str, _Job] = {}
+
+
 class TaskTopologyPlugin(Plugin, TaskOrder, NodeOrder, AllocateHandler):
     """Buckets of a job's tasks that should share nodes (see the module docstring)."""
 
     name = "task-topology"
     arguments: ClassVar[Mapping[str, ArgSpec]] = {"task-topology.weight": ArgSpec("int", 1, "node-order weight")}
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
-        self.weight = int(self.args["task-topology.weight"])
-        self.jobs: dict[str, _Job] = {}
+    def open(self, session: SessionHandle) -> TaskTopologyState:
+        """The buckets of every job with pending pods whose annotations give a valid topology."""
+        st = TaskTopologyState(session, int(self.args["task-topology.weight"]))
         mem = session.dim_index["memory"]
         for job in session.jobs.values():
             j = job.job
@@ -261,11 +271,12 @@ class TaskTopologyPlugin(Plugin, TaskOrder, NodeOrder, AllocateHandler):
                 continue
             manager = _Job(topo, session.ndims, mem)
             manager.build([t for t in job.tasks.values() if t.role and t.role in manager.priority])
-            self.jobs[job.key] = manager
+            st.jobs[job.key] = manager
+        return st
 
-    def task_order(self, a: TaskInfo, b: TaskInfo) -> int:
+    def task_order(self, st: TaskTopologyState, a: TaskInfo, b: TaskInfo) -> int:
         """Pods in buckets first; fuller, then lower buckets; then the task order."""
-        ma, mb = self.jobs.get(a.job.key), self.jobs.get(b.job.key)
+        ma, mb = st.jobs.get(a.job.key), st.jobs.get(b.job.key)
         if ma is None or mb is None:
             return 0
         ba, bb = ma.bucket_of(a), mb.bucket_of(b)
@@ -279,16 +290,16 @@ class TaskTopologyPlugin(Plugin, TaskOrder, NodeOrder, AllocateHandler):
             return -ma.affinity_order(a, b)
         return -1 if ba.index < bb.index else 1
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: TaskTopologyState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """Volcano's bucket score of each node."""
         out = np.zeros(len(nodes), dtype=np.float64)
-        manager = self.jobs.get(task.job.key)
+        manager = st.jobs.get(task.job.key)
         if manager is None:
             return out
         bucket = manager.bucket_of(task)
         if bucket is None:
             return out
-        table = self.session.nodes
+        table = st.session.nodes
         for k, i in enumerate(nodes.tolist()):
             room = table.idle[:, i] + table.releasing[:, i]
             if any(v > room[d] for d, v in enumerate(task.req)):
@@ -310,16 +321,16 @@ class TaskTopologyPlugin(Plugin, TaskOrder, NodeOrder, AllocateHandler):
                     score -= 1
                     if all(v <= room[d] for d, v in enumerate(remains)):
                         break
-            value = float(score * self.weight)
+            value = float(score * st.weight)
             if manager.max_size:
                 value = value * 100.0 / manager.max_size
             out[k] = value
         return out
 
-    def on_allocate(self, task: TaskInfo) -> None:
-        manager = self.jobs.get(task.job.key)
+    def on_allocate(self, st: TaskTopologyState, task: TaskInfo) -> None:
+        manager = st.jobs.get(task.job.key)
         if manager is not None and task.node >= 0:
             manager.bound(task)
 
-    def on_deallocate(self, task: TaskInfo) -> None:
+    def on_deallocate(self, st: TaskTopologyState, task: TaskInfo) -> None:
         """Volcano's plugin registers no deallocate handler: a discarded placement still counts."""

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import (
     ArgSpec,
     JobOrder,
@@ -45,14 +46,14 @@ from scheduler.framework import (
     VictimTasks,
 )
 from scheduler.model import TaskStatus
-from scheduler.points import Filter, FloatArray, IntArray, Vote
+from scheduler.points import BoolArray, Filter, FloatArray, IntArray, Vote
 from scheduler.quantity import parse_duration
 
 if TYPE_CHECKING:
     from scheduler.handle import SessionHandle
     from scheduler.info import JobInfo, TaskInfo
 
-__all__ = ["TdmPlugin", "budget_evictions", "parse_revocable_zone"]
+__all__ = ["TdmPlugin", "TdmState", "budget_evictions", "parse_revocable_zone"]
 
 ZONE_LABEL = "volcano.sh/revocable-zone"
 ZONE_PREFIX = "tdm.revocable-zone."
@@ -121,6 +122,30 @@ def _check_period(value: Any) -> str | None:
     return None
 
 
+class TdmState(PluginState):
+    """Tdm's cycle: whether each configured zone's window is open (``open``), each node's zone ("" for a node
+    that is not revocable), which nodes are revocable and which usable (not revocable, or in an open zone),
+    each node's reason to refuse any pod (an unknown or closed zone), and the predicate's filters by whether
+    the pod may use revocable zones (filled lazily)."""
+
+    def __init__(
+        self,
+        session: SessionHandle,
+        is_open: dict[str, bool],
+        zone_of: list[str],
+        revocable: BoolArray,
+        usable: BoolArray,
+        zone_reasons: list[str],
+    ) -> None:
+        super().__init__(session)
+        self.open = is_open
+        self.zone_of = zone_of
+        self.revocable = revocable
+        self.usable = usable
+        self.zone_reasons = zone_reasons
+        self.filters: dict[bool, list[Filter]] = {}
+
+
 class TdmPlugin(Plugin, Predicate, NodeOrder, Preemptable, VictimTasks, JobOrder, JobPipelined, JobStarving):
     """Revocable zones (see the module docstring)."""
 
@@ -132,106 +157,102 @@ class TdmPlugin(Plugin, Predicate, NodeOrder, Preemptable, VictimTasks, JobOrder
     }
     argument_prefixes: ClassVar[Mapping[str, ArgSpec]] = {ZONE_PREFIX: ArgSpec("str", "", check=_check_zone)}
 
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
+    def open(self, session: SessionHandle) -> TdmState:
+        """Which zones are open at the snapshot's clock, and each node's zone, usability and reason."""
         zones = {k[len(ZONE_PREFIX) :]: str(v) for k, v in self.args.items() if k.startswith(ZONE_PREFIX)}
         now = session.snapshot.now
-        self.open: dict[str, bool] = {}
+        is_open: dict[str, bool] = {}
         for zone, raw in zones.items():
             if now is None:
-                self.open[zone] = True
+                is_open[zone] = True
                 continue
             start, end = parse_revocable_zone(raw, now - now % _DAY)
-            self.open[zone] = start <= now <= end
-        self.zone_of = [n.labels.get(ZONE_LABEL, "") for n in session.nodes.nodes]
-        revocable = np.array([bool(z) for z in self.zone_of], dtype=np.bool_)
-        usable = np.array([not z or self.open.get(z, False) for z in self.zone_of], dtype=np.bool_)
-        self.revocable = revocable
-        reasons = [
-            "" if not z else (f"revocable zone {z} not support" if z not in self.open else "") for z in self.zone_of
-        ]
+            is_open[zone] = start <= now <= end
+        zone_of = [n.labels.get(ZONE_LABEL, "") for n in session.nodes.nodes]
+        revocable = np.array([bool(z) for z in zone_of], dtype=np.bool_)
+        usable = np.array([not z or is_open.get(z, False) for z in zone_of], dtype=np.bool_)
+        reasons = ["" if not z else (f"revocable zone {z} not support" if z not in is_open else "") for z in zone_of]
         closed = [
-            "" if not z or z not in self.open or self.open[z] else f"current time beyond revocable zone {z}:{zones[z]}"
-            for z in self.zone_of
+            "" if not z or z not in is_open or is_open[z] else f"current time beyond revocable zone {z}:{zones[z]}"
+            for z in zone_of
         ]
-        self._zone_reasons = [a or b for a, b in zip(reasons, closed, strict=True)]
-        self._usable = usable
-        self._filters: dict[bool, list[Filter]] = {}
+        zone_reasons = [a or b for a, b in zip(reasons, closed, strict=True)]
+        return TdmState(session, is_open, zone_of, revocable, usable, zone_reasons)
 
     # -- placement -------------------------------------------------------------------------------
 
-    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+    def predicate(self, st: TdmState, task: TaskInfo) -> Sequence[Filter]:
         """Revocable nodes: their zone open, and the pod allowed on revocable zones."""
         allowed = bool(task.task.revocable_zone)
-        cached = self._filters.get(allowed)
+        cached = st.filters.get(allowed)
         if cached is None:
             if allowed:
-                passed = self._usable.copy()
-                reasons = self._zone_reasons
+                passed = st.usable.copy()
+                reasons = st.zone_reasons
             else:
-                passed = self._usable & ~self.revocable
+                passed = st.usable & ~st.revocable
                 reasons = [
-                    r or ("not allow to dispatch to revocable node" if self.revocable[i] else "")
-                    for i, r in enumerate(self._zone_reasons)
+                    r or ("not allow to dispatch to revocable node" if st.revocable[i] else "")
+                    for i, r in enumerate(st.zone_reasons)
                 ]
-            cached = self._filters[allowed] = [Filter(self.name, passed, "revocable node", True, reasons)]
+            cached = st.filters[allowed] = [Filter(self.name, passed, "revocable node", True, reasons)]
         return cached
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: TdmState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """100 on an open revocable node for a pod allowed there."""
         if not task.task.revocable_zone:
             return np.zeros(len(nodes), dtype=np.float64)
-        return np.where(self.revocable[nodes] & self._usable[nodes], 100.0, 0.0)
+        return np.where(st.revocable[nodes] & st.usable[nodes], 100.0, 0.0)
 
     # -- eviction --------------------------------------------------------------------------------
 
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+    def preemptable(self, st: TdmState, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
         """Non-preemptable preemptors take preemptable Running pods off revocable nodes, by budget."""
         if preemptor.preemptable or preemptor.task.revocable_zone:
             return []
         by_job: dict[str, list[TaskInfo]] = {}
         for t in candidates:
-            if not t.preemptable or t.status != TaskStatus.RUNNING or t.node < 0 or self.revocable[t.node]:
+            if not t.preemptable or t.status != TaskStatus.RUNNING or t.node < 0 or st.revocable[t.node]:
                 continue
             by_job.setdefault(t.job.key, []).append(t)
-        return self._by_budget(by_job)
+        return self._by_budget(st, by_job)
 
-    def _by_budget(self, by_job: dict[str, list[TaskInfo]]) -> list[TaskInfo]:
+    def _by_budget(self, st: TdmState, by_job: dict[str, list[TaskInfo]]) -> list[TaskInfo]:
         out: list[TaskInfo] = []
         for key in sorted(by_job):
-            job = self.session.jobs.get(key)
+            job = st.session.jobs.get(key)
             if job is not None:
                 out.extend(by_job[key][: min(budget_evictions(job), len(by_job[key]))])
         return out
 
-    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+    def victim_tasks(self, st: TdmState, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         """The preemptable Running pods on the nodes of closed zones, by budget per job."""
-        table = self.session.nodes
+        table = st.session.nodes
         out: list[TaskInfo] = []
-        for zone in sorted(z for z, is_open in self.open.items() if not is_open):
+        for zone in sorted(z for z, is_open in st.open.items() if not is_open):
             by_job: dict[str, list[TaskInfo]] = {}
-            for i, z in enumerate(self.zone_of):
+            for i, z in enumerate(st.zone_of):
                 if z != zone:
                     continue
                 for t in sorted(table.tasks[i].values(), key=lambda t: t.uid):
                     if t.preemptable and t.status == TaskStatus.RUNNING:
                         by_job.setdefault(t.job.key, []).append(t)
-            out.extend(self._by_budget(by_job))
+            out.extend(self._by_budget(st, by_job))
         return out
 
     # -- jobs ------------------------------------------------------------------------------------
 
-    def job_order(self, a: JobInfo, b: JobInfo) -> int:
+    def job_order(self, st: TdmState, a: JobInfo, b: JobInfo) -> int:
         """Non-preemptable jobs first."""
         if a.preemptable == b.preemptable:
             return 0
         return -1 if not a.preemptable else 1
 
-    def job_pipelined(self, job: JobInfo) -> Vote:
+    def job_pipelined(self, st: TdmState, job: JobInfo) -> Vote:
         """The job's own pipelined test (Volcano's ``IsPipelined``)."""
         waiting = job.counts[TaskStatus.PIPELINED]
         return Vote.PERMIT if waiting + job.ready_num + job.be_pending >= job.min_available else Vote.REJECT
 
-    def job_starving(self, job: JobInfo) -> bool:
+    def job_starving(self, st: TdmState, job: JobInfo) -> bool:
         """A non-preemptable job with pending pods."""
         return not job.preemptable and job.counts[TaskStatus.PENDING] > 0

@@ -39,9 +39,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from scheduler.cycle_state import PluginState
 from scheduler.framework import AllocateHandler, ArgSpec, NodeOrder, Plugin, Predicate
 from scheduler.model import TaskStatus
-from scheduler.points import Filter, FloatArray, IntArray
+from scheduler.points import BoolArray, Filter, FloatArray, IntArray
 from scheduler.quantity import QuantityError, parse_cpu, parse_memory
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ShadowLoad",
     "UsagePlugin",
+    "UsageState",
     "composite",
     "estimate_best_effort",
     "estimate_pod",
@@ -214,6 +216,38 @@ def _weight(value: Any, default: int) -> int:
     return default if not isinstance(value, int) or value < 0 else value
 
 
+class UsageState(PluginState):
+    """The usage plugin's cycle: its arguments as read (weights, thresholds, estimator, best-effort amounts,
+    averaging period), each node's metrics (fresh or not, cpu and memory percent, cpu and memory capacity),
+    the shadow load of the pods the metrics cannot see yet, and the threshold filter."""
+
+    fresh: BoolArray
+    cpu: FloatArray
+    mem: FloatArray
+    capacity: FloatArray
+    shadow: ShadowLoad
+    filters: list[Filter]
+
+    def __init__(self, session: SessionHandle, args: Mapping[str, Any]) -> None:
+        super().__init__(session)
+        self.usage_weight = _weight(args["usage.weight"], 5)
+        self.cpu_weight = _weight(args["cpu.weight"], 1)
+        self.mem_weight = _weight(args["memory.weight"], 1)
+        self.thresholds = dict(_THRESHOLDS)
+        for key, v in (args.get("thresholds") or {}).items():
+            if 0 <= v <= 100:
+                self.thresholds[key] = float(v)
+        est = dict(args.get("estimator") or {})
+        self.estimator = dict(_ESTIMATOR)
+        for key in ("request_ratio", "burst_ratio", "risk_threshold"):
+            if key in est and 0 <= est[key] <= 1:
+                self.estimator[key] = float(est[key])
+        if "risk_factor" in est and est["risk_factor"] >= 1:
+            self.estimator["risk_factor"] = float(est["risk_factor"])
+        self.best_effort = {k: _best_effort(k, est.get(k), d) for k, d in _BEST_EFFORT.items()}
+        self.period = str(args["metricsPeriod"] or "")
+
+
 class UsagePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
     """Load-aware filtering and scoring (see the module docstring)."""
 
@@ -228,87 +262,70 @@ class UsagePlugin(Plugin, Predicate, NodeOrder, AllocateHandler):
         "metricsPeriod": ArgSpec("str", "10m", "the averaging period read from Node.usage (Volcano's fixed 10m)"),
     }
 
-    def __init__(self, args: Mapping[str, Any], hierarchy: bool = False) -> None:
-        super().__init__(args, hierarchy)
-        self.usage_weight = _weight(self.args["usage.weight"], 5)
-        self.cpu_weight = _weight(self.args["cpu.weight"], 1)
-        self.mem_weight = _weight(self.args["memory.weight"], 1)
-        self.thresholds = dict(_THRESHOLDS)
-        for key, v in (self.args.get("thresholds") or {}).items():
-            if 0 <= v <= 100:
-                self.thresholds[key] = float(v)
-        est = dict(self.args.get("estimator") or {})
-        self.estimator = dict(_ESTIMATOR)
-        for key in ("request_ratio", "burst_ratio", "risk_threshold"):
-            if key in est and 0 <= est[key] <= 1:
-                self.estimator[key] = float(est[key])
-        if "risk_factor" in est and est["risk_factor"] >= 1:
-            self.estimator["risk_factor"] = float(est["risk_factor"])
-        self.best_effort = {k: _best_effort(k, est.get(k), d) for k, d in _BEST_EFFORT.items()}
-        self.period = str(self.args["metricsPeriod"] or "")
-
-    def on_session_open(self, session: SessionHandle) -> None:
-        self.session = session
+    def open(self, session: SessionHandle) -> UsageState:
+        """The arguments, each node's metrics, the shadow load of the pods already on the nodes and the filter."""
+        st = UsageState(session, self.args)
         table = session.nodes
         now = session.snapshot.now
-        self.fresh = np.array([self._fresh(n.usage_time, now) for n in table.nodes], dtype=np.bool_)
-        self.cpu = np.array([n.usage.get(self.period, {}).get("cpu", 0.0) for n in table.nodes], dtype=np.float64)
-        self.mem = np.array([n.usage.get(self.period, {}).get("memory", 0.0) for n in table.nodes], dtype=np.float64)
-        self.capacity = table.alloc[:2].astype(np.float64)
-        self.shadow = ShadowLoad(len(table))
+        st.fresh = np.array([self._fresh(st, n.usage_time, now) for n in table.nodes], dtype=np.bool_)
+        st.cpu = np.array([n.usage.get(st.period, {}).get("cpu", 0.0) for n in table.nodes], dtype=np.float64)
+        st.mem = np.array([n.usage.get(st.period, {}).get("memory", 0.0) for n in table.nodes], dtype=np.float64)
+        st.capacity = table.alloc[:2].astype(np.float64)
+        st.shadow = ShadowLoad(len(table))
         for i in range(len(table)):
             for t in list(table.tasks[i].values()):
                 if shadow_tracked(t.status, t.task.scheduled_at, now):
-                    self._add(t, i)
-        self._filters = self._build_filters()
+                    self._add(st, t, i)
+        st.filters = self._build_filters(st)
+        return st
 
-    def _fresh(self, measured: float | None, now: float | None) -> bool:
-        if not self.period or measured is None:
+    def _fresh(self, st: UsageState, measured: float | None, now: float | None) -> bool:
+        if not st.period or measured is None:
             return False
         return now is None or now - measured <= METRICS_ACTIVE
 
-    def _build_filters(self) -> list[Filter]:
-        over_cpu = self.fresh & (self.cpu > self.thresholds["cpu"])
-        over_mem = self.fresh & ~over_cpu & (self.mem > self.thresholds["mem"])
+    def _build_filters(self, st: UsageState) -> list[Filter]:
+        over_cpu = st.fresh & (st.cpu > st.thresholds["cpu"])
+        over_mem = st.fresh & ~over_cpu & (st.mem > st.thresholds["mem"])
         reasons = [CPU_REASON if c else MEMORY_REASON if m else "" for c, m in zip(over_cpu, over_mem, strict=True)]
         return [Filter(self.name, ~(over_cpu | over_mem), CPU_REASON, True, reasons)]
 
-    def _composites(self, i: int) -> tuple[float, float]:
-        shadow_cpu, shadow_mem = self.shadow.node(i)
-        cpu = composite(float(self.cpu[i]), shadow_cpu, float(self.capacity[0, i]))
-        mem = composite(float(self.mem[i]), shadow_mem, float(self.capacity[1, i]))
+    def _composites(self, st: UsageState, i: int) -> tuple[float, float]:
+        shadow_cpu, shadow_mem = st.shadow.node(i)
+        cpu = composite(float(st.cpu[i]), shadow_cpu, float(st.capacity[0, i]))
+        mem = composite(float(st.mem[i]), shadow_mem, float(st.capacity[1, i]))
         return cpu, mem
 
-    def _add(self, t: TaskInfo, i: int) -> None:
-        cpu, mem = self._composites(i)
-        load = load_composite(cpu, mem, self.cpu_weight, self.mem_weight)
-        risk = risk_factor(load, self.estimator["risk_threshold"], self.estimator["risk_factor"])
+    def _add(self, st: UsageState, t: TaskInfo, i: int) -> None:
+        cpu, mem = self._composites(st, i)
+        load = load_composite(cpu, mem, st.cpu_weight, st.mem_weight)
+        risk = risk_factor(load, st.estimator["risk_threshold"], st.estimator["risk_factor"])
         if t.best_effort:
-            est_cpu = estimate_best_effort(self.best_effort["be_cpu"], risk)
-            est_mem = estimate_best_effort(self.best_effort["be_mem"], risk)
+            est_cpu = estimate_best_effort(st.best_effort["be_cpu"], risk)
+            est_mem = estimate_best_effort(st.best_effort["be_mem"], risk)
         else:
-            ratio, burst = self.estimator["request_ratio"], self.estimator["burst_ratio"]
+            ratio, burst = st.estimator["request_ratio"], st.estimator["burst_ratio"]
             limits = t.task.limits
             est_cpu = estimate_pod(float(t.req[0]), float(limits.cpu), ratio, burst, risk)
             est_mem = estimate_pod(float(t.req[1]), float(limits.memory), ratio, burst, risk)
-        self.shadow.add(i, t.uid, est_cpu, est_mem)
+        st.shadow.add(i, t.uid, est_cpu, est_mem)
 
-    def predicate(self, task: TaskInfo) -> Sequence[Filter]:
+    def predicate(self, st: UsageState, task: TaskInfo) -> Sequence[Filter]:
         """Nodes with fresh metrics above a threshold fail."""
-        return self._filters
+        return st.filters
 
-    def node_order(self, task: TaskInfo, nodes: IntArray) -> FloatArray:
+    def node_order(self, st: UsageState, task: TaskInfo, nodes: IntArray) -> FloatArray:
         """The composite-utilisation score of each node with fresh metrics (0 elsewhere)."""
         out = np.zeros(len(nodes), dtype=np.float64)
         for k, i in enumerate(nodes):
-            if self.fresh[i]:
-                cpu, mem = self._composites(int(i))
-                out[k] = node_score(cpu, mem, self.cpu_weight, self.mem_weight, self.usage_weight)
+            if st.fresh[i]:
+                cpu, mem = self._composites(st, int(i))
+                out[k] = node_score(cpu, mem, st.cpu_weight, st.mem_weight, st.usage_weight)
         return out
 
-    def on_allocate(self, task: TaskInfo) -> None:
+    def on_allocate(self, st: UsageState, task: TaskInfo) -> None:
         if task.node >= 0:
-            self._add(task, task.node)
+            self._add(st, task, task.node)
 
-    def on_deallocate(self, task: TaskInfo) -> None:
-        self.shadow.sub(task.uid)
+    def on_deallocate(self, st: UsageState, task: TaskInfo) -> None:
+        st.shadow.sub(task.uid)

@@ -79,17 +79,17 @@ def plugin_states(ssn: Session) -> dict[str, Any]:
     for plugins in ssn.tiers:
         for p in plugins:
             if p.name == "drf":
-                out["drf"] = dict(getattr(p, "share", {}))
+                out["drf"] = dict(p.state.share)
             elif p.name == "overcommit":
-                out["overcommit"] = (list(getattr(p, "idle", [])), list(getattr(p, "inqueue", [])))
+                out["overcommit"] = (list(p.state.idle), list(p.state.inqueue))
             elif p.name == "proportion":
-                attrs = getattr(p, "attrs", {})
+                attrs = p.state.attrs
                 out["proportion"] = [
                     (k, a.allocated, a.request, a.inqueue, a.elastic, a.deserved, a.real_capability, a.share)
                     for k, a in attrs.items()
                 ]
             elif p.name == "predicates":
-                out["predicates"] = np.asarray(getattr(p, "_pods_passed", [])).tolist()
+                out["predicates"] = np.asarray(p.state._pods_passed).tolist()
     return out
 
 

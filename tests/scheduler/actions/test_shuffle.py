@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from scheduler import parse_config, run_cycle
+from scheduler.cycle_state import PluginState
 from scheduler.framework import Plugin, VictimTasks
 from scheduler.info import TaskInfo
 from scheduler.model import JobPhase, TaskStatus
@@ -22,7 +23,7 @@ class _LowPriority(Plugin, VictimTasks):
 
     name = "fake"
 
-    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+    def victim_tasks(self, st: PluginState, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         return [t for t in tasks if t.priority == 10]
 
 

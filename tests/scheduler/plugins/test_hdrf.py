@@ -56,7 +56,7 @@ def open_session(
 
 
 def hdrf_of(ssn: Session) -> Any:
-    tree = ssn.plugin("drf").hdrf  # type: ignore[attr-defined]
+    tree = ssn.plugin("drf").state.hdrf
     assert tree is not None
     return tree
 
@@ -127,7 +127,7 @@ def test_flat_drf_has_no_tree() -> None:
         conf=ALLOCATE.replace(", enableHierarchy: true", ""),
     )
     drf: Any = ssn.plugin("drf")
-    assert drf.hdrf is None
+    assert drf.state.hdrf is None
     assert drf.queue_order(ssn.queues["qa"], ssn.queues["qa"]) == 0
     assert drf.reclaimable(ssn.tasks["default/a-0"], []) is None
 

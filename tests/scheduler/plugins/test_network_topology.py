@@ -168,10 +168,10 @@ def test_hyper_node_gradient_pre_filtering(
     when either covers the minimum (allocatable, 40 CPU / 80Gi, for eviction); tiers ascend."""
     session, job = _prefilter_session(NetworkTopology("hard", highest))
     plugin = session.plugin("network-topology-aware")
-    assert isinstance(plugin, NetworkTopologyAwarePlugin)
-    k = plugin.pos["hn-1-0"]
-    plugin.idle[:, k] = _res(session, *idle)
-    plugin.future[:, k] = _res(session, *future)
+    assert isinstance(plugin.plugin, NetworkTopologyAwarePlugin)
+    k = plugin.state.pos["hn-1-0"]
+    plugin.state.idle[:, k] = _res(session, *idle)
+    plugin.state.future[:, k] = _res(session, *future)
     assert job.key in session.jobs
     result = plugin.gradient("hn-2-0", highest, "", _res(session, *minimum), purpose)
     found = any("hn-1-0" in group for group in result)
@@ -248,17 +248,18 @@ def test_init_hyper_node_resource_cache() -> None:
     )
     session = Session(snap, cfg, default_registry())
     plugin = session.plugin("network-topology-aware")
-    assert isinstance(plugin, NetworkTopologyAwarePlugin)
+    assert isinstance(plugin.plugin, NetworkTopologyAwarePlugin)
+    st = plugin.state
     foo = session.dim_index["example.com/foo"]
     for tier in range(1, 5):
         for k in range(counts[tier - 1]):
             name = f"hypernode-tier-{tier}-index-{k}"
             members = range(k, 2000, counts[tier - 1])
-            col = plugin.pos[name]
-            assert plugin.alloc[0, col] == 4000.0 * len(members)
-            assert plugin.alloc[foo, col] == 5.0 * len(members)
-            assert plugin.used[0, col] == 1000.0 * sum(1 for i in members if i % 7 == 0)
-    assert np.all(plugin.used[:, plugin.pos[CLUSTER_TOP]] >= 0)
+            col = st.pos[name]
+            assert st.alloc[0, col] == 4000.0 * len(members)
+            assert st.alloc[foo, col] == 5.0 * len(members)
+            assert st.used[0, col] == 1000.0 * sum(1 for i in members if i % 7 == 0)
+    assert np.all(st.used[:, st.pos[CLUSTER_TOP]] >= 0)
 
 
 def test_batch_node_order_fn_for_normal_pods() -> None:
@@ -306,7 +307,7 @@ def test_batch_node_order_fn_for_normal_pods() -> None:
     plugin = {"name": "network-topology-aware", "enableNodeOrder": True, "arguments": arguments}
     session = Session(snap, parse_config({"actions": "allocate", "tiers": [{"plugins": [plugin]}]}), default_registry())
     nta = session.plugin("network-topology-aware")
-    assert isinstance(nta, NetworkTopologyAwarePlugin)
+    assert isinstance(nta.plugin, NetworkTopologyAwarePlugin)
     info = session.jobs["default/task-without-network-topology"]
     per_tier = [
         nta.hyper_node_base(info, [f"hypernode-tier-{t}-index-0"])[f"hypernode-tier-{t}-index-0"] for t in range(1, 5)

@@ -271,7 +271,7 @@ def test_arguments() -> None:
     assert plugin.proportional == {"nvidia.com/t4": (3.0, 6.0), "nvidia.com/a10": (4.0, 8.0)}
 
 
-def test_resource_strategy_fit_plugin_on_session_open() -> None:
+def test_resource_strategy_fit_plugin_open() -> None:
     """TestResourceStrategyFitPlugin_OnSessionOpen:test1: the plugin (no arguments) opens on an empty session, and
     that session scores nothing and runs a cycle that decides nothing."""
     cfg = parse_config({"actions": "allocate", "tiers": [{"plugins": [{"name": "resource-strategy-fit"}]}]})

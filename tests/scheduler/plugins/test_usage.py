@@ -19,10 +19,12 @@ import yaml
 from scheduler import parse_config, run_cycle
 from scheduler.config import ConfigError
 from scheduler.decode import load_manifests, snapshot_from_manifests
+from scheduler.framework import build_plugin
 from scheduler.model import TaskStatus
 from scheduler.plugins.usage import (
     ShadowLoad,
     UsagePlugin,
+    UsageState,
     composite,
     estimate_best_effort,
     estimate_pod,
@@ -31,14 +33,19 @@ from scheduler.plugins.usage import (
     risk_factor,
     shadow_tracked,
 )
+from scheduler.registry import default_registry
+from scheduler.session import Session
+from scheduler.snapshot import Snapshot
 from scheduler.testing import make_job, make_node, make_snapshot
 
 MI = 1024 * 1024
 
 
-def _plugin(args: dict[str, Any]) -> UsagePlugin:
+def _state(args: dict[str, Any]) -> UsageState:
+    """The usage plugin configured with ``args``, opened over an empty session: its arguments as read."""
     cfg = parse_config({"actions": "allocate", "tiers": [{"plugins": [{"name": "usage", "arguments": args}]}]})
-    return UsagePlugin(cfg.tiers[0].plugins[0].arguments)
+    plugin = build_plugin(UsagePlugin, cfg.tiers[0].plugins[0].arguments)
+    return plugin.open(Session(Snapshot.of(), cfg, default_registry()))
 
 
 ESTIMATOR_CASES = [
@@ -86,17 +93,17 @@ ESTIMATOR_CASES = [
 
 @pytest.mark.parametrize(("name", "args", "want"), ESTIMATOR_CASES, ids=[c[0] for c in ESTIMATOR_CASES])
 def test_estimator_arguments(name: str, args: dict[str, Any], want: tuple[float, ...]) -> None:
-    p = _plugin(args)
-    e = p.estimator
-    got = (e["request_ratio"], e["burst_ratio"], e["risk_threshold"], e["risk_factor"], *p.best_effort.values())
+    st = _state(args)
+    e = st.estimator
+    got = (e["request_ratio"], e["burst_ratio"], e["risk_threshold"], e["risk_factor"], *st.best_effort.values())
     assert got == pytest.approx(want)
 
 
 def test_out_of_range_thresholds_and_negative_weights_keep_the_defaults() -> None:
     """TestUsageThresholdsKeepDefaultWhenOutOfRange and TestUsageWeightsKeepDefaultWhenNegative."""
-    p = _plugin({"thresholds": {"cpu": -1, "mem": 101}, "usage.weight": -1, "cpu.weight": -1, "memory.weight": -1})
-    assert p.thresholds == {"cpu": 80.0, "mem": 80.0}
-    assert (p.usage_weight, p.cpu_weight, p.mem_weight) == (5, 1, 1)
+    st = _state({"thresholds": {"cpu": -1, "mem": 101}, "usage.weight": -1, "cpu.weight": -1, "memory.weight": -1})
+    assert st.thresholds == {"cpu": 80.0, "mem": 80.0}
+    assert (st.usage_weight, st.cpu_weight, st.mem_weight) == (5, 1, 1)
 
 
 STRING_CASES = [
@@ -121,7 +128,7 @@ def test_generic_string_values_are_refused_naming_the_argument(arg: str, args: d
     """Volcano's TestUsageConfigKeepsDefaultForGenericStringValues: Volcano keeps the defaults silently; we
     refuse a wrongly typed argument at load time (docs/scheduler.md, deviation 12), naming it."""
     with pytest.raises(ConfigError) as err:
-        _plugin(args)
+        _state(args)
     assert f"arguments.{arg}" in str(err.value)
     assert message in str(err.value)
 

@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 from scheduler import parse_config, run_cycle
+from scheduler.cycle_state import BoundPlugin
 from scheduler.decode import snapshot_from_manifests
 from scheduler.plugins.deviceshare import VGPU_FAILURE, DeviceSharePlugin
 from scheduler.plugins.gpuexclusive import ExclusiveCards, matching_rules, pod_matches_rule
@@ -122,10 +123,10 @@ def snapshot(*objects: dict[str, Any] | list[dict[str, Any]]) -> Snapshot:
     return snapshot_from_manifests(list(enumerate(docs, start=1)))
 
 
-def opened(snap: Snapshot, conf: str) -> tuple[Session, DeviceSharePlugin]:
+def opened(snap: Snapshot, conf: str) -> tuple[Session, BoundPlugin]:
     session = Session(snap, parse_config(conf), default_registry())
     plugin = session.plugin("deviceshare")
-    assert isinstance(plugin, DeviceSharePlugin)
+    assert isinstance(plugin.plugin, DeviceSharePlugin)
     return session, plugin
 
 
@@ -231,7 +232,7 @@ def _exclusive(cards: int, held: Mapping[int, tuple[str, Mapping[str, str]]]) ->
     for card, (name, labels) in held.items():
         objs.append(pod(name, on="test-node", holds=f"GPU-{card},NVIDIA,1000,0:", labels=labels))
     session, plugin = opened(snapshot(*objs), _conf(rules=RULES))
-    wrapper = plugin.vgpus[0]
+    wrapper = plugin.state.vgpus[0]
     assert isinstance(wrapper, ExclusiveCards)
     return session, wrapper
 
@@ -279,7 +280,7 @@ def test_end_to_end_exclusive() -> None:
     assert [w.inner.cards[i].number for i in range(4)] == [10, 10, 10, 10]
 
 
-def test_on_session_open_wraps_devices() -> None:
+def test_open_wraps_devices() -> None:
     """TestOnSessionOpenWrapsDevices: at session open a node's cards are wrapped, and pod-a (rule 0), holding
     card 0, makes rule 0 hold card 0 and not card 1."""
     _, w = _exclusive(2, {0: ("pod-a", TRAINING)})

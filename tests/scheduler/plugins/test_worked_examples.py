@@ -31,7 +31,7 @@ def test_a1_proportion_deserved_with_weights_only() -> None:
         [make_queue("qa", weight=1), make_queue("qb", weight=2)],
     )
     ssn = open_session(snap)
-    attrs: Any = ssn.plugin("proportion").attrs  # type: ignore[attr-defined]
+    attrs: Any = ssn.plugin("proportion").state.attrs
     assert attrs["qa"].deserved[0] == pytest.approx(8000)
     assert attrs["qb"].deserved[0] == pytest.approx(2000)
     # The same shares are reported in the cycle's result (for the queue metrics and the dashboard).
@@ -52,13 +52,13 @@ def test_a2_proportion_deserved_with_capability() -> None:
     )
     ssn = open_session(snap)
     pp: Any = ssn.plugin("proportion")
-    assert pp.attrs["qa"].deserved[0] == pytest.approx(3000)
-    assert pp.attrs["qb"].deserved[0] == pytest.approx(9000)
-    assert pp.attrs["qa"].share == pytest.approx(2 / 3)
-    assert pp.attrs["qb"].share == pytest.approx(1.0)
+    assert pp.state.attrs["qa"].deserved[0] == pytest.approx(3000)
+    assert pp.state.attrs["qb"].deserved[0] == pytest.approx(9000)
+    assert pp.state.attrs["qa"].share == pytest.approx(2 / 3)
+    assert pp.state.attrs["qb"].share == pytest.approx(1.0)
     # B reached its deserved cpu, but (Volcano quirk) the pods dimension takes part in
     # water-filling: 10 pods requested, 9 allocated, so B is not yet overused.
-    assert pp.attrs["qb"].deserved[2] == pytest.approx(10)
+    assert pp.state.attrs["qb"].deserved[2] == pytest.approx(10)
     assert not pp.overused(ssn.queues["qb"])
     assert not pp.overused(ssn.queues["qa"])
 
