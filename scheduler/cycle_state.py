@@ -8,15 +8,15 @@ plugin's name. Every capability method receives that state as its first argument
 (``job_order(state, a, b)``), as Kubernetes hands ``*CycleState`` to ``Filter`` and ``Score``.
 
 The session dispatches through a :class:`BoundPlugin` per plugin and cycle: the plugin's methods
-with its state bound in (``functools.partial``), so a combine loop calls ``p.job_order(a, b)``
-without looking the state up on every call. Flags a plugin may set per cycle
+with its state bound in (``functools.partial``, made when the cycle opens), so a combine loop calls
+``p.job_order(a, b)`` without looking the state up on every call. Flags a plugin may set per cycle
 (``failures_repeatable``, ``node_local_filters``) are read from the state when it has them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -77,15 +77,38 @@ class CycleState:
         return len(self._states)
 
 
+@cache
+def _attributes(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The public methods of a plugin class, to bind, and its other public class attributes."""
+    methods: list[str] = []
+    values: list[str] = []
+    for attr in dir(cls):
+        if attr.startswith("_") or attr in _UNBOUND:
+            continue
+        (methods if callable(getattr(cls, attr)) else values).append(attr)
+    return tuple(methods), tuple(values)
+
+
 class BoundPlugin:
     """A plugin with its cycle state bound in: what the session's combine loops call.
 
-    A method of the plugin read through it is the method with the state as its first argument
-    (made once per cycle and kept); any other attribute is the plugin's, except the per-cycle flags
+    Each public method of the plugin is there with the state as its first argument (bound when the
+    cycle opens); every other public attribute is the plugin's, except the per-cycle flags
     ``failures_repeatable`` and ``node_local_filters``, which the state overrides when it sets them.
+    An attribute the plugin lacks is missing here too (``getattr(bound, name, None)`` is None), at
+    the cost of a plain attribute lookup.
     """
 
     def __init__(self, plugin: _Plugin, state: Any) -> None:
+        methods, values = _attributes(type(plugin))
+        d = self.__dict__
+        for attr in values:
+            d[attr] = getattr(plugin, attr)
+        for attr, value in vars(plugin).items():
+            if not attr.startswith("_"):
+                d[attr] = value
+        for attr in methods:
+            d[attr] = partial(getattr(plugin, attr), state)
         self.plugin = plugin
         self.state = state
         self.name = plugin.name
@@ -94,13 +117,9 @@ class BoundPlugin:
             state, "node_local_filters", getattr(plugin, "node_local_filters", False)
         )
 
-    def __getattr__(self, attr: str) -> Any:
-        value = getattr(self.plugin, attr)
-        if attr.startswith("_") or attr in _UNBOUND or not callable(value):
-            return value
-        bound = partial(value, self.state)
-        self.__dict__[attr] = bound
-        return bound
+    if TYPE_CHECKING:
+
+        def __getattr__(self, attr: str) -> Any: ...
 
     def __repr__(self) -> str:
         return f"<BoundPlugin {self.name}>"
