@@ -18,11 +18,11 @@ from scheduler import advance, run_cycle
 from scheduler.cache import SessionCache
 from scheduler.config import parse_config
 from scheduler.cycle_state import BoundPlugin, CycleState, PluginState
-from scheduler.framework import Plugin, build_plugin
+from scheduler.framework import AllocateHandler, JobOrder, Plugin, build_plugin
 from scheduler.plugins import BUILTIN_PLUGINS
 from scheduler.plugins.binpack import BinpackPlugin
 from scheduler.plugins.predicates import PredicatesPlugin
-from scheduler.registry import default_registry
+from scheduler.registry import RegistryError, default_registry, signature_problem
 from scheduler.session import Session
 from tests.scheduler.golden_workloads import CONFIGS, build
 
@@ -123,3 +123,31 @@ def test_the_cycle_state_names_a_missing_key() -> None:
     assert len(cs) == 1
     with pytest.raises(KeyError, match="no cycle state for 'drf'"):
         cs.read("drf")
+
+
+def test_every_builtin_plugin_takes_its_state_where_its_capabilities_pass_it() -> None:
+    assert {cls.name: signature_problem(cls) for cls in BUILTIN_PLUGINS} == {cls.name: None for cls in BUILTIN_PLUGINS}
+
+
+class _Stateless(Plugin, JobOrder, AllocateHandler):
+    """A plugin written for plugins that kept their state: no ``st`` in ``job_order``."""
+
+    name = "stateless"
+
+    def job_order(self, a: Any, b: Any) -> int:  # type: ignore[override]
+        return 0
+
+    def on_allocate(self, st: Any, task: Any) -> None:
+        return None
+
+    def on_deallocate(self, st: Any, *rest: Any) -> None:
+        return None
+
+
+def test_registering_a_plugin_without_the_state_argument_names_the_method() -> None:
+    with pytest.raises(
+        RegistryError,
+        match=r"plugin 'stateless': _Stateless\.job_order takes 2 argument\(s\), the capability JobOrder passes 3: "
+        r"a plugin method takes its cycle state first \(ADR 0033\)",
+    ):
+        default_registry().with_plugin(_Stateless)
