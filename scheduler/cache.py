@@ -32,7 +32,6 @@ from scheduler.journal import Journal
 
 if TYPE_CHECKING:
     from scheduler.config_types import SchedulerConfig
-    from scheduler.framework import Plugin
     from scheduler.registry import Registry
     from scheduler.session import Session
     from scheduler.snapshot import Snapshot
@@ -74,26 +73,20 @@ class SessionCache:
         self._key = ()
         self._arrays = {}
 
-    def _reusable(self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry) -> str:
-        """``"same"`` (every object the same), ``"jobs"`` (only PodGroups and pods changed) or ``""``."""
+    def _same_setup(self, config: SchedulerConfig, registry: Registry) -> bool:
+        """Whether a session is cached and was opened with an equal config and registry."""
         if self._session is None:
-            return ""
-        old, cfg, reg = self._key
-        if (cfg is not config and cfg != config) or (reg is not registry and reg != registry):
-            return ""
+            return False
+        _, cfg, reg = self._key
+        return (cfg is config or cfg == config) and (reg is registry or reg == registry)
+
+    def _reusable(self, snapshot: Snapshot) -> str:
+        """For a cached session of the same setup: ``"same"`` (every object the same), ``"jobs"`` (only
+        PodGroups and pods changed) or ``""``."""
+        old = self._key[0]
         if not all(_same(getattr(old, f), getattr(snapshot, f)) for f in _STATIC_FIELDS):
             return ""
         return "same" if _same(old.jobs, snapshot.jobs) and _same(old.tasks, snapshot.tasks) else "jobs"
-
-    def _plugins(self, config: SchedulerConfig, registry: Registry) -> list[Plugin] | None:
-        """The plugins the cached session built, when built from the same config and registry: a
-        plugin keeps nothing of a cycle, so every session of this loop uses the same ones."""
-        if self._session is None:
-            return None
-        _, cfg, reg = self._key
-        if (cfg is not config and cfg != config) or (reg is not registry and reg != registry):
-            return None
-        return self._session.plugins
 
     def open(self, snapshot: Snapshot, config: SchedulerConfig, registry: Registry) -> Session:
         """Return a session over ``snapshot``: the cached one reset to its opened state when the
@@ -103,7 +96,8 @@ class SessionCache:
         from scheduler.session_reuse import update_state
 
         session = self._session
-        how = self._reusable(snapshot, config, registry)
+        same_setup = self._same_setup(config, registry)
+        how = self._reusable(snapshot) if same_setup else ""
         if session is not None and how:
             table = session.nodes
             for name, saved in self._arrays.items():
@@ -120,7 +114,8 @@ class SessionCache:
                 session.reopen(snapshot)
                 return self._journal_limit(session)
         self.misses += 1
-        plugins = self._plugins(config, registry)
+        # A plugin keeps nothing of a cycle: every session of this loop uses the same ones.
+        plugins = session.plugins if session is not None and same_setup else None
         self.clear()
         session = Session(snapshot, config, registry, journal=Journal(), plugins=plugins)
         self._session = session
