@@ -12,6 +12,10 @@ WITH_SERVICES := scripts/with-services.sh
 # that ran out of tests half of another's: the few long end-to-end tests no longer end a pass on one worker.
 PYTEST_WORKERS ?= auto
 XDIST := -n $(PYTEST_WORKERS) --dist worksteal
+# Python writes the bytecode of what it compiles (into the gitignored __pycache__ folders) even where the machine
+# asks it not to: without it every pytest worker and every process a test starts compiled the project's modules
+# (and pytest rewrote the test modules' asserts) again, 5 s of each pass's collection.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help install run stack test test-browser test-sqlite test-fast check lint fmt type test-scheduler test-web bench bench-smoke bench-peer worker beat web up clean
 
