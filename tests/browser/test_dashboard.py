@@ -65,26 +65,6 @@ def run_cycles(count: int = 2) -> None:
         run_cycle()
 
 
-def test_every_page_renders(session: Any, demo: None) -> None:
-    page, guard = session
-    run_cycles()
-    login(page, "admin", PASSWORD)
-    for name, url in PAGES.items():
-        response = page.goto(url)
-        assert response is not None, name
-        assert response.status == 200, name
-        page.wait_for_load_state("load")
-        if name == "submit":
-            page.wait_for_selector("[data-dry-run]")
-        if name == "overview":
-            page.wait_for_function("() => !document.querySelector('canvas.phase-chart') || window.Chart")
-            page.wait_for_selector("#live-status[data-state=live]")  # the page's WebSocket is connected
-        assert page.locator("h1").first.is_visible(), name
-        assert page.locator("a.skip-link").count() == 1
-        shot(page, name)
-    guard.check()
-
-
 def test_pages_are_usable_on_a_phone(browser: Any, asgi_server: Any, demo: None) -> None:
     from tests.browser.conftest import open_page
 
