@@ -399,6 +399,12 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--ws-interval", type=float, default=0.1, help="seconds between probe broadcasts")
     p.add_argument(
+        "--ws-processes",
+        type=int,
+        default=4,
+        help="child processes the WebSocket clients read in (bench/wsreaders.py; 1: every client in one)",
+    )
+    p.add_argument(
         "--ws-subscribe",
         default=None,
         help='what every WebSocket client subscribes to, as a page does: "kind[:id prefix],..." (default: all)',

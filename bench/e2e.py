@@ -44,6 +44,10 @@ def _pct(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
 
 
+#: The name of every probe PriorityClass (the sockets note the first frame naming each).
+PROBE_PREFIX = "bench-probe-"
+
+
 def _summary(values: list[float]) -> dict[str, Any]:
     ms = [v * 1000 for v in values]
     return {
@@ -445,22 +449,20 @@ def websocket_fanout(
     until: threading.Event | None = None,
     responded: dict[str, float] | None = None,
     topics: list[list[str]] | None = None,
+    processes: int = 4,
 ) -> dict[str, Any]:
-    """Connect ``clients`` WebSockets and measure what they see: the delay of every change from its commit to
-    its frame, of a probe published every ``interval`` (from this process, as a commit publishes it), and of
-    each bench job from its API answer (``responded``: job key -> epoch seconds) to the first frame naming it.
+    """Connect ``clients`` WebSockets (in ``processes`` child processes, ``bench.wsreaders``) and measure what they
+    see: the delay of every change from its commit to its frame, of a probe published every ``interval`` (from
+    this process, as a commit publishes it), and of each bench job from its API answer (``responded``: job key ->
+    epoch seconds) to the first frame naming it.
 
     Without ``until``: ``messages`` probes every ``interval``. With it (fan-out during the run): sets
     ``connected`` once the clients are connected, then publishes until ``until`` is set. ``topics``: every
-    client subscribes to these ([kind, id prefix] pairs), as a page does; default everything. Both frame
-    formats are read: ``{"kind": "changes", "t0", "items"}`` and, for the code before ADR 0019, one object
-    per frame.
+    client subscribes to these ([kind, id prefix] pairs), as a page does; default everything.
     """
-    import struct
-
-    import websocket
     from django.test import Client
 
+    from bench.wsreaders import Readers
     from volcanoweb.jobs.models import PriorityClass
 
     cookies = []
@@ -469,78 +471,9 @@ def websocket_fanout(
         c = Client()
         c.force_login(user)
         cookies.append(f"sessionid={c.cookies['sessionid'].value}")
-    probes: list[list[float]] = [[] for _ in range(clients)]
-    delays: list[list[float]] = [[] for _ in range(clients)]
-    first_seen: list[dict[str, float]] = [{} for _ in range(clients)]
-    counters = [{"frames": 0, "items": 0, "markers": 0, "refresh_all": 0} for _ in range(clients)]
-    stats: list[dict[str, Any]] = [{} for _ in range(clients)]
-    closed: dict[str, int] = {}
-    other: list[str] = []
-    conns = []
-    connect_errors = 0
-    for k in range(clients):
-        try:
-            ws = websocket.create_connection(
-                f"ws://127.0.0.1:{stack.live_port}/ws/live/",
-                header=[f"Cookie: {cookies[k % len(cookies)]}"],
-                origin=stack.base,
-                timeout=30,
-            )
-            if topics is not None:
-                ws.send(json.dumps({"kind": "subscribe", "topics": topics}))
-            conns.append((k, ws))
-        except Exception:
-            connect_errors += 1
-    stop = threading.Event()
-    lock = threading.Lock()
-
-    def item(k: int, doc: dict[str, Any], now: float) -> None:
-        kind, ident = doc.get("kind"), doc.get("id")
-        if ident == "*" or kind == "*":
-            counters[k]["refresh_all" if kind == "*" else "markers"] += 1
-        elif kind == "priorityclass" and isinstance(ident, str) and ident in sent:
-            probes[k].append(now - sent[ident])
-        elif kind == "job" and isinstance(ident, str) and ident not in first_seen[k]:
-            first_seen[k][ident] = now
-
-    def reader(k: int, ws: Any) -> None:
-        ws.settimeout(1.0)
-        while not stop.is_set():
-            try:
-                opcode, frame = ws.recv_data_frame(True)
-            except websocket.WebSocketTimeoutException:
-                continue
-            except Exception as exc:
-                with lock:
-                    closed[type(exc).__name__] = closed.get(type(exc).__name__, 0) + 1
-                return
-            now = time.time()
-            if opcode == websocket.ABNF.OPCODE_CLOSE:
-                code = str(struct.unpack("!H", frame.data[:2])[0]) if len(frame.data) >= 2 else "none"
-                with lock:
-                    closed[code] = closed.get(code, 0) + 1
-                return
-            with contextlib.suppress(ValueError, TypeError, AttributeError):
-                doc = json.loads(frame.data)
-                counters[k]["frames"] += 1
-                if doc.get("kind") == "changes":
-                    if isinstance(doc.get("t0"), (int, float)):
-                        delays[k].append(now - float(doc["t0"]))
-                    for entry in doc["items"]:
-                        counters[k]["items"] += 1
-                        item(k, entry, now)
-                elif doc.get("kind") == "stats":
-                    stats[k] = doc
-                elif doc.get("kind") in ("pong", "subscribed", "error"):
-                    if doc.get("kind") == "error" and len(other) < 20:
-                        other.append(str(doc)[:200])
-                else:
-                    counters[k]["items"] += 1
-                    item(k, doc, now)
-
-    threads = [threading.Thread(target=reader, args=(k, ws), daemon=True) for k, ws in conns]
-    for t in threads:
-        t.start()
+    url = f"ws://127.0.0.1:{stack.live_port}/ws/live/"
+    readers = Readers(url, stack.base, cookies, clients, processes, topics, PROBE_PREFIX)
+    connected_count = readers.wait_connected()
     time.sleep(1.0)
     if connected is not None:
         connected.set()
@@ -548,59 +481,59 @@ def websocket_fanout(
     while (i < messages) if until is None else not until.is_set():
         # a probe is a committed row of the change log, which every socket reads (ADR 0024): a PriorityClass,
         # a kind every user may see; its commit time is when the write returned
-        PriorityClass.objects.create(name=f"bench-probe-{i}", value=0)
-        sent[f"bench-probe-{i}"] = time.time()
+        PriorityClass.objects.create(name=f"{PROBE_PREFIX}{i}", value=0)
+        sent[f"{PROBE_PREFIX}{i}"] = time.time()
         i += 1
         time.sleep(interval)
     messages = i
     time.sleep(3.0)
-    PriorityClass.objects.filter(name__startswith="bench-probe-").delete()
-    for _, ws in conns:
-        with contextlib.suppress(Exception):
-            ws.send(json.dumps({"kind": "stats"}))
+    PriorityClass.objects.filter(name__startswith=PROBE_PREFIX).delete()
+    readers.ask_stats()
     time.sleep(2.0)
-    stop.set()
-    for t in threads:
-        t.join(3)
-    for _, ws in conns:
-        with contextlib.suppress(Exception):
-            ws.close()
-    lat = [x for r in probes for x in r]
-    expected = len(conns) * messages
+    seen = readers.stop()
+    lat = [at - sent[name] for log in seen.clients for name, at in log.probes.items() if name in sent]
+    counters = [log.counters for log in seen.clients]
+    expected = len(seen.clients) * messages
     out: dict[str, Any] = {
         "clients": clients,
-        "connected": len(conns),
-        "connect_errors": connect_errors,
+        "connected": connected_count,
+        "reader_processes": len(readers.children),
+        "connect_errors": seen.connect_errors,
         "subscribed_to": topics,
         "messages": messages,
         "interval_seconds": interval,
         "deliveries_expected": expected,
         "deliveries": len(lat),
         "delivery_latency": _summary(lat),
-        "commit_to_frame": _summary([x for r in delays for x in r]),
+        "commit_to_frame": _summary([x for log in seen.clients for x in log.delays]),
         "frames": sum(c["frames"] for c in counters),
         "items": sum(c["items"] for c in counters),
         "markers": sum(c["markers"] for c in counters),
         "refresh_all": sum(c["refresh_all"] for c in counters),
-        "closed_by_server": closed,
-        "other_messages_sample": other[:20],
+        "closed_by_server": seen.closed,
+        "other_messages_sample": seen.other[:20],
         "phase": "during the run (first request to last bind)" if until is not None else "after the run",
         "note": (
             "delivery_latency: a probe (a PriorityClass row) written every interval by the bench process, from its "
             "commit to the frame naming it; "
             "commit_to_frame: per frame, now - t0 (the oldest commit in it); "
-            "job_first_seen: API answer to the first frame naming the job, per client"
+            "job_first_seen: API answer to the first frame naming the job, per client; "
+            "the clients read in reader_processes processes of their own (bench/wsreaders.py)"
         ),
     }
     if responded:
-        seen = [first_seen[k][key] - at for k, _ in conns for key, at in responded.items() if key in first_seen[k]]
-        out["job_first_seen"] = _summary(seen)
-        out["job_first_seen"]["not_named"] = len(conns) * len(responded) - len(seen)
-    server = [s for s in stats if s]
+        named = [
+            log.first_seen[key] - at for log in seen.clients for key, at in responded.items() if key in log.first_seen
+        ]
+        out["job_first_seen"] = _summary(named)
+        out["job_first_seen"]["not_named"] = len(seen.clients) * len(responded) - len(named)
+    server = [log.stats for log in seen.clients if log.stats]
     if server:
         keys = ("changes", "merged", "collapsed", "refreshes", "frames", "items", "gaps")
         out["server_stats"] = {key: sum(int(s.get(key) or 0) for s in server) for key in keys}
         out["server_stats"]["clients_reporting"] = len(server)
+        # the live process's own lags (every socket it serves; one process: LIVE_WORKERS=1), per bucket in seconds
+        out["server_lags"] = next((s["process"] for s in server if isinstance(s.get("process"), dict)), None)
     return out
 
 
@@ -738,6 +671,7 @@ def run(args: Any) -> dict[str, Any]:
                         until=ws_until,
                         responded=responded,
                         topics=ws_topics,
+                        processes=args.ws_processes,
                     )
                 )
 
@@ -833,7 +767,13 @@ def run(args: Any) -> dict[str, Any]:
             report["websocket"] = ws_result
         elif ws_clients:
             report["websocket"] = websocket_fanout(
-                stack, users["ws_users"], ws_clients, args.ws_messages, args.ws_interval, topics=ws_topics
+                stack,
+                users["ws_users"],
+                ws_clients,
+                args.ws_messages,
+                args.ws_interval,
+                topics=ws_topics,
+                processes=args.ws_processes,
             )
             report["uptime_after_ws"] = _uptime()
     finally:

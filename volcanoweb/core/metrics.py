@@ -42,6 +42,34 @@ SCHEDULE_ATTEMPTS = Counter(
 )
 
 
+#: Seconds, for the change feed's delays (a dashboard frame is due within 0.5 s of its change's commit).
+LAG_BUCKETS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+FEED_READ_LAG = Histogram(
+    "volcanoweb_feed_read_lag_seconds",
+    "From a change's write into the change log to its read by this process's tailer.",
+    buckets=LAG_BUCKETS,
+    registry=REGISTRY,
+)
+LIVE_FRAME_LAG = Histogram(
+    "volcanoweb_live_frame_lag_seconds",
+    "From the oldest change in a dashboard socket's frame to the frame's send.",
+    buckets=LAG_BUCKETS,
+    registry=REGISTRY,
+)
+
+
+def bucket_counts(histogram: Histogram) -> dict[str, int]:
+    """A histogram's observations per bucket (not cumulative), by upper bound: ``{"0.05": 12, …, "+Inf": 0}``."""
+    counts: dict[str, int] = {}
+    below = 0.0
+    for metric in histogram.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_bucket"):
+                counts[sample.labels["le"]] = int(sample.value - below)
+                below = sample.value
+    return counts
+
+
 class _FunctionCollector(Collector):
     def __init__(self, collect: Callable[[], Iterable[Metric]]) -> None:
         self._collect = collect

@@ -16,12 +16,14 @@ import itertools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
 
+from volcanoweb.core.metrics import FEED_READ_LAG
 from volcanoweb.feed import log
 from volcanoweb.feed.log import Change
 
@@ -204,6 +206,10 @@ class Tailer:
             return
         while self.position < current:
             batch = log.changes(self.position, upto=current)
+            now = time.time()
+            for change in batch:
+                if change.at:
+                    FEED_READ_LAG.observe(now - change.at)
             # revisions of rolled-back transactions are never used: a read may find fewer than it asked for
             self._publish(batch, batch[-1].rev if len(batch) == log.BATCH else current)
 

@@ -15,6 +15,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from volcanoweb.core.metrics import FEED_READ_LAG, LIVE_FRAME_LAG, bucket_counts
 from volcanoweb.feed.tailer import EVERYTHING, tailer
 from volcanoweb.live import feedsource, groups
 from volcanoweb.live.hub import hub as live_hub
@@ -222,15 +223,16 @@ def _selected(changes: list[Any], reader: tuple[Any, ...], topics: dict[str, tup
 
 #: (the selections a frame holds, by key) -> (frame text, items): the sockets of one reader that keep up wake for
 #: the same changes and send the same frame, which is built and serialised once.
-_FRAMES: dict[tuple[Any, ...], tuple[str, int]] = {}
+_FRAMES: dict[tuple[Any, ...], tuple[str, int, float | None]] = {}
 _FRAMES_MAX = 256
 #: Selections a socket may hold before they are merged into its queue (a socket whose frames lag behind).
 MAX_BATCHES = 64
 
 
-def _frame(batches: list[Selected]) -> tuple[str, int]:
+def _frame(batches: list[Selected]) -> tuple[str, int, float | None]:
     """The text of the frame of ``batches`` (each object's latest state, folded past :data:`QUEUE_LIMIT` as a
-    socket's :class:`ClientQueue` folds) and its item count, built once per set of selections."""
+    socket's :class:`ClientQueue` folds), its item count and its oldest change's time, built once per set of
+    selections."""
     key = tuple(k for k, _ in batches)
     hit = _FRAMES.get(key)
     if hit is not None:
@@ -243,7 +245,7 @@ def _frame(batches: list[Selected]) -> tuple[str, int]:
     text = json.dumps(frame, separators=(",", ":")) if frame is not None else ""
     if len(_FRAMES) >= _FRAMES_MAX:
         _FRAMES.clear()
-    _FRAMES[key] = found = (text, queue.stats["items"])
+    _FRAMES[key] = found = (text, queue.stats["items"], frame["t0"] if frame is not None else None)
     return found
 
 
@@ -378,20 +380,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
                 self.queue.add(payload, at)
         self.batches = []
 
-    def _next_frame(self) -> str | None:
-        """The text of the next frame: shared with the other sockets of this reader when only the log's
-        selections are pending (the common case), else this socket's own."""
+    def _next_frame(self) -> tuple[str | None, float | None]:
+        """The text of the next frame and its oldest change's time: shared with the other sockets of this reader
+        when only the log's selections are pending (the common case), else this socket's own."""
         if self.batches and not self.queue:
-            text, items = _frame(self.batches)
+            text, items, t0 = _frame(self.batches)
             self.batches = []
             self.queue.stats["frames"] += 1
             self.queue.stats["items"] += items
             self.queue.stats["changes"] += items
-            return text or None
+            return text or None, t0
         if self.batches:
             self._merge_batches()
         frame = self.queue.take()
-        return None if frame is None else json.dumps(frame, separators=(",", ":"))
+        return (None, None) if frame is None else (json.dumps(frame, separators=(",", ":")), frame["t0"])
 
     async def _leave(self) -> None:
         subscriber = getattr(self, "subscriber", None)
@@ -426,7 +428,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             await self.send_json({"kind": "pong"})
             return
         if kind == "stats":
-            await self.send_json({"kind": "stats", **self.queue.stats, "gaps": self.gaps})
+            # the lags are this process's (every socket it serves), the counts this socket's
+            lags = {"frame_lag": bucket_counts(LIVE_FRAME_LAG), "feed_read_lag": bucket_counts(FEED_READ_LAG)}
+            await self.send_json({"kind": "stats", **self.queue.stats, "gaps": self.gaps, "process": lags})
             return
         if kind == "subscribe" and isinstance(content, dict):
             topics = parse_topics(content)
@@ -511,7 +515,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
             if self.feed_pending and not self.revoked:
                 self.feed_pending = False
                 await self._pull_feed()
-            text = self._next_frame()
+            text, t0 = self._next_frame()
             if text is None or self.revoked:
                 continue
             self.sending, self.behind = True, 0
@@ -522,6 +526,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # Channel
                 return
             finally:
                 self.sending = False
+            if t0:
+                LIVE_FRAME_LAG.observe(time.time() - t0)
             next_at = loop.time() + FRAME_INTERVAL
 
     async def live_revoke(self, event: dict[str, Any]) -> None:

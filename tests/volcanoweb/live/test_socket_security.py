@@ -430,3 +430,23 @@ async def test_the_since_parameter_takes_one_plain_revision() -> None:
     assert consumers._since(b"since=1e9") is None
     assert consumers._since(b"since=" + b"9" * 30) is None
     assert consumers._since(b"&".join(b"a=%d" % i for i in range(20))) is None
+
+
+async def test_stats_report_the_processs_feed_and_frame_lags(sockets: dict[str, WebsocketCommunicator]) -> None:
+    """A change read from the log and sent in a frame is counted in this process's lag histograms (what
+    ``bench e2e`` reads to tell the server's delay from the clients'), which ``stats`` reports beside the socket's
+    own counts."""
+    from volcanoweb.core.metrics import FEED_READ_LAG, LIVE_FRAME_LAG, bucket_counts
+
+    before = sum(bucket_counts(LIVE_FRAME_LAG).values()), sum(bucket_counts(FEED_READ_LAG).values())
+    await sync_to_async(_priority_class)("lagged")
+    assert ids(await drain(sockets["alice"]), "priorityclass") == {"lagged"}
+    await sockets["alice"].send_json_to({"kind": "stats"})
+    stats = await sockets["alice"].receive_json_from()
+    assert stats["kind"] == "stats"
+    assert stats["frames"] >= 1
+    lags = stats["process"]
+    assert set(lags) == {"frame_lag", "feed_read_lag"}
+    assert list(lags["frame_lag"]) == ["0.05", "0.1", "0.2", "0.5", "1.0", "2.0", "5.0", "10.0", "+Inf"]
+    assert sum(lags["frame_lag"].values()) > before[0]  # alice's frame (and the others')
+    assert sum(lags["feed_read_lag"].values()) > before[1]
