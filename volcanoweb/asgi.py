@@ -33,9 +33,14 @@ if "daphne.server" in sys.modules:  # served by daphne: answer as uvicorn does (
 
     daphnecompat.apply()
 
+from volcanoweb.core.gctune import tune_for_serving  # noqa: E402
+
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+# Everything the application needs is imported: start-up's objects go to the permanent generation, and full
+# collections, which paused every request and socket of the process for up to 2 s, become rare (ADR 0034).
+tune_for_serving(settings.GC_GEN2_THRESHOLD)
