@@ -489,8 +489,7 @@ def websocket_fanout(
     time.sleep(3.0)
     PriorityClass.objects.filter(name__startswith=PROBE_PREFIX).delete()
     readers.ask_stats()
-    time.sleep(2.0)
-    seen = readers.stop()
+    seen = readers.stop()  # each socket's stats answer follows every frame sent to it
     lat = [at - sent[name] for log in seen.clients for name, at in log.probes.items() if name in sent]
     counters = [log.counters for log in seen.clients]
     expected = len(seen.clients) * messages

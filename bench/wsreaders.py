@@ -25,6 +25,8 @@ from typing import Any
 
 #: What the parent sends a child over its pipe.
 STATS, STOP = "stats", "stop"
+#: Seconds a stopping child waits for the answers to ``stats`` it asked for.
+STATS_WAIT = 10.0
 
 
 @dataclass
@@ -126,11 +128,18 @@ def child_main(conn: Any, url: str, origin: str, cookies: list[str], topics: Any
     for thread in threads:
         thread.start()
     conn.send(len(sockets))
+    asked = False
     while (command := conn.recv()) != STOP:
         if command == STATS:
+            asked = True
             for ws, _ in sockets:
                 with contextlib.suppress(Exception):
                     ws.send(json.dumps({"kind": "stats"}))
+    if asked:  # a socket's answer comes after every frame sent to it before: wait for them (or its end)
+        deadline = time.monotonic() + STATS_WAIT
+        pending = list(zip(threads, (log for _, log in sockets), strict=True))
+        while time.monotonic() < deadline and any(t.is_alive() and not log.stats for t, log in pending):
+            time.sleep(0.02)
     stop.set()
     for thread in threads:
         thread.join(3)
@@ -167,7 +176,8 @@ class Readers:
             parent.send(STATS)
 
     def stop(self) -> ChildLog:
-        """Stop every child and merge what they saw."""
+        """Stop every child (once each socket had its answer to :meth:`ask_stats`, if asked) and merge what they
+        saw."""
         merged = ChildLog()
         for _, parent in self.children:
             parent.send(STOP)

@@ -81,10 +81,8 @@ def test_clients_in_child_processes_see_every_frame_and_the_parent_gets_it_merge
         }
     )
     server.broadcast({"kind": "changes", "t0": t0, "items": [{"kind": "job", "id": "bench/e2e-1"}, {"kind": "*"}]})
-    time.sleep(0.5)
     readers.ask_stats()
-    time.sleep(0.5)
-    seen = readers.stop()
+    seen = readers.stop()  # waits for every socket's stats answer, which follows the frames above
     assert len(seen.clients) == 5
     assert seen.connect_errors == 0
     assert sorted(server.cookies) == ["sessionid=a"] * 3 + ["sessionid=b"] * 2  # round-robin over the cookies
