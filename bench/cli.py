@@ -405,6 +405,12 @@ def _e2e_args(p: argparse.ArgumentParser) -> None:
         help="child processes the WebSocket clients read in (bench/wsreaders.py; 1: every client in one)",
     )
     p.add_argument(
+        "--watch-processes",
+        type=int,
+        default=4,
+        help="child processes the Kubernetes watches are read in (bench/watchers.py)",
+    )
+    p.add_argument(
         "--ws-subscribe",
         default=None,
         help='what every WebSocket client subscribes to, as a page does: "kind[:id prefix],..." (default: all)',

@@ -648,14 +648,16 @@ def run(args: Any) -> dict[str, Any]:
         ws_connected, ws_until = threading.Event(), threading.Event()
         ws_thread = None
         ws_topics = _topics(getattr(args, "ws_subscribe", None))
-        kube_watchers: list[Any] = []
+        kube_watchers: Any = None
         watch_since = 0
         if getattr(args, "kube_watchers", 0):
             from bench import watchers as kube_watch
             from volcanoweb.feed import log as feed_log
 
             watch_since = feed_log.head()[0]
-            kube_watchers = kube_watch.start(stack.base, users["token"], NAMESPACE, args.kube_watchers, watch_since)
+            kube_watchers = kube_watch.start(
+                stack.base, users["token"], NAMESPACE, args.kube_watchers, watch_since, args.watch_processes
+            )
         if ws_clients and ws_phase == "during":
 
             def do_ws() -> None:
@@ -756,7 +758,7 @@ def run(args: Any) -> dict[str, Any]:
         if pg_before is not None and pg_after is not None:
             report["postgres_per_job"] = cpuprof.per_job(pg_before, pg_after, n)  # transactions, rows
         report["scheduling_cycles"] = _cycle_summary(start)
-        if kube_watchers:
+        if kube_watchers is not None:
             from bench import watchers as kube_watch
 
             report["kube_watchers"] = kube_watch.check(kube_watchers, NAMESPACE, watch_since)

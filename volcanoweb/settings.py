@@ -306,7 +306,7 @@ AXES_DISABLE_ACCESS_LOG = True  # failures are what is counted; successful sign-
 CACHES = {
     "default": (
         {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "volcanoweb.core.cache.SharedRedisCache",  # one client per process (ADR 0035)
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": f"volcanoweb:{DATABASES['default'].get('NAME') or ''}",
         }

@@ -82,6 +82,13 @@ class Selection:
             return False
         return query.matches(self.resource, obj, self.terms)
 
+    def rendered(self, change: Change) -> bool:
+        """Whether :meth:`event` has what it needs of ``change`` without the database (its manifests rendered)."""
+        cache = change.cache
+        if change.after is not None and "after" not in cache:
+            return False
+        return change.type == log.ADDED or change.before is None or "before" in cache
+
     def manifest(self, change: Change, which: str) -> dict[str, Any] | None:
         """The manifest of the object before or after a change (rendered once per change and process)."""
         row = change.after if which == "after" else change.before

@@ -22,6 +22,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from types import EllipsisType
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -96,6 +97,7 @@ class Stream:
         self.first = True
         self.done = False
         self.last_bookmark = time.monotonic()
+        self._line_key: str | EllipsisType | None = ...
 
     # -- printing --------------------------------------------------------------------------------------------
 
@@ -145,17 +147,37 @@ class Stream:
         return lines
 
     def event_lines(self, changes: list[Change]) -> list[bytes]:
-        """The event lines of the changes of the watched kind after the cursor (the cursor stays)."""
+        """The event lines of the changes of the watched kind after the cursor (the cursor stays).
+
+        Each change's line for this watch's :meth:`line_key` is kept on the change: the watches of one process
+        that decide alike (one caller and selection) convert a change once, whatever cursor each reads from."""
         lines = []
         if self.selection.kind == "queues" and any(c.type == log.ADDED for c in changes):
             self.selection.refresh()
+        key = self.line_key()
         for change in changes:
             if change.rev <= self.cursor:
                 continue
-            event = self.selection.event(change)
-            if event is not None:
-                lines.append(self.line(event[0], event[1], change))
+            line = change.cache.get(key) if key is not None else None
+            if line is None:
+                event = self.selection.event(change)
+                line = self.line(event[0], event[1], change) if event is not None else b""
+                if key is not None:
+                    change.cache[key] = line
+            if line:
+                lines.append(line)
         return lines
+
+    def needs_thread(self, changes: list[Change]) -> bool:
+        """Whether turning ``changes`` into lines may read the database (a manifest not rendered yet, a Table, the
+        queues' visibility), and so must run in a thread rather than on the event loop."""
+        key = self.line_key()
+        if key is None:
+            return True
+        return any(
+            change.rev > self.cursor and key not in change.cache and not self.selection.rendered(change)
+            for change in changes
+        )
 
     def convert(self, changes: list[Change], upto: int) -> list[bytes]:
         """Turn changes of the watched kind after the cursor into event lines; advance the cursor to ``upto``."""
@@ -168,24 +190,27 @@ class Stream:
             lines = [*lines, self.bookmark()]
         return lines
 
-    def shared_key(self, upto: int) -> tuple[Any, ...] | None:
-        """What decides this watch's lines for the changes up to ``upto`` (watches of one caller, selection and
-        cursor get the same ones, converted once); None when they are this watch's own (Table output, which
-        prints its headers once per watch; queues, whose visibility the selection learns as it goes)."""
+    def line_key(self) -> str | None:
+        """What decides this watch's line for a change (watches of one caller and selection get the same one,
+        converted once per change); None when the lines are this watch's own (Table output, which prints its
+        headers once per watch; queues, whose visibility the selection learns as it goes)."""
+        if self._line_key is not ...:
+            return self._line_key
         selection = self.selection
-        if self.as_table or selection.kind == "queues":
-            return None
-        access = selection.access
-        return (
-            selection.kind,
-            selection.namespace,
-            selection.label_selector,
-            repr(selection.terms),
-            access.platform_admin,
-            frozenset(access.roles),
-            self.cursor,
-            upto,
-        )
+        key: str | None = None
+        if not self.as_table and selection.kind != "queues":
+            access = selection.access
+            decides = (
+                selection.resource.info.api_version,
+                selection.namespace,
+                selection.label_selector,
+                repr(selection.terms),
+                access.platform_admin,
+                sorted(access.roles),
+            )
+            key = f"watch-line:{decides!r}"
+        self._line_key = key
+        return key
 
     def read_log(self) -> list[bytes]:
         """Read the log itself from the cursor (one batch); a compacted cursor ends the stream with 410."""
@@ -252,7 +277,12 @@ async def events(stream: Stream) -> AsyncIterator[bytes]:
                 lines = await sync_to_async(_released(stream.read_log))()
                 wake.set()
             elif found[0]:
-                lines = stream.advance(await _shared_lines(stream, *found), found[1])
+                changes, upto = found
+                if stream.needs_thread(changes):  # rendering may read the database
+                    lines = await sync_to_async(_released(stream.event_lines))(changes)
+                else:  # every line known or a dict away: no thread hop
+                    lines = stream.event_lines(changes)
+                lines = stream.advance(lines, upto)
             else:
                 stream.cursor = max(stream.cursor, found[1])
                 lines = [stream.bookmark()] if stream.bookmarks and _due(stream) else []
@@ -260,25 +290,6 @@ async def events(stream: Stream) -> AsyncIterator[bytes]:
                 yield b"".join(lines)
     finally:
         feed.unsubscribe(subscriber)
-
-
-#: (``Stream.shared_key``) -> event lines: the watches of one process woken by the same changes convert them once.
-_LINES: dict[tuple[Any, ...], list[bytes]] = {}
-_LINES_MAX = 256
-
-
-async def _shared_lines(stream: Stream, changes: list[Change], upto: int) -> list[bytes]:
-    """The stream's event lines for ``changes``: converted in a thread (rendering may read the database) by the
-    first watch of its kind, the others of that caller, selection and cursor take them without a thread hop."""
-    key = stream.shared_key(upto)
-    lines = _LINES.get(key) if key is not None else None
-    if lines is None:
-        lines = await sync_to_async(_released(stream.event_lines))(changes)
-        if key is not None:
-            if len(_LINES) >= _LINES_MAX:
-                _LINES.clear()
-            _LINES[key] = lines
-    return lines
 
 
 def _due(stream: Stream) -> bool:
