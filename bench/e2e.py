@@ -46,6 +46,8 @@ def _pct(values: list[float], q: float) -> float | None:
 
 #: The name of every probe PriorityClass (the sockets note the first frame naming each).
 PROBE_PREFIX = "bench-probe-"
+#: PriorityClass rows the socket probes write in turn (each row's writes are PROBE_ROWS probe intervals apart).
+PROBE_ROWS = 50
 
 
 def _summary(values: list[float]) -> dict[str, Any]:
@@ -462,15 +464,21 @@ def websocket_fanout(
     """
     from django.test import Client
 
-    from bench.wsreaders import Readers
+    from bench.wsreaders import Readers, probe_arrivals
     from volcanoweb.jobs.models import PriorityClass
 
     cookies = []
-    sent: dict[str, float] = {}
+    written: list[tuple[str, int, float]] = []
     for user in users:
         c = Client()
         c.force_login(user)
         cookies.append(f"sessionid={c.cookies['sessionid'].value}")
+    # A probe is a committed change of the log, which every socket reads (ADR 0024), of a kind every user may see:
+    # the description of one of PROBE_ROWS PriorityClasses, in turn. Not a new class per probe: the scheduling
+    # cycle's session cache starts afresh when the priority classes change (as the controllers re-read them), so
+    # a class per probe made every cycle of the run open its session from scratch, a cost no user's page causes.
+    rows = [f"{PROBE_PREFIX}{k}" for k in range(PROBE_ROWS)]
+    PriorityClass.objects.bulk_create([PriorityClass(name=name, value=0) for name in rows])
     url = f"ws://127.0.0.1:{stack.live_port}/ws/live/"
     readers = Readers(url, stack.base, cookies, clients, processes, topics, PROBE_PREFIX)
     connected_count = readers.wait_connected()
@@ -479,10 +487,12 @@ def websocket_fanout(
         connected.set()
     i = 0
     while (i < messages) if until is None else not until.is_set():
-        # a probe is a committed row of the change log, which every socket reads (ADR 0024): a PriorityClass,
-        # a kind every user may see; its commit time is when the write returned
-        PriorityClass.objects.create(name=f"{PROBE_PREFIX}{i}", value=0)
-        sent[f"{PROBE_PREFIX}{i}"] = time.time()
+        # its commit time is when the write returned; its revision, the row's resourceVersion after it
+        name = rows[i % PROBE_ROWS]
+        PriorityClass.objects.filter(name=name).update(description=f"probe {i}")
+        at = time.time()
+        rev = PriorityClass.objects.filter(name=name).values_list("resource_version", flat=True).get()
+        written.append((name, int(rev), at))
         i += 1
         time.sleep(interval)
     messages = i
@@ -490,7 +500,11 @@ def websocket_fanout(
     PriorityClass.objects.filter(name__startswith=PROBE_PREFIX).delete()
     readers.ask_stats()
     seen = readers.stop()  # each socket's stats answer follows every frame sent to it
-    lat = [at - sent[name] for log in seen.clients for name, at in log.probes.items() if name in sent]
+    lat, superseded = [], 0
+    for log in seen.clients:
+        delays, later = probe_arrivals(log, written)
+        lat += delays
+        superseded += later
     counters = [log.counters for log in seen.clients]
     expected = len(seen.clients) * messages
     out: dict[str, Any] = {
@@ -503,6 +517,7 @@ def websocket_fanout(
         "interval_seconds": interval,
         "deliveries_expected": expected,
         "deliveries": len(lat),
+        "deliveries_superseded": superseded,
         "delivery_latency": _summary(lat),
         "commit_to_frame": _summary([x for log in seen.clients for x in log.delays]),
         "frames": sum(c["frames"] for c in counters),
@@ -513,8 +528,9 @@ def websocket_fanout(
         "other_messages_sample": seen.other[:20],
         "phase": "during the run (first request to last bind)" if until is not None else "after the run",
         "note": (
-            "delivery_latency: a probe (a PriorityClass row) written every interval by the bench process, from its "
-            "commit to the frame naming it; "
+            "delivery_latency: a probe (a write to one of PROBE_ROWS PriorityClass rows, in turn) made every interval "
+            "by the bench process, from its commit to the frame naming the row at that revision or a later one "
+            "(deliveries_superseded: by a later one); "
             "commit_to_frame: per frame, now - t0 (the oldest commit in it); "
             "job_first_seen: API answer to the first frame naming the job, per client; "
             "the clients read in reader_processes processes of their own (bench/wsreaders.py)"

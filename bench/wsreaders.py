@@ -14,6 +14,7 @@ matches the arrivals with the times it wrote the probes and got the jobs' API an
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import multiprocessing
@@ -33,7 +34,8 @@ STATS_WAIT = 10.0
 class ClientLog:
     """What one socket saw."""
 
-    probes: dict[str, float] = field(default_factory=dict)
+    #: probe row name -> (revision, arrival) of each item naming it
+    probes: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     first_seen: dict[str, float] = field(default_factory=dict)
     delays: list[float] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=lambda: {"frames": 0, "items": 0, "markers": 0, "refresh_all": 0})
@@ -55,7 +57,8 @@ def _item(log: ClientLog, doc: dict[str, Any], now: float, probe_prefix: str) ->
     if ident == "*" or kind == "*":
         log.counters["refresh_all" if kind == "*" else "markers"] += 1
     elif kind == "priorityclass" and isinstance(ident, str) and ident.startswith(probe_prefix):
-        log.probes.setdefault(ident, now)
+        rev = doc.get("rev")
+        log.probes.setdefault(ident, []).append((rev if isinstance(rev, int) else 0, now))
     elif kind == "job" and isinstance(ident, str) and ident not in log.first_seen:
         log.first_seen[ident] = now
 
@@ -148,6 +151,22 @@ def child_main(conn: Any, url: str, origin: str, cookies: list[str], topics: Any
             ws.close()
     conn.send(child)
     conn.close()
+
+
+def probe_arrivals(log: ClientLog, written: list[tuple[str, int, float]]) -> tuple[list[float], int]:
+    """Match one client's probe items with the probes written (row, revision, time of the write's return): a probe
+    arrived with the first item naming its row at its revision or a later one (a later write to the row supersedes
+    it, as a socket sends each object's latest state). Return each arrived probe's delay and how many were
+    superseded."""
+    delays: list[float] = []
+    superseded = 0
+    for name, rev, at in written:
+        arrivals = log.probes.get(name, ())
+        k = bisect.bisect_left(arrivals, (rev, float("-inf")))
+        if k < len(arrivals):
+            delays.append(arrivals[k][1] - at)
+            superseded += arrivals[k][0] > rev
+    return delays, superseded
 
 
 class Readers:

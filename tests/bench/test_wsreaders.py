@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import serve
 
-from bench.wsreaders import ClientLog, Readers, _frame
+from bench.wsreaders import ClientLog, Readers, _frame, probe_arrivals
 
 
 class Server:
@@ -73,7 +73,7 @@ def test_clients_in_child_processes_see_every_frame_and_the_parent_gets_it_merge
             "kind": "changes",
             "t0": t0,
             "items": [
-                {"kind": "priorityclass", "id": "bench-probe-0"},
+                {"kind": "priorityclass", "id": "bench-probe-0", "rev": 41},
                 {"kind": "priorityclass", "id": "someone-else"},
                 {"kind": "job", "id": "bench/e2e-1"},
                 {"kind": "pod", "id": "*", "count": 3},
@@ -87,10 +87,12 @@ def test_clients_in_child_processes_see_every_frame_and_the_parent_gets_it_merge
     assert seen.connect_errors == 0
     assert sorted(server.cookies) == ["sessionid=a"] * 3 + ["sessionid=b"] * 2  # round-robin over the cookies
     for log in seen.clients:
-        assert list(log.probes) == ["bench-probe-0"]  # only the bench's probes, once each
-        assert log.probes["bench-probe-0"] >= t0
+        assert list(log.probes) == ["bench-probe-0"]  # only the bench's probes, with their revision
+        [(rev, arrived)] = log.probes["bench-probe-0"]
+        assert rev == 41
+        assert arrived >= t0
         assert list(log.first_seen) == ["bench/e2e-1"]  # the first frame naming the job
-        assert log.first_seen["bench/e2e-1"] <= log.probes["bench-probe-0"] + 1
+        assert log.first_seen["bench/e2e-1"] <= arrived + 1
         assert len(log.delays) == 2
         assert all(0 <= d < 5 for d in log.delays)
         assert log.counters == {"frames": 3, "items": 6, "markers": 1, "refresh_all": 1}  # the stats frame counts
@@ -106,3 +108,12 @@ def test_a_frame_of_one_change_and_an_error_are_read_as_before() -> None:
     assert log.counters["frames"] == 2
     assert log.counters["items"] == 1
     assert other == ["{'kind': 'error', 'reason': 'x'}"]
+
+
+def test_a_probe_arrives_with_its_row_at_its_revision_or_a_later_one() -> None:
+    log = ClientLog(probes={"p-0": [(10, 1.5), (30, 4.0)], "p-1": [(20, 2.5)]})
+    written = [("p-0", 10, 1.0), ("p-1", 20, 2.0), ("p-0", 25, 3.0), ("p-0", 30, 3.5), ("p-1", 40, 5.0)]
+    delays, superseded = probe_arrivals(log, written)
+    # p-0@25 came as p-0@30 (superseded by the next write to its row); p-1@40 never came
+    assert delays == [0.5, 0.5, 1.0, 0.5]
+    assert superseded == 1
