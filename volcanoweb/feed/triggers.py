@@ -64,7 +64,8 @@ BEGIN
     SELECT array_agg(v ORDER BY o) INTO revs
         FROM (SELECT o, nextval('feed_rev') AS v FROM generate_series(1, n) AS o) AS taken;
     PERFORM pg_advisory_xact_lock_shared({first}, (revs[1] % {modulus})::int);
-    UPDATE feed_entry e SET rev = u.r FROM unnest(ids, revs) AS u(id, r) WHERE e.id = u.id;
+    -- ``at`` becomes the commit's time (the time the entry was written, until now): what a reader's delay counts from
+    UPDATE feed_entry e SET rev = u.r, at = clock_timestamp() FROM unnest(ids, revs) AS u(id, r) WHERE e.id = u.id;
     PERFORM volcanoweb_feed_versions(ids);
     PERFORM set_config('volcanoweb.feed_stamping', 'off', true);
     RETURN revs[n];

@@ -9,6 +9,7 @@ and the revisions are given at commit; on SQLite the writers queue. Hypothesis c
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -116,3 +117,20 @@ def test_every_reader_sees_the_whole_log_in_one_increasing_order(scripts: list[A
             assert rows[obj_id].value == change.data["value"]
             assert rows[obj_id].resource_version == change.rev
     PriorityClass.objects.all().delete()
+
+
+def test_an_entry_s_time_is_its_commit_s_where_revisions_are_given_at_commit() -> None:
+    """A reader's delay counts from the commit: on PostgreSQL, whose revisions are given at commit, an entry written
+    early in a long transaction carries the commit's time; on SQLite (revisions at write, one writer at a time) it
+    carries its write's."""
+    since = log.head()[0]
+    with transaction.atomic():
+        PriorityClass.objects.create(name="slow-commit", value=1)
+        written = time.time()
+        time.sleep(0.3)
+        before_commit = time.time()
+    [change] = log.changes(since, ["priorityclasses"])
+    if connection.vendor == "postgresql":
+        assert before_commit <= change.at <= time.time()
+    else:
+        assert change.at <= written + 0.05
