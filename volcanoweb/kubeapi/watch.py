@@ -22,7 +22,6 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from types import EllipsisType
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -97,7 +96,6 @@ class Stream:
         self.first = True
         self.done = False
         self.last_bookmark = time.monotonic()
-        self._line_key: str | EllipsisType | None = ...
 
     # -- printing --------------------------------------------------------------------------------------------
 
@@ -194,23 +192,19 @@ class Stream:
         """What decides this watch's line for a change (watches of one caller and selection get the same one,
         converted once per change); None when the lines are this watch's own (Table output, which prints its
         headers once per watch; queues, whose visibility the selection learns as it goes)."""
-        if self._line_key is not ...:
-            return self._line_key
         selection = self.selection
-        key: str | None = None
-        if not self.as_table and selection.kind != "queues":
-            access = selection.access
-            decides = (
-                selection.resource.info.api_version,
-                selection.namespace,
-                selection.label_selector,
-                repr(selection.terms),
-                access.platform_admin,
-                sorted(access.roles),
-            )
-            key = f"watch-line:{decides!r}"
-        self._line_key = key
-        return key
+        if self.as_table or selection.kind == "queues":
+            return None
+        access = selection.access
+        decides = (
+            selection.resource.info.api_version,
+            selection.namespace,
+            selection.label_selector,
+            repr(selection.terms),
+            access.platform_admin,
+            sorted(access.roles),
+        )
+        return f"watch-line:{decides!r}"
 
     def read_log(self) -> list[bytes]:
         """Read the log itself from the cursor (one batch); a compacted cursor ends the stream with 410."""
