@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 import statistics
 import threading
 import time
@@ -42,16 +43,34 @@ class WatchLog:
     error: str = ""
 
 
+#: An event line as kube-apiserver and this server write it: the type, then the object with only strings
+#: (apiVersion, kind) before its metadata, and in the metadata the revision before any nested object. Anything
+#: else is read with ``json.loads``.
+_EVENT = re.compile(
+    r'\{"type":\s*"([A-Z]+)",\s*"object":\s*\{(?:"[^"\\]*":\s*"[^"\\]*",\s*)*'
+    r'"metadata":\s*\{[^{}]*?"resourceVersion":\s*"(\d+)"'
+)
+
+
+def event_of(line: str) -> tuple[str, int]:
+    """The (type, metadata.resourceVersion) of an event line, by one anchored regular expression rather than
+    decoding the whole object (a child reads 900,000 lines of a 10,000-job run; ``json.loads`` took ~8 µs a line)."""
+    found = _EVENT.match(line)
+    if found is not None:
+        return found.group(1), int(found.group(2))
+    event = json.loads(line)
+    return event["type"], int(event["object"].get("metadata", {}).get("resourceVersion") or 0)
+
+
 def read_stream(lines: Any, log: WatchLog, stopping: threading.Event) -> None:
-    """Record the events of a stream's lines (bytes or str) until it ends or ``stopping`` is set."""
+    """Record the events of a stream's lines until it ends or ``stopping`` is set."""
     for line in lines:
         if stopping.is_set():
             return
         if not line:
             continue
-        event = json.loads(line)
-        rv = int(event["object"].get("metadata", {}).get("resourceVersion") or 0)
-        if event["type"] == "BOOKMARK":
+        kind, rv = event_of(line)
+        if kind == "BOOKMARK":
             log.bookmarks += 1
         else:
             log.revs.append(rv)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bench.watchers import Watchers, WatchLog, compare, read_stream
+from bench.watchers import Watchers, WatchLog, compare, event_of, read_stream
 
 
 def _line(kind: str, rv: int) -> bytes:
@@ -88,7 +88,7 @@ def test_streams_in_child_processes_see_every_event_and_the_parent_gets_their_lo
 
 def _log(revs: list[int]) -> WatchLog:
     log = WatchLog()
-    read_stream([_line("MODIFIED", rv) for rv in revs], log, threading.Event())
+    read_stream([_line("MODIFIED", rv).decode() for rv in revs], log, threading.Event())
     return log
 
 
@@ -109,3 +109,26 @@ def test_a_stream_that_fails_is_not_ok() -> None:
     result = compare([log], [(1, 0.0)])
     assert result["ok"] is False
     assert result["errors"] == ["HTTP 403"]
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        # this server's shape (separators without spaces), and json.dumps' default one
+        {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "a", "resourceVersion": "42"}},
+        {"metadata": {"resourceVersion": "42", "labels": {"a": "b"}}, "spec": {}},
+        # shapes the expression does not take: read whole, never a nested object's revision
+        {"metadata": {"labels": {"resourceVersion": "7"}, "resourceVersion": "42"}},
+        {"spec": {"template": {"metadata": {"resourceVersion": "7"}}}, "metadata": {"resourceVersion": "42"}},
+        {"kind": "Job", "note": 'a \\"quoted\\" kind', "metadata": {"resourceVersion": "42"}},
+    ],
+)
+def test_an_event_s_type_and_revision_are_the_object_s_own(obj: dict[str, Any]) -> None:
+    for separators in ((",", ":"), (", ", ": ")):
+        line = json.dumps({"type": "MODIFIED", "object": obj}, separators=separators)
+        assert event_of(line) == ("MODIFIED", 42)
+
+
+def test_an_error_event_has_no_revision() -> None:
+    line = json.dumps({"type": "ERROR", "object": {"kind": "Status", "metadata": {}, "code": 410}})
+    assert event_of(line) == ("ERROR", 0)
