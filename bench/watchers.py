@@ -119,8 +119,14 @@ def child_main(conn: Any, url: str, token: str, n: int) -> None:
     ):
         time.sleep(0.05)
     stop.set()
-    conn.send(logs)
+    conn.send([_settled(log) for log in logs])
     conn.close()
+
+
+def _settled(log: WatchLog) -> WatchLog:
+    """A copy of a stream's log whose arrays have the same length (its thread may be between its two appends)."""
+    n = min(len(log.revs), len(log.arrived))
+    return WatchLog(log.revs[:n], log.arrived[:n], log.bookmarks, log.last, log.error)
 
 
 class Watchers:
