@@ -167,6 +167,9 @@ FEED_POLL_SECONDS = env_float("FEED_POLL_SECONDS", 0.05, positive=True)
 # Python's settings (volcanoweb.core.gctune, ADR 0034).
 GC_GEN2_THRESHOLD = env_int("GC_GEN2_THRESHOLD", 1000, minimum=0)
 FEED_COMPACT_PERIOD = env_float("FEED_COMPACT_PERIOD", 30.0, positive=True)
+# PostgreSQL: the compaction also vacuums the log once this many dead row versions have gathered (0: never;
+# volcanoweb/feed/vacuum.py, ADR 0036).
+FEED_VACUUM_DEAD_ROWS = env_int("FEED_VACUUM_DEAD_ROWS", 10_000, minimum=0)
 
 # --- redis, channels, celery ---------------------------------------------
 REDIS_URL = env_str("REDIS_URL", "")
