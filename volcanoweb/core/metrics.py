@@ -46,7 +46,7 @@ SCHEDULE_ATTEMPTS = Counter(
 LAG_BUCKETS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 FEED_READ_LAG = Histogram(
     "volcanoweb_feed_read_lag_seconds",
-    "From a change's write into the change log to its read by this process's tailer.",
+    "From a change's commit (SQLite: its write) into the change log to its read by this process's tailer.",
     buckets=LAG_BUCKETS,
     registry=REGISTRY,
 )
