@@ -17,7 +17,6 @@ entry's write to the event's arrival.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import re
 import statistics
 import threading
@@ -26,6 +25,8 @@ from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from bench import children
 
 #: What the parent sends a child: ``(UNTIL, revision, seconds)`` = wait until every stream has read up to the
 #: revision (or the seconds pass), then stop and send the logs back.
@@ -134,17 +135,10 @@ class Watchers:
 
     def __init__(self, base: str, token: str, path: str, since: int, n: int, processes: int) -> None:
         url = f"{base}{path}?watch=1&resourceVersion={since}&timeoutSeconds=3600&allowWatchBookmarks=true"
-        context = multiprocessing.get_context("spawn")
-        self.children: list[tuple[Any, Any]] = []
         processes = max(1, min(processes, n))
-        for p in range(processes):
-            parent, child = context.Pipe()
-            count = len(range(p, n, processes))
-            proc = context.Process(target=child_main, args=(child, url, token, count), daemon=True)
-            proc.start()
-            child.close()
-            self.children.append((proc, parent))
-        self.since = since
+        self.children = children.spawn(
+            child_main, [(url, token, len(range(p, n, processes))) for p in range(processes)]
+        )
 
     def wait_connected(self) -> int:
         """Wait until every child's streams answered; return how many did."""
@@ -152,13 +146,7 @@ class Watchers:
 
     def stop(self, upto: int, settle: float) -> list[WatchLog]:
         """Let every stream read up to revision ``upto`` (at most ``settle`` s), stop them, return their logs."""
-        for _, parent in self.children:
-            parent.send((UNTIL, upto, settle))
-        logs: list[WatchLog] = []
-        for proc, parent in self.children:
-            logs += parent.recv()
-            proc.join(10)
-        return logs
+        return [log for logs in children.gather(self.children, (UNTIL, upto, settle)) for log in logs]
 
 
 def start(base: str, token: str, namespace: str, n: int, since: int, processes: int = 4) -> Watchers:

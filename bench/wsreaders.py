@@ -17,12 +17,13 @@ from __future__ import annotations
 import bisect
 import contextlib
 import json
-import multiprocessing
 import struct
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from bench import children
 
 #: What the parent sends a child over its pipe.
 STATS, STOP = "stats", "stop"
@@ -175,16 +176,14 @@ class Readers:
     def __init__(
         self, url: str, origin: str, cookies: list[str], clients: int, processes: int, topics: Any, prefix: str
     ) -> None:
-        context = multiprocessing.get_context("spawn")
-        self.children: list[tuple[Any, Any]] = []
         processes = max(1, min(processes, clients))
-        for p in range(processes):
-            mine = [cookies[k % len(cookies)] for k in range(p, clients, processes)]
-            parent, child = context.Pipe()
-            proc = context.Process(target=child_main, args=(child, url, origin, mine, topics, prefix), daemon=True)
-            proc.start()
-            child.close()
-            self.children.append((proc, parent))
+        self.children = children.spawn(
+            child_main,
+            [
+                (url, origin, [cookies[k % len(cookies)] for k in range(p, clients, processes)], topics, prefix)
+                for p in range(processes)
+            ],
+        )
 
     def wait_connected(self) -> int:
         """Wait until every child has connected its sockets; return how many are connected."""
@@ -198,14 +197,11 @@ class Readers:
         """Stop every child (once each socket had its answer to :meth:`ask_stats`, if asked) and merge what they
         saw."""
         merged = ChildLog()
-        for _, parent in self.children:
-            parent.send(STOP)
-        for proc, parent in self.children:
-            log: ChildLog = parent.recv()
+        log: ChildLog
+        for log in children.gather(self.children, STOP):
             merged.clients += log.clients
             merged.connect_errors += log.connect_errors
             for key, count in log.closed.items():
                 merged.closed[key] = merged.closed.get(key, 0) + count
             merged.other += log.other[: 20 - len(merged.other)]
-            proc.join(10)
         return merged
