@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bench.watchers import Watchers, WatchLog, compare, event_of, read_stream
+from bench.watchers import _EVENT, Watchers, WatchLog, compare, event_of, read_stream
 
 
 def _line(kind: str, rv: int) -> bytes:
@@ -112,21 +112,29 @@ def test_a_stream_that_fails_is_not_ok() -> None:
 
 
 @pytest.mark.parametrize(
-    "obj",
+    ("obj", "fast"),
     [
-        # this server's shape (separators without spaces), and json.dumps' default one
-        {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "a", "resourceVersion": "42"}},
-        {"metadata": {"resourceVersion": "42", "labels": {"a": "b"}}, "spec": {}},
+        # this server's shape (separators without spaces), and json.dumps' default one: read by the expression
+        (
+            {
+                "apiVersion": "batch.volcano.sh/v1alpha1",
+                "kind": "Job",
+                "metadata": {"name": "a", "resourceVersion": "42"},
+            },
+            True,
+        ),
+        ({"metadata": {"resourceVersion": "42", "labels": {"a": "b"}}, "spec": {}}, True),
         # shapes the expression does not take: read whole, never a nested object's revision
-        {"metadata": {"labels": {"resourceVersion": "7"}, "resourceVersion": "42"}},
-        {"spec": {"template": {"metadata": {"resourceVersion": "7"}}}, "metadata": {"resourceVersion": "42"}},
-        {"kind": "Job", "note": 'a \\"quoted\\" kind', "metadata": {"resourceVersion": "42"}},
+        ({"metadata": {"labels": {"resourceVersion": "7"}, "resourceVersion": "42"}}, False),
+        ({"spec": {"template": {"metadata": {"resourceVersion": "7"}}}, "metadata": {"resourceVersion": "42"}}, False),
+        ({"kind": "Job", "note": 'a \\"quoted\\" kind', "metadata": {"resourceVersion": "42"}}, False),
     ],
 )
-def test_an_event_s_type_and_revision_are_the_object_s_own(obj: dict[str, Any]) -> None:
+def test_an_event_s_type_and_revision_are_the_object_s_own(obj: dict[str, Any], fast: bool) -> None:
     for separators in ((",", ":"), (", ", ": ")):
         line = json.dumps({"type": "MODIFIED", "object": obj}, separators=separators)
         assert event_of(line) == ("MODIFIED", 42)
+        assert (_EVENT.match(line) is not None) is fast  # which path read it
 
 
 def test_an_error_event_has_no_revision() -> None:

@@ -45,9 +45,3 @@ def test_an_asgi_process_serves_with_the_setting() -> None:
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == "250 True", done.stdout
-
-
-def test_the_default_makes_full_collections_rare() -> None:
-    from django.conf import settings
-
-    assert settings.GC_GEN2_THRESHOLD == 1000
