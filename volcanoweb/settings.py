@@ -148,6 +148,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Full garbage collections in the ASGI processes after this many middle-generation ones (Python: 10); 0 leaves
+# Python's settings (volcanoweb.core.gctune, ADR 0034).
+GC_GEN2_THRESHOLD = env_int("GC_GEN2_THRESHOLD", 1000, minimum=0)
 # PostgreSQL connections the ASGI server keeps in a pool for its request threads (volcanoweb/asgi.py; 0: none).
 ASGI_DB_POOL_SIZE = env_int("ASGI_DB_POOL_SIZE", 10, minimum=0)
 # Group commit (ADR 0030): single-Job applies of a process that arrive within this many milliseconds of each
@@ -163,9 +166,6 @@ FEED_RETENTION_SECONDS = env_float("FEED_RETENTION_SECONDS", 600.0, positive=Tru
 # How often a process's tailer (while anyone in the process watches) reads the last revision taken, and reads
 # the new entries when it moved (ADR 0029: no NOTIFY, which would serialise PostgreSQL's commits).
 FEED_POLL_SECONDS = env_float("FEED_POLL_SECONDS", 0.05, positive=True)
-# Full garbage collections in the ASGI processes after this many middle-generation ones (Python: 10); 0 leaves
-# Python's settings (volcanoweb.core.gctune, ADR 0034).
-GC_GEN2_THRESHOLD = env_int("GC_GEN2_THRESHOLD", 1000, minimum=0)
 FEED_COMPACT_PERIOD = env_float("FEED_COMPACT_PERIOD", 30.0, positive=True)
 # PostgreSQL: the compaction also vacuums the log once this many dead row versions have gathered (0: never;
 # volcanoweb/feed/vacuum.py, ADR 0036).
